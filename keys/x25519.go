@@ -1,0 +1,115 @@
+package keys
+
+import (
+	"crypto/ecdh"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/crypto/blake2b"
+)
+
+// KeySize is the size in bytes of X25519 public and secret keys.
+const KeySize = 32
+
+// PublicKey is an X25519 public key: the Montgomery u-coordinate of the
+// point, as stored in crypt4gh public key files and header packets.
+type PublicKey [KeySize]byte
+
+// SecretKey is an X25519 secret key (a 32-byte scalar, clamped when used).
+//
+// The caller should call [SecretKey.Zero] once the key is no longer needed.
+type SecretKey [KeySize]byte
+
+// String returns the public key in lowercase hexadecimal.
+func (pk PublicKey) String() string { return hex.EncodeToString(pk[:]) }
+
+// Public returns the public key that belongs to sk.
+func (sk *SecretKey) Public() PublicKey {
+	priv, err := ecdh.X25519().NewPrivateKey(sk[:])
+	if err != nil {
+		// NewPrivateKey only fails on a wrong length, which the type rules out.
+		panic("keys: internal error: " + err.Error())
+	}
+	var pk PublicKey
+	copy(pk[:], priv.PublicKey().Bytes())
+	return pk
+}
+
+// Zero overwrites the key material with zeros.
+func (sk *SecretKey) Zero() { clear(sk[:]) }
+
+// Generate returns a new random secret key read from rand, or from
+// crypto/rand when rand is nil.
+func Generate(r io.Reader) (SecretKey, error) {
+	var sk SecretKey
+	if r == nil {
+		r = rand.Reader
+	}
+	if _, err := io.ReadFull(r, sk[:]); err != nil {
+		return SecretKey{}, fmt.Errorf("failed to generate key: %w", err)
+	}
+	return sk, nil
+}
+
+// ErrLowOrderPoint is returned when a Diffie-Hellman exchange gives the
+// all-zero shared secret (the peer's public key is a low-order point).
+var ErrLowOrderPoint = errors.New("public key is a low-order point")
+
+func x25519(sk *SecretKey, pk *PublicKey) ([]byte, error) {
+	priv, err := ecdh.X25519().NewPrivateKey(sk[:])
+	if err != nil {
+		panic("keys: internal error: " + err.Error())
+	}
+	pub, err := ecdh.X25519().NewPublicKey(pk[:])
+	if err != nil {
+		panic("keys: internal error: " + err.Error())
+	}
+	dh, err := priv.ECDH(pub)
+	if err != nil {
+		return nil, ErrLowOrderPoint
+	}
+	return dh, nil
+}
+
+// sessionKey is libsodium's crypto_kx: the first 32 bytes of
+// BLAKE2b-512(dh || client_pk || server_pk).
+func sessionKey(dh []byte, client, server *PublicKey) [KeySize]byte {
+	h, _ := blake2b.New512(nil)
+	h.Write(dh)
+	h.Write(client[:])
+	h.Write(server[:])
+	var sum [blake2b.Size]byte
+	h.Sum(sum[:0])
+	var k [KeySize]byte
+	copy(k[:], sum[:KeySize])
+	clear(sum[:])
+	clear(dh)
+	return k
+}
+
+// ReaderSharedKey returns the key that protects a header packet, computed on
+// the reader's side from the reader's secret key and the writer public key
+// stored in the packet (libsodium's crypto_kx_client_session_keys, rx).
+func ReaderSharedKey(reader *SecretKey, writer PublicKey) ([KeySize]byte, error) {
+	dh, err := x25519(reader, &writer)
+	if err != nil {
+		return [KeySize]byte{}, err
+	}
+	rpk := reader.Public()
+	return sessionKey(dh, &rpk, &writer), nil
+}
+
+// WriterSharedKey returns the key that protects a header packet, computed on
+// the writer's side from the writer's secret key and the recipient's public
+// key (libsodium's crypto_kx_server_session_keys, tx).
+func WriterSharedKey(writer *SecretKey, reader PublicKey) ([KeySize]byte, error) {
+	dh, err := x25519(writer, &reader)
+	if err != nil {
+		return [KeySize]byte{}, err
+	}
+	wpk := writer.Public()
+	return sessionKey(dh, &reader, &wpk), nil
+}
