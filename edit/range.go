@@ -1,0 +1,98 @@
+package edit
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalidRange is wrapped by the errors of ParseRange and Normalize.
+var ErrInvalidRange = errors.New("invalid range")
+
+// Range is a byte range [Start, End) of the stream a file stands for (after
+// its edit list), as given on the command line. End == Unbounded means to
+// the end of the stream.
+type Range struct {
+	Start, End int64
+}
+
+// String formats r as ParseRange accepts it: "START-END", or "START" when
+// End is Unbounded.
+func (r Range) String() string {
+	if r.End == Unbounded {
+		return strconv.FormatInt(r.Start, 10)
+	}
+	return strconv.FormatInt(r.Start, 10) + "-" + strconv.FormatInt(r.End, 10)
+}
+
+// ParseRange parses "START-END" (bytes START to END, END excluded) or
+// "START" (from START to the end of the stream). Both are non-negative
+// decimal integers, without sign or spaces, and END must be larger than
+// START. Errors wrap ErrInvalidRange and read `invalid range "x": reason`.
+func ParseRange(s string) (Range, error) {
+	bad := func(format string, a ...any) (Range, error) {
+		return Range{}, fmt.Errorf("%w %q: %s", ErrInvalidRange, s, fmt.Sprintf(format, a...))
+	}
+	if s == "" {
+		return bad("empty, want START-END or START")
+	}
+	startText, endText, hasEnd := strings.Cut(s, "-")
+	start, err := parseOffset(startText)
+	if err != nil {
+		return bad("start: %v", err)
+	}
+	if !hasEnd {
+		return Range{start, Unbounded}, nil
+	}
+	end, err := parseOffset(endText)
+	if err != nil {
+		return bad("end: %v", err)
+	}
+	if end == start {
+		return bad("empty, end must be larger than start")
+	}
+	if end < start {
+		return bad("end %d before start %d", end, start)
+	}
+	return Range{start, end}, nil
+}
+
+func parseOffset(s string) (int64, error) {
+	if s == "" {
+		return 0, errors.New("missing number")
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("%q is not a non-negative decimal integer", s)
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s is too large", s)
+	}
+	return n, nil
+}
+
+// Normalize checks rs and returns them as intervals, sorted, with
+// overlapping or adjacent ranges merged: a byte asked for by two ranges is
+// selected once, and ranges out of order are put in order. Errors wrap
+// ErrInvalidRange for a range with a negative start or End <= Start, ErrEmpty
+// when rs is empty, and ErrTooLong when the selection would need an edit
+// list of more than MaxEntries lengths.
+func Normalize(rs []Range) ([]Interval, error) {
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("%w: no ranges", ErrEmpty)
+	}
+	if len(rs) > MaxEntries/2 {
+		return nil, fmt.Errorf("%w: %d ranges, at most %d", ErrTooLong, len(rs), MaxEntries/2)
+	}
+	iv := make([]Interval, len(rs))
+	for i, r := range rs {
+		if r.Start < 0 || r.End <= r.Start {
+			return nil, fmt.Errorf("%w %q: start must be non-negative and end larger than start", ErrInvalidRange, r.String())
+		}
+		iv[i] = Interval(r)
+	}
+	return normalize(iv), nil
+}
