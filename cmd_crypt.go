@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/urfave/cli/v2"
+)
+
+func encryptCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "encrypt",
+		Usage: "encrypt a file for one or more recipients",
+		Description: "Reads the plaintext from stdin (or -i) and writes a crypt4gh file to stdout\n" +
+			"(or -o). Without --sk, a new writer key is made for this file and discarded.",
+		Flags: []cli.Flag{
+			skFlag,
+			&cli.StringSliceFlag{Name: "recipient_pk", Aliases: []string{"recipient-pk"}, Usage: "encrypt for the public key at `PATH` (repeatable)"},
+			&cli.StringFlag{Name: "range", Usage: "encrypt only bytes [START, END) of the input (`START-END` or START)"},
+			&cli.StringFlag{Name: "header", Usage: "write the header to `PATH` and only the segments to the output"},
+			passphraseFileFlag, inputFlag, outputFlag, forceFlag, jobsFlag,
+		},
+		Action: encrypt,
+	}
+}
+
+func encrypt(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("unexpected argument %q (use -i for the input file)", c.Args().First())
+	}
+	if len(c.StringSlice("recipient_pk")) == 0 {
+		return usagef("no recipient: use --recipient_pk PATH")
+	}
+	recipients, err := readPublicKeys(c.StringSlice("recipient_pk"))
+	if err != nil {
+		return err
+	}
+	rng, err := rangeFlag(c)
+	if err != nil {
+		return err
+	}
+	opts := c4gh.EncryptOptions{Recipients: recipients, Range: rng, Jobs: c.Int("jobs")}
+	if c.String("sk") != "" {
+		sk, err := readSecretKey(c)
+		if err != nil {
+			return err
+		}
+		defer sk.Zero()
+		opts.Writer = sk
+	}
+	in, inFile, closeIn, err := openInput(c.String("input"), c.App.Reader)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	out, err := openOutput(c.String("output"), c.App.Writer,
+		outputOptions{force: c.Bool("force"), binary: true, mode: 0o644, input: inFile})
+	if err != nil {
+		return err
+	}
+	var hdr *output
+	if p := c.String("header"); p != "" {
+		hdr, err = openOutput(p, c.App.Writer, outputOptions{force: c.Bool("force"), binary: true, mode: 0o644, input: inFile})
+		if err != nil {
+			out.abort()
+			return err
+		}
+		opts.Header = hdr
+	}
+	_, err = c4gh.Encrypt(out, in, opts)
+	if err != nil {
+		err = fmt.Errorf("failed to encrypt: %w", err)
+	}
+	if hdr != nil {
+		if herr := hdr.finish(err); err == nil {
+			err = herr
+		}
+	}
+	return out.finish(err)
+}
+
+func decryptCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "decrypt",
+		Usage: "decrypt a file with your secret key",
+		Description: "Reads a crypt4gh file from stdin (or -i) and writes the plaintext that it stands\n" +
+			"for, after its edit list, to stdout (or -o). With --range, only bytes\n" +
+			"[START, END) of that plaintext are written; on a seekable input only the\n" +
+			"segments that the range needs are read.",
+		Flags: []cli.Flag{
+			skFlag,
+			&cli.StringFlag{Name: "sender_pk", Aliases: []string{"sender-pk"}, Usage: "accept only packets written by the public key at `PATH`"},
+			&cli.StringFlag{Name: "range", Usage: "output only bytes [START, END) (`START-END`, or START for the rest)"},
+			passphraseFileFlag, inputFlag, outputFlag, forceFlag, jobsFlag,
+		},
+		Action: decrypt,
+	}
+}
+
+func decrypt(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("unexpected argument %q (use -i for the input file)", c.Args().First())
+	}
+	rng, err := rangeFlag(c)
+	if err != nil {
+		return err
+	}
+	in, inFile, closeIn, err := openInput(c.String("input"), c.App.Reader)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	f, err := openFile(c, in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	out, err := openOutput(c.String("output"), c.App.Writer,
+		outputOptions{force: c.Bool("force"), binary: false, mode: 0o600, input: inFile})
+	if err != nil {
+		return err
+	}
+	_, err = f.Decrypt(out, rng, c.Int("jobs"))
+	if err != nil {
+		err = fmt.Errorf("failed to decrypt: %w", err)
+	}
+	return out.finish(err)
+}
+
+// openFile reads the header from in and opens it with --sk, accepting only
+// packets from --sender_pk when it is given.
+func openFile(c *cli.Context, in io.Reader) (*c4gh.File, error) {
+	var sender *keys.PublicKey
+	if p := c.String("sender_pk"); p != "" {
+		pk, err := readPublicKey(p)
+		if err != nil {
+			return nil, err
+		}
+		sender = &pk
+	}
+	sk, err := readSecretKey(c)
+	if err != nil {
+		return nil, err
+	}
+	defer sk.Zero()
+	f, err := c4gh.Open(in, sk, sender)
+	return f, noPacketHint(err, sk, sender)
+}
+
+// rangeFlag parses --range.
+func rangeFlag(c *cli.Context) (*edit.Range, error) {
+	s := c.String("range")
+	if s == "" {
+		return nil, nil
+	}
+	r, err := edit.ParseRange(s)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return &r, nil
+}

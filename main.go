@@ -1,0 +1,69 @@
+// Command crypt4gh encrypts and decrypts files in the GA4GH Crypt4GH format.
+//
+// It reads and writes the same files, keys, flags and environment variables
+// as the reference Python tool, so that a pipeline can switch by changing the
+// name of the binary. Run "crypt4gh help" for the commands.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run runs the app and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := newApp(stdin, stdout, stderr)
+	err := app.Run(args)
+	if err == nil {
+		return exitOK
+	}
+	report(stderr, err)
+	return exitCode(err)
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:                      "crypt4gh",
+		Usage:                     "encrypt and decrypt files in the GA4GH Crypt4GH format",
+		Version:                   version(),
+		Reader:                    stdin,
+		Writer:                    stdout,
+		ErrWriter:                 stderr,
+		DisableSliceFlagSeparator: true,
+		HideHelpCommand:           false,
+		EnableBashCompletion:      true,
+		ExitErrHandler:            func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err}
+		},
+		Commands: []*cli.Command{
+			keygenCommand(),
+			encryptCommand(),
+			decryptCommand(),
+			reencryptCommand(),
+			rearrangeCommand(),
+			spliceCommand(),
+		},
+	}
+}
+
+// version is the module version from the build info, or "(devel)".
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}
+
+// warnf prints a warning on stderr.
+func warnf(c *cli.Context, format string, args ...any) {
+	fmt.Fprintf(c.App.ErrWriter, "crypt4gh: warning: "+format+"\n", args...)
+}

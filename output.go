@@ -1,0 +1,169 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+// output is where a command writes its result: stdout, or a file that is
+// written under a temporary name in the target folder and renamed into
+// place by commit, only once everything succeeded.
+type output struct {
+	io.Writer
+	path string // final path; "" for stdout
+	tmp  *os.File
+}
+
+// outputOptions says how an output may be created.
+type outputOptions struct {
+	force  bool        // replace an existing file
+	binary bool        // refuse to write to a terminal unless path is "-"
+	mode   os.FileMode // permissions of a created file
+	input  *os.File    // the input, which the output must not be
+}
+
+// openOutput opens path for writing ("" or "-" is stdout).
+func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, error) {
+	if path == "" || path == "-" {
+		if opts.binary && path == "" && isTerminal(stdout) {
+			return nil, withHint(usagef("refusing to write binary data to a terminal"),
+				"use -o FILE, or -o - to write to the terminal anyway")
+		}
+		return &output{Writer: stdout}, nil
+	}
+	if fi, err := os.Stat(path); err == nil {
+		if opts.input != nil {
+			if in, err := opts.input.Stat(); err == nil && os.SameFile(fi, in) {
+				return nil, usagef("output file %q is the input file", path)
+			}
+		}
+		if !opts.force {
+			return nil, withHint(usagef("output file %q already exists", path), "use --force to replace it")
+		}
+		if fi.IsDir() {
+			return nil, usagef("output %q is a directory", path)
+		}
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".partial-*")
+	if err != nil {
+		return nil, fmt.Errorf("failed to create output: %w", err)
+	}
+	if err := tmp.Chmod(opts.mode); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("failed to create output: %w", err)
+	}
+	cleanup.add(tmp.Name())
+	return &output{Writer: tmp, path: path, tmp: tmp}, nil
+}
+
+// commit moves a file output into place. It must be called only after
+// everything was written successfully.
+func (o *output) commit() error {
+	if o.tmp == nil {
+		return nil
+	}
+	name := o.tmp.Name()
+	err := o.tmp.Close()
+	o.tmp = nil
+	if err == nil {
+		err = os.Rename(name, o.path)
+	}
+	cleanup.remove(name)
+	if err != nil {
+		os.Remove(name)
+		return fmt.Errorf("failed to write %s: %w", o.path, err)
+	}
+	return nil
+}
+
+// abort removes a file output that was not committed. It is safe to call
+// after commit.
+func (o *output) abort() {
+	if o.tmp == nil {
+		return
+	}
+	name := o.tmp.Name()
+	o.tmp.Close()
+	os.Remove(name)
+	cleanup.remove(name)
+	o.tmp = nil
+}
+
+// finish commits the output when err is nil and aborts it otherwise.
+func (o *output) finish(err error) error {
+	if err != nil {
+		o.abort()
+		return err
+	}
+	return o.commit()
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// cleanup holds the temporary files to remove if the process is
+// interrupted.
+var cleanup = &tempFiles{names: map[string]bool{}}
+
+type tempFiles struct {
+	mu    sync.Mutex
+	names map[string]bool
+	once  sync.Once
+}
+
+func (t *tempFiles) add(name string) {
+	t.once.Do(func() {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		go func() {
+			sig := <-c
+			t.mu.Lock()
+			for n := range t.names {
+				os.Remove(n)
+			}
+			fmt.Fprintf(os.Stderr, "crypt4gh: error: interrupted (%v)\n", sig)
+			os.Exit(128 + int(sig.(syscall.Signal)))
+		}()
+	})
+	t.mu.Lock()
+	t.names[name] = true
+	t.mu.Unlock()
+}
+
+func (t *tempFiles) remove(name string) {
+	t.mu.Lock()
+	delete(t.names, name)
+	t.mu.Unlock()
+}
+
+// openInput opens path for reading ("" or "-" is stdin). The caller must
+// call the returned close function.
+func openInput(path string, stdin io.Reader) (io.Reader, *os.File, func(), error) {
+	if path == "" || path == "-" {
+		f, _ := stdin.(*os.File)
+		return stdin, f, func() {}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil, nil, usagef("input file %q does not exist", path)
+		}
+		return nil, nil, nil, fmt.Errorf("failed to open input: %w", err)
+	}
+	return f, f, func() { f.Close() }, nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"crypt4gh": func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScript runs the command-line scenarios in testdata/script: each
+// .txtar file is a shell-like script run against the crypt4gh command.
+// $INTEROP is the folder of the interop vectors.
+func TestScript(t *testing.T) {
+	interop, err := filepath.Abs(interopDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("INTEROP", interop)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"mkdata": mkdata,
+			"perm":   perm,
+			"slice":  slice,
+		},
+	})
+}
+
+// mkdata SIZE FILE writes SIZE pseudo-random bytes (seeded by SIZE) to FILE.
+func mkdata(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mkdata SIZE FILE")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	r := rand.NewChaCha8([32]byte{byte(n), byte(n >> 8), byte(n >> 16)})
+	b := make([]byte, n)
+	r.Read(b)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), b, 0o644))
+}
+
+// perm FILE MODE checks the permission bits of FILE (octal).
+func perm(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: perm FILE MODE")
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	got := fmt.Sprintf("%04o", fi.Mode().Perm())
+	if (got == args[1]) == neg {
+		ts.Fatalf("%s has mode %s", args[0], got)
+	}
+}
+
+// slice IN START END OUT writes bytes [START, END) of IN to OUT.
+func slice(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: slice IN START END OUT")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	s, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	e, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	e = min(e, len(data))
+	ts.Check(os.WriteFile(ts.MkAbs(args[3]), data[s:e], 0o644))
+}
