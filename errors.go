@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/c4gh-go/crypt4gh/body"
-	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -47,7 +47,8 @@ func withHint(err error, format string, args ...any) error {
 func exitCode(err error) int {
 	var u usageError
 	switch {
-	case errors.As(err, &u):
+	case errors.As(err, &u), errors.Is(err, edit.ErrInvalidRange), errors.Is(err, edit.ErrBeyondEnd),
+		errors.Is(err, edit.ErrEmpty):
 		return exitUsage
 	case errors.Is(err, keys.ErrWrongPassphrase), errors.Is(err, keys.ErrMalformedKey),
 		errors.Is(err, keys.ErrUnsupportedKey), errors.Is(err, keys.ErrPassphraseRequired),
@@ -58,7 +59,7 @@ func exitCode(err error) int {
 		errors.Is(err, header.ErrInvalidPacket), errors.Is(err, header.ErrTooManyPackets),
 		errors.Is(err, header.ErrMultipleEditLists), errors.Is(err, header.ErrMixedDataMethods),
 		errors.Is(err, body.ErrAuth), errors.Is(err, body.ErrTruncated),
-		errors.Is(err, c4gh.ErrRangeBeyondEnd), errors.Is(err, io.ErrUnexpectedEOF):
+		errors.Is(err, io.ErrUnexpectedEOF):
 		return exitData
 	}
 	return exitError

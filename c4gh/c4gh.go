@@ -32,10 +32,6 @@ import (
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
-// ErrRangeBeyondEnd is returned when a range starts at or after the end of
-// the plaintext that a file stands for.
-var ErrRangeBeyondEnd = errors.New("range starts beyond the end of the data")
-
 // EncryptOptions configures [Encrypt].
 type EncryptOptions struct {
 	// Writer is the writer's secret key. When nil, a new key pair is
@@ -105,7 +101,7 @@ func selectRange(src io.Reader, r edit.Range) (io.Reader, error) {
 			}
 		} else if n, err := io.CopyN(io.Discard, src, r.Start); err != nil {
 			if err == io.EOF {
-				return nil, fmt.Errorf("%w (%d bytes)", ErrRangeBeyondEnd, n)
+				return nil, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, n)
 			}
 			return nil, fmt.Errorf("failed to read input: %w", err)
 		}
@@ -188,9 +184,9 @@ func (f *File) Decrypt(dst io.Writer, rng *edit.Range, jobs int) (int64, error) 
 	}
 	if cw != nil {
 		n = cw.kept(kept)
-	}
-	if rng != nil && n == 0 && rng.Start > 0 {
-		return 0, ErrRangeBeyondEnd
+		if rng != nil && n == 0 && rng.Start > 0 {
+			return 0, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, outputSize(f.Selection(nil), cw.n))
+		}
 	}
 	return n, nil
 }
@@ -214,7 +210,7 @@ func (f *File) decryptAt(dst io.Writer, section *io.SectionReader, kept []edit.I
 		}
 	}
 	if written == 0 && rng.Start > 0 {
-		return 0, fmt.Errorf("%w (%d bytes)", ErrRangeBeyondEnd, outputSize(f.Selection(nil), plain))
+		return 0, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, outputSize(f.Selection(nil), plain))
 	}
 	return written, nil
 }

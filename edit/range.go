@@ -10,6 +10,10 @@ import (
 // ErrInvalidRange is wrapped by the errors of ParseRange and Normalize.
 var ErrInvalidRange = errors.New("invalid range")
 
+// ErrBeyondEnd is returned by the users of this package when a range starts
+// at or after the end of the data it selects from.
+var ErrBeyondEnd = errors.New("range starts beyond the end of the data")
+
 // Range is a byte range [Start, End) of the stream a file stands for (after
 // its edit list), as given on the command line. End == Unbounded means to
 // the end of the stream.

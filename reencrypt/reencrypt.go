@@ -27,10 +27,6 @@ import (
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
-// ErrRangeBeyondEnd is returned by [Splice] when a range starts at or after
-// the end of the plaintext that the file stands for.
-var ErrRangeBeyondEnd = errors.New("range starts beyond the end of the data")
-
 // Header returns a header in which every packet of h that reader opens is
 // encrypted again for each of the recipients, written with reader as the
 // writer key. Packets that reader cannot open are kept unchanged, after
@@ -147,7 +143,7 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	var selected []edit.Interval
 	for _, r := range ranges {
 		if r.Start >= size {
-			return fmt.Errorf("%w: range %d-%s but the data is %d bytes", ErrRangeBeyondEnd, r.Start, endString(r.End), size)
+			return fmt.Errorf("%w: range %d-%s but the data is %d bytes", edit.ErrBeyondEnd, r.Start, endString(r.End), size)
 		}
 		selected = append(selected, edit.Map(kept, r.Start, r.End)...)
 	}
