@@ -3,9 +3,13 @@
 package keys_test
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
 	"testing"
+
+	"filippo.io/edwards25519"
 
 	"github.com/c4gh-go/crypt4gh/internal/sodium"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -173,4 +177,168 @@ func TestSodiumLowOrderPoints(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSodiumEd25519ToX25519 converts the Ed25519 key pairs of random seeds
+// and compares with crypto_sign_ed25519_sk_to_curve25519 and
+// crypto_sign_ed25519_pk_to_curve25519.
+func TestSodiumEd25519ToX25519(t *testing.T) {
+	for range sodiumIterations {
+		seed := random32(t)
+		pk, sk, err := sodium.Ed25519SeedKeypair(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priv := ed25519.NewKeyFromSeed(seed[:])
+		if !bytes.Equal(priv, sk[:]) {
+			t.Fatalf("seed %x: crypto/ed25519 key %x, libsodium %x", seed, priv, sk)
+		}
+		wantSK, err := sodium.Ed25519SecretToCurve25519(sk[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantPK, err := sodium.Ed25519PublicToCurve25519(pk[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		gotSK := keys.Ed25519SecretToX25519(priv)
+		if gotSK != keys.SecretKey(wantSK) {
+			t.Fatalf("seed %x: Ed25519SecretToX25519 = %x, libsodium %x", seed, gotSK, wantSK)
+		}
+		if fromSeed := keys.Ed25519SecretToX25519(priv.Seed()); fromSeed != gotSK {
+			t.Fatalf("seed %x: Ed25519SecretToX25519 of the bare seed = %x, want %x", seed, fromSeed, gotSK)
+		}
+		gotPK, err := keys.Ed25519PublicToX25519(priv.Public().(ed25519.PublicKey))
+		if err != nil {
+			t.Fatalf("seed %x: Ed25519PublicToX25519: %v", seed, err)
+		}
+		if gotPK != keys.PublicKey(wantPK) {
+			t.Fatalf("seed %x: Ed25519PublicToX25519 = %x, libsodium %x", seed, gotPK, wantPK)
+		}
+		if gotSK.Public() != gotPK {
+			t.Fatalf("seed %x: converted keys do not match: %x.Public() = %x, converted public %x", seed, gotSK, gotSK.Public(), gotPK)
+		}
+	}
+}
+
+// TestSodiumEd25519PublicAgreement feeds both conversions arbitrary
+// encodings: random strings (about half are points, most of those outside
+// the prime-order subgroup), the eight small-order points in every
+// encoding, non-canonical encodings (y >= p) and points of mixed order. The
+// two must accept the same encodings and agree on the result.
+func TestSodiumEd25519PublicAgreement(t *testing.T) {
+	var candidates [][]byte
+	for range sodiumIterations {
+		b := random32(t)
+		candidates = append(candidates, b[:])
+	}
+
+	// A torsion point of order 8: ℓ·P for a point P of order 8ℓ.
+	lMinus1, err := new(edwards25519.Scalar).SetCanonicalBytes([]byte{
+		0xec, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity := edwards25519.NewIdentityPoint()
+	var torsion *edwards25519.Point
+	for torsion == nil {
+		b := random32(t)
+		p, err := new(edwards25519.Point).SetBytes(b[:])
+		if err != nil {
+			continue
+		}
+		q := new(edwards25519.Point).ScalarMult(lMinus1, p)
+		q.Add(q, p)
+		four := new(edwards25519.Point).Add(q, q)
+		four.Add(four, four)
+		if four.Equal(identity) == 0 {
+			torsion = q
+		}
+	}
+	t8 := new(edwards25519.Point).Set(identity)
+	for range 8 {
+		t8.Add(t8, torsion)
+		enc := t8.Bytes()
+		candidates = append(candidates, enc, withSignBit(enc), nonCanonical(enc))
+	}
+	// Every y in [p, 2^255) (p = 2^255 - 19 is ed ff … ff 7f
+	// little-endian), with and without the sign bit.
+	for k := range 19 {
+		y := bytes.Repeat([]byte{0xff}, 32)
+		y[0] = byte(0xed + k)
+		y[31] = 0x7f
+		candidates = append(candidates, y, withSignBit(y))
+	}
+	// Prime-order points P and -P (sign bit flipped), and P plus a
+	// torsion point (mixed order).
+	for range 20 {
+		pk, _, err := sodium.Ed25519SeedKeypair(random32(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := new(edwards25519.Point).SetBytes(pk[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		neg := bytes.Clone(pk[:])
+		neg[31] ^= 0x80
+		candidates = append(candidates, pk[:], neg, p.Add(p, torsion).Bytes())
+	}
+
+	var accepted, rejected int
+	for _, c := range candidates {
+		want, serr := sodium.Ed25519PublicToCurve25519(c)
+		got, gerr := keys.Ed25519PublicToX25519(ed25519.PublicKey(c))
+		switch {
+		case serr != nil && gerr != nil:
+			rejected++
+			if !errors.Is(gerr, keys.ErrMalformedKey) {
+				t.Errorf("%x: err = %v, want ErrMalformedKey", c, gerr)
+			}
+		case serr == nil && gerr == nil:
+			accepted++
+			if got != keys.PublicKey(want) {
+				t.Errorf("%x: Ed25519PublicToX25519 = %x, libsodium %x", c, got, want)
+			}
+		case serr != nil:
+			t.Errorf("%x: libsodium rejects (%v), Ed25519PublicToX25519 accepts (%x)", c, serr, got)
+		default:
+			t.Errorf("%x: libsodium accepts (%x), Ed25519PublicToX25519 rejects (%v)", c, want, gerr)
+		}
+	}
+	t.Logf("%d encodings: %d accepted by both, %d rejected by both", len(candidates), accepted, rejected)
+	if accepted < 40 || rejected < 100 {
+		t.Errorf("only %d accepted and %d rejected: the candidates do not cover both outcomes", accepted, rejected)
+	}
+}
+
+// withSignBit returns enc with the sign bit of x set.
+func withSignBit(enc []byte) []byte {
+	b := bytes.Clone(enc)
+	b[31] |= 0x80
+	return b
+}
+
+// nonCanonical returns the encoding of y + p when it fits in 255 bits
+// (y < 19), else enc unchanged.
+func nonCanonical(enc []byte) []byte {
+	b := bytes.Clone(enc)
+	for i := 1; i < 31; i++ {
+		if b[i] != 0 {
+			return b
+		}
+	}
+	if b[31]&0x7f != 0 || b[0] >= 19 {
+		return b
+	}
+	sign := b[31] & 0x80
+	b[0] += 0xed
+	for i := 1; i < 31; i++ {
+		b[i] = 0xff
+	}
+	b[31] = 0x7f | sign
+	return b
 }

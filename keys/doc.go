@@ -1,0 +1,48 @@
+// Package keys reads and writes the key files of Crypt4GH and holds the
+// X25519 key types that the header packets use.
+//
+// # Keys
+//
+// A [SecretKey] is an X25519 scalar and a [PublicKey] the matching
+// Montgomery u-coordinate. [Generate] makes a new secret key;
+// [ReaderSharedKey] and [WriterSharedKey] compute the key of a header packet
+// (libsodium's crypto_kx, as Crypt4GH specifies it).
+//
+// # Key files
+//
+// [ParsePublicKey] and [ParseSecretKey] accept every format that the other
+// Crypt4GH tools write:
+//
+//   - crypt4gh keys (crypt4gh Python, neicnordic/crypt4gh), secret keys
+//     protected with scrypt, bcrypt_pbkdf or PBKDF2-HMAC-SHA256 and
+//     ChaCha20-Poly1305, or unprotected;
+//   - OpenSSH ed25519 keys: "ssh-ed25519 AAAA…" lines and "OPENSSH PRIVATE
+//     KEY" files, unencrypted or encrypted, converted to X25519 as
+//     libsodium does ([Ed25519SecretToX25519], [Ed25519PublicToX25519]);
+//   - X25519 keys as PKCS#8 "PRIVATE KEY" and PKIX "PUBLIC KEY" PEM.
+//
+// [MarshalPublicKey] and [MarshalSecretKey] write the crypt4gh format,
+// byte for byte as crypt4gh 1.8.6 does (base64 on one line, scrypt rounds
+// field 0, 16-byte salt).
+//
+// # Errors
+//
+// Errors wrap one of [ErrWrongPassphrase], [ErrMalformedKey],
+// [ErrUnsupportedKey] and [ErrPassphraseRequired]; test for them with
+// [errors.Is]. The parsers never panic on their input and never return an
+// all-zero key without an error.
+//
+// # Passphrases
+//
+// [ParseSecretKey] takes a function that it calls only when the key is
+// protected; [ReadPassphrase] asks on the terminal. Derived keys and
+// decrypted buffers are cleared after use where Go allows it (the Blowfish
+// and scrypt states inside x/crypto, and the string that crypto/pbkdf2
+// takes, cannot be cleared).
+//
+// # KDFs
+//
+// [BcryptPBKDF] is OpenSSH's bcrypt_pbkdf, written on
+// golang.org/x/crypto/blowfish; it serves both OpenSSH keys and crypt4gh keys
+// with the "bcrypt" KDF.
+package keys

@@ -1,0 +1,237 @@
+package keys
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+)
+
+// PEM types of the PKCS#8 and PKIX key files.
+const (
+	pemPKCS8   = "PRIVATE KEY"
+	pemPKIX    = "PUBLIC KEY"
+	pemOpenSSH = "OPENSSH PRIVATE KEY"
+)
+
+// ParsePublicKey reads a public key file in any of these formats:
+//
+//   - crypt4gh: PEM armor "CRYPT4GH PUBLIC KEY" around the 32-byte key;
+//   - OpenSSH: an "ssh-ed25519 AAAA… comment" line, converted to X25519 with
+//     [Ed25519PublicToX25519];
+//   - PKIX: PEM "PUBLIC KEY" holding an X25519 key (OID 1.3.101.110).
+//
+// Text before the PEM armor is ignored. A key of another type (ssh-rsa, an
+// RSA PKIX key, a secret key file, …) gives an error wrapping
+// [ErrUnsupportedKey] that names it; damaged input gives [ErrMalformedKey].
+// The all-zero key is refused.
+func ParsePublicKey(data []byte) (PublicKey, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		if bytes.Contains(data, []byte("-----BEGIN")) {
+			return PublicKey{}, malformed("damaged PEM armor")
+		}
+		return parseSSHPublicLine(data)
+	}
+	var pk PublicKey
+	switch block.Type {
+	case pemC4GHPublic:
+		if len(block.Bytes) != KeySize {
+			return PublicKey{}, malformed("crypt4gh public key of %d bytes, want %d", len(block.Bytes), KeySize)
+		}
+		copy(pk[:], block.Bytes)
+	case pemPKIX:
+		var err error
+		if pk, err = parsePKIXPublic(block.Bytes); err != nil {
+			return PublicKey{}, err
+		}
+	case pemC4GHPrivate, pemC4GHEncryptedPrivate, pemOpenSSH, pemPKCS8:
+		return PublicKey{}, fmt.Errorf("%w: %q holds a secret key, not a public key", ErrUnsupportedKey, block.Type)
+	default:
+		return PublicKey{}, fmt.Errorf("%w: PEM type %q", ErrUnsupportedKey, block.Type)
+	}
+	if pk == (PublicKey{}) {
+		return PublicKey{}, malformed("public key is all zeros")
+	}
+	return pk, nil
+}
+
+// ParseSecretKey reads a secret key file in any of these formats:
+//
+//   - crypt4gh: PEM armor "CRYPT4GH PRIVATE KEY" (crypt4gh Python) or
+//     "CRYPT4GH ENCRYPTED PRIVATE KEY" (neicnordic/crypt4gh), with any of
+//     the KDFs [KDFScrypt], [KDFBcrypt], [KDFPBKDF2] and [KDFNone];
+//   - OpenSSH: "OPENSSH PRIVATE KEY" holding one ed25519 key, unencrypted or
+//     encrypted with bcrypt_pbkdf and aes{128,192,256}-{ctr,cbc},
+//     aes{128,256}-gcm@openssh.com or chacha20-poly1305@openssh.com,
+//     converted to X25519 with [Ed25519SecretToX25519];
+//   - PKCS#8: PEM "PRIVATE KEY" holding an X25519 key (OID 1.3.101.110).
+//
+// passphrase is called at most once, and only for a protected key, after
+// the structure of the file has been checked; when it is nil, a protected
+// key gives [ErrPassphraseRequired]. ParseSecretKey does not modify or keep
+// the passphrase. A passphrase that does not decrypt the key gives
+// [ErrWrongPassphrase]; damaged input gives [ErrMalformedKey]; a key type,
+// KDF or cipher this package does not implement gives [ErrUnsupportedKey]
+// with its name. The all-zero key is refused.
+//
+// The caller should call [SecretKey.Zero] on the result when done with it.
+func ParseSecretKey(data []byte, passphrase func() ([]byte, error)) (SecretKey, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		if bytes.Contains(data, []byte("-----BEGIN")) {
+			return SecretKey{}, malformed("damaged PEM armor")
+		}
+		return SecretKey{}, malformed("no PEM armored secret key found")
+	}
+	defer clear(block.Bytes)
+	switch block.Type {
+	case pemC4GHPrivate, pemC4GHEncryptedPrivate:
+		return parseC4GHSecret(block.Bytes, passphrase)
+	case pemOpenSSH:
+		return parseOpenSSHSecret(block.Bytes, passphrase)
+	case pemPKCS8:
+		return parsePKCS8Secret(block.Bytes)
+	case pemC4GHPublic, pemPKIX:
+		return SecretKey{}, fmt.Errorf("%w: %q holds a public key, not a secret key", ErrUnsupportedKey, block.Type)
+	}
+	return SecretKey{}, fmt.Errorf("%w: PEM type %q", ErrUnsupportedKey, block.Type)
+}
+
+// parseSSHPublicLine reads the first non-empty line of an OpenSSH public
+// key file ("type base64 comment").
+func parseSSHPublicLine(data []byte) (PublicKey, error) {
+	var line []byte
+	for rest := data; len(rest) > 0 && len(line) == 0; {
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+		line = bytes.TrimSpace(line)
+	}
+	fields := bytes.Fields(line)
+	if len(fields) < 2 {
+		return PublicKey{}, malformed("no public key found")
+	}
+	blob := make([]byte, base64.StdEncoding.DecodedLen(len(fields[1])))
+	n, err := base64.StdEncoding.Decode(blob, fields[1])
+	if err != nil {
+		return PublicKey{}, malformed("OpenSSH public key: bad base64")
+	}
+	pk, err := parseSSHPublicBlob(blob[:n])
+	if err != nil {
+		return PublicKey{}, err
+	}
+	return pk, nil
+}
+
+// parseSSHPublicBlob reads the wire form of an OpenSSH public key:
+// string type, then for ssh-ed25519 string key (32 bytes).
+func parseSSHPublicBlob(blob []byte) (PublicKey, error) {
+	typ, rest, ok := string32(blob)
+	if !ok {
+		return PublicKey{}, malformed("OpenSSH public key: truncated key type")
+	}
+	if string(typ) != sshEd25519 {
+		return PublicKey{}, fmt.Errorf("%w: OpenSSH key type %q", ErrUnsupportedKey, printable(typ))
+	}
+	key, rest, ok := string32(rest)
+	if !ok || len(key) != 32 || len(rest) != 0 {
+		return PublicKey{}, malformed("OpenSSH ed25519 public key of the wrong length")
+	}
+	return Ed25519PublicToX25519(key)
+}
+
+// printable keeps a name read from a file short and free of control
+// characters before it goes into an error message.
+func printable(b []byte) string {
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(bytes.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, b))
+}
+
+var oidX25519 = asn1.ObjectIdentifier{1, 3, 101, 110}
+
+// oidNames names the algorithms one is likely to meet in PKIX and PKCS#8
+// files, for the unsupported-key error.
+var oidNames = map[string]string{
+	"1.2.840.113549.1.1.1": "RSA",
+	"1.2.840.10045.2.1":    "ECDSA",
+	"1.2.840.10040.4.1":    "DSA",
+	"1.3.101.110":          "X25519",
+	"1.3.101.111":          "X448",
+	"1.3.101.112":          "Ed25519",
+	"1.3.101.113":          "Ed448",
+}
+
+func oidName(oid asn1.ObjectIdentifier) string {
+	if n, ok := oidNames[oid.String()]; ok {
+		return n + " (" + oid.String() + ")"
+	}
+	return oid.String()
+}
+
+// parsePKIXPublic reads a DER SubjectPublicKeyInfo holding an X25519 key.
+func parsePKIXPublic(der []byte) (PublicKey, error) {
+	var spki struct {
+		Algorithm pkix.AlgorithmIdentifier
+		PublicKey asn1.BitString
+	}
+	if rest, err := asn1.Unmarshal(der, &spki); err != nil || len(rest) != 0 {
+		return PublicKey{}, malformed("PKIX public key: bad DER")
+	}
+	if !spki.Algorithm.Algorithm.Equal(oidX25519) {
+		return PublicKey{}, fmt.Errorf("%w: PKIX public key of type %s, want X25519", ErrUnsupportedKey, oidName(spki.Algorithm.Algorithm))
+	}
+	key, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return PublicKey{}, malformed("PKIX X25519 public key: %v", err)
+	}
+	ek, ok := key.(*ecdh.PublicKey)
+	if !ok || ek.Curve() != ecdh.X25519() {
+		return PublicKey{}, fmt.Errorf("%w: PKIX public key of type %T", ErrUnsupportedKey, key)
+	}
+	var pk PublicKey
+	copy(pk[:], ek.Bytes())
+	return pk, nil
+}
+
+// parsePKCS8Secret reads a DER PKCS#8 PrivateKeyInfo holding an X25519 key.
+func parsePKCS8Secret(der []byte) (SecretKey, error) {
+	var info struct {
+		Version    int
+		Algorithm  pkix.AlgorithmIdentifier
+		PrivateKey []byte
+		// Optional attributes and public key are not needed here.
+	}
+	if _, err := asn1.Unmarshal(der, &info); err != nil {
+		return SecretKey{}, malformed("PKCS#8 private key: bad DER")
+	}
+	defer clear(info.PrivateKey)
+	if !info.Algorithm.Algorithm.Equal(oidX25519) {
+		return SecretKey{}, fmt.Errorf("%w: PKCS#8 private key of type %s, want X25519", ErrUnsupportedKey, oidName(info.Algorithm.Algorithm))
+	}
+	key, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return SecretKey{}, malformed("PKCS#8 X25519 private key: %v", err)
+	}
+	ek, ok := key.(*ecdh.PrivateKey)
+	if !ok || ek.Curve() != ecdh.X25519() {
+		return SecretKey{}, fmt.Errorf("%w: PKCS#8 private key of type %T", ErrUnsupportedKey, key)
+	}
+	var sk SecretKey
+	b := ek.Bytes()
+	copy(sk[:], b)
+	clear(b)
+	if sk == (SecretKey{}) {
+		return SecretKey{}, malformed("PKCS#8 X25519 private key is all zeros")
+	}
+	return sk, nil
+}
