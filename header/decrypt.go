@@ -1,0 +1,236 @@
+package header
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// Contents is what one reader finds in a header: the packets its key opened
+// and what they hold. The caller must call [Contents.Zero] once the keys
+// are no longer needed.
+type Contents struct {
+	// DataKeys are the data keys, in header order, duplicates removed.
+	// They all belong to data method [DataMethodChaCha20Poly1305].
+	DataKeys [][32]byte
+	// EditList is the edit list: lengths to skip and keep, alternately,
+	// starting with a skip. It is nil when HasEditList is false.
+	EditList []uint64
+	// HasEditList reports whether an edit-list packet was found (its list
+	// may be empty).
+	HasEditList bool
+	// Opened holds the indices into Header.Packets of the packets that the
+	// key opened, in increasing order.
+	Opened []int
+	// Payloads holds the plaintext payload of each opened packet, in the
+	// order of Opened, padding included.
+	Payloads [][]byte
+}
+
+// Zero overwrites the data keys and the payloads with zeros and drops all
+// contents.
+func (c *Contents) Zero() {
+	for i := range c.DataKeys {
+		clear(c.DataKeys[i][:])
+	}
+	for _, p := range c.Payloads {
+		clear(p)
+	}
+	clear(c.EditList)
+	*c = Contents{}
+}
+
+// sharedKey caches the packet key for one writer public key.
+type sharedKey struct {
+	key [keys.KeySize]byte
+	ok  bool
+}
+
+// Decrypt opens every packet it can with the reader's secret key and
+// returns what they hold.
+//
+// Packets that do not authenticate are skipped silently: they are for other
+// readers. When sender is not nil, packets whose writer public key is not
+// *sender are treated the same way, so that only a known writer is trusted.
+// Packets of unknown encryption methods and payloads of unknown packet types
+// are skipped too; bytes after a payload (padding) are ignored.
+//
+// Decrypt fails with [ErrNoDecryptablePacket] when no packet opens,
+// [ErrNoDataKey] when packets open but none holds a data key for data
+// method 0, [ErrMultipleEditLists] when two edit lists open,
+// [ErrMixedDataMethods] when the data keys are for different data methods,
+// and [ErrInvalidPacket] when an opened payload is too short for its type.
+func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Contents, error) {
+	if reader == nil {
+		return nil, errors.New("failed to decrypt header: no reader key")
+	}
+	shared := make(map[keys.PublicKey]*sharedKey)
+	defer func() {
+		for _, k := range shared {
+			clear(k.key[:])
+		}
+	}()
+
+	c := &Contents{}
+	fail := func(err error) (*Contents, error) {
+		c.Zero()
+		return nil, err
+	}
+	seen := make(map[[32]byte]bool)
+	defer clear(seen)
+	var (
+		otherSender   int
+		editListAt    = -1
+		dataMethodAt  = -1
+		dataMethod    uint32
+		total         = len(h.Packets)
+		methodUnknown int
+	)
+	for i := range h.Packets {
+		p := &h.Packets[i]
+		if p.Method != MethodX25519ChaCha20Poly1305 {
+			methodUnknown++
+			continue
+		}
+		if sender != nil && p.WriterPublicKey != *sender {
+			otherSender++
+			continue
+		}
+		k := shared[p.WriterPublicKey]
+		if k == nil {
+			k = &sharedKey{}
+			var err error
+			k.key, err = keys.ReaderSharedKey(reader, p.WriterPublicKey)
+			k.ok = err == nil
+			shared[p.WriterPublicKey] = k
+		}
+		if !k.ok {
+			continue
+		}
+		pt, err := p.open(&k.key)
+		if err != nil {
+			continue
+		}
+		c.Opened = append(c.Opened, i)
+		c.Payloads = append(c.Payloads, pt)
+		pl, err := parsePayload(pt)
+		if err != nil {
+			return fail(fmt.Errorf("header packet %d of %d: %w", i+1, total, err))
+		}
+		switch pl.typ {
+		case PacketTypeDataKey:
+			if dataMethodAt < 0 {
+				dataMethodAt, dataMethod = i, pl.dataMethod
+			} else if pl.dataMethod != dataMethod {
+				clear(pl.dataKey[:])
+				return fail(fmt.Errorf("%w: header packet %d has data method %d, packet %d has %d",
+					ErrMixedDataMethods, dataMethodAt+1, dataMethod, i+1, pl.dataMethod))
+			}
+			if !seen[pl.dataKey] {
+				seen[pl.dataKey] = true
+				c.DataKeys = append(c.DataKeys, pl.dataKey)
+			}
+			clear(pl.dataKey[:])
+		case PacketTypeEditList:
+			if editListAt >= 0 {
+				return fail(fmt.Errorf("%w: header packets %d and %d both hold an edit list",
+					ErrMultipleEditLists, editListAt+1, i+1))
+			}
+			editListAt = i
+			c.EditList, c.HasEditList = pl.editList, true
+		}
+	}
+
+	switch {
+	case total == 0:
+		return fail(fmt.Errorf("%w: the header has no packets", ErrNoDecryptablePacket))
+	case len(c.Opened) == 0:
+		msg := fmt.Sprintf("none of the %d packets opens", total)
+		if total == 1 {
+			msg = "the only packet does not open"
+		}
+		if otherSender > 0 {
+			msg += fmt.Sprintf(", %d are from writers other than %s", otherSender, sender)
+		}
+		if methodUnknown > 0 {
+			msg += fmt.Sprintf(", %d use an unknown method", methodUnknown)
+		}
+		return fail(fmt.Errorf("%w: %s", ErrNoDecryptablePacket, msg))
+	case dataMethodAt < 0:
+		return fail(fmt.Errorf("%w: %d packets opened, none holds a data key", ErrNoDataKey, len(c.Opened)))
+	case dataMethod != DataMethodChaCha20Poly1305:
+		return fail(fmt.Errorf("%w: the data keys are for unsupported data method %d", ErrNoDataKey, dataMethod))
+	}
+	return c, nil
+}
+
+// New builds a header that gives dataKey (and editList, when it is not nil)
+// to each recipient: for every recipient a data-key packet, then an
+// edit-list packet when editList is not nil. A recipient listed twice gets
+// its packets once. Nonces are read from rand (crypto/rand when nil).
+//
+// writer is the writer's secret key, whose public key every packet records
+// (readers may check it as the sender). When writer is nil, New uses a fresh
+// key pair that it discards afterwards, as the reference tool does without
+// --sk.
+func New(writer *keys.SecretKey, recipients []keys.PublicKey, dataKey *[32]byte, editList []uint64, rand io.Reader) (*Header, error) {
+	if len(recipients) == 0 {
+		return nil, errors.New("failed to create header: no recipients")
+	}
+	if dataKey == nil {
+		return nil, errors.New("failed to create header: no data key")
+	}
+	if len(editList) > maxEditList {
+		return nil, fmt.Errorf("failed to create header: edit list of %d lengths exceeds the limit of %d",
+			len(editList), maxEditList)
+	}
+	var unique []keys.PublicKey
+	seen := make(map[keys.PublicKey]bool, len(recipients))
+	for _, pk := range recipients {
+		if !seen[pk] {
+			seen[pk] = true
+			unique = append(unique, pk)
+		}
+	}
+	perRecipient := 1
+	if editList != nil {
+		perRecipient = 2
+	}
+	if len(unique)*perRecipient > MaxPackets {
+		return nil, fmt.Errorf("failed to create header: %d recipients need more than %d packets",
+			len(unique), MaxPackets)
+	}
+	if writer == nil {
+		sk, err := keys.Generate(rand)
+		if err != nil {
+			return nil, fmt.Errorf("failed to create header: %w", err)
+		}
+		defer sk.Zero()
+		writer = &sk
+	}
+
+	dk := DataKeyPayload(dataKey)
+	defer clear(dk)
+	var el []byte
+	if editList != nil {
+		el = EditListPayload(editList)
+	}
+	h := &Header{Packets: make([]Packet, 0, len(unique)*perRecipient)}
+	for _, pk := range unique {
+		p, err := SealPacket(writer, pk, dk, rand)
+		if err != nil {
+			return nil, fmt.Errorf("failed to create header: %w", err)
+		}
+		h.Packets = append(h.Packets, p)
+		if el != nil {
+			p, err := SealPacket(writer, pk, el, rand)
+			if err != nil {
+				return nil, fmt.Errorf("failed to create header: %w", err)
+			}
+			h.Packets = append(h.Packets, p)
+		}
+	}
+	return h, nil
+}

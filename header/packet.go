@@ -1,0 +1,168 @@
+package header
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// Open decrypts a method-0 packet with the reader's secret key and returns
+// the plaintext payload. The packet key is the crypto_kx key of the reader's
+// secret key and the writer public key stored in the packet.
+//
+// Open returns an error wrapping [ErrPacketAuth] when the packet does not
+// authenticate under that key (it is for another reader, or was altered) and
+// also when its method is not [MethodX25519ChaCha20Poly1305]: no key can open
+// such a packet, and a reader should skip it like any packet that is not for
+// it.
+func (p *Packet) Open(reader *keys.SecretKey) ([]byte, error) {
+	if p.Method != MethodX25519ChaCha20Poly1305 {
+		return nil, fmt.Errorf("%w: unsupported packet encryption method %d", ErrPacketAuth, p.Method)
+	}
+	if reader == nil {
+		return nil, fmt.Errorf("%w: no reader key", ErrPacketAuth)
+	}
+	k, err := keys.ReaderSharedKey(reader, p.WriterPublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPacketAuth, err)
+	}
+	defer clear(k[:])
+	return p.open(&k)
+}
+
+// open decrypts a method-0 packet with its shared key.
+func (p *Packet) open(k *[keys.KeySize]byte) ([]byte, error) {
+	aead, err := chacha20poly1305.New(k[:])
+	if err != nil {
+		panic("header: internal error: " + err.Error())
+	}
+	if len(p.Ciphertext) < tagSize {
+		return nil, fmt.Errorf("%w: ciphertext of %d bytes is shorter than the tag", ErrPacketAuth, len(p.Ciphertext))
+	}
+	pt, err := aead.Open(nil, p.Nonce[:], p.Ciphertext, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: authentication failed", ErrPacketAuth)
+	}
+	return pt, nil
+}
+
+// maxPayload is the largest payload that fits in a packet of
+// MaxPacketLength bytes.
+const maxPayload = MaxPacketLength - minMethod0Length
+
+// SealPacket encrypts payload for recipient with method 0: a random nonce
+// read from rand (crypto/rand when rand is nil) and the crypto_kx key of the
+// writer's secret key and the recipient's public key. The packet records the
+// writer's public key so that the recipient can derive the same key.
+func SealPacket(writer *keys.SecretKey, recipient keys.PublicKey, payload []byte, rand io.Reader) (Packet, error) {
+	if writer == nil {
+		return Packet{}, errors.New("failed to seal header packet: no writer key")
+	}
+	if len(payload) > maxPayload {
+		return Packet{}, fmt.Errorf("failed to seal header packet: payload of %d bytes exceeds the %d-byte limit",
+			len(payload), maxPayload)
+	}
+	p := Packet{Method: MethodX25519ChaCha20Poly1305, WriterPublicKey: writer.Public()}
+	if _, err := io.ReadFull(randReader(rand), p.Nonce[:]); err != nil {
+		return Packet{}, fmt.Errorf("failed to seal header packet: reading nonce: %w", err)
+	}
+	k, err := keys.WriterSharedKey(writer, recipient)
+	if err != nil {
+		return Packet{}, fmt.Errorf("failed to seal header packet for %s: %w", recipient, err)
+	}
+	defer clear(k[:])
+	aead, err := chacha20poly1305.New(k[:])
+	if err != nil {
+		panic("header: internal error: " + err.Error())
+	}
+	p.Ciphertext = aead.Seal(make([]byte, 0, len(payload)+tagSize), p.Nonce[:], payload, nil)
+	return p, nil
+}
+
+func randReader(r io.Reader) io.Reader {
+	if r == nil {
+		return rand.Reader
+	}
+	return r
+}
+
+// DataKeyPayload returns the payload of a data-key packet
+// ([PacketTypeDataKey]) for data method [DataMethodChaCha20Poly1305]. The
+// result holds the key: the caller should clear it after sealing.
+func DataKeyPayload(key *[32]byte) []byte {
+	b := make([]byte, 0, 4+4+len(key))
+	b = binary.LittleEndian.AppendUint32(b, PacketTypeDataKey)
+	b = binary.LittleEndian.AppendUint32(b, DataMethodChaCha20Poly1305)
+	return append(b, key[:]...)
+}
+
+// maxEditList is the longest edit list whose packet fits in MaxPacketLength.
+const maxEditList = (maxPayload - 8) / 8
+
+// EditListPayload returns the payload of an edit-list packet
+// ([PacketTypeEditList]): the number of lengths and the lengths.
+//
+// The packet must fit in [MaxPacketLength], so the list may hold at most
+// about two million lengths; [New] checks this. EditListPayload panics on a
+// list longer than 2^32-1 lengths, which the format cannot express.
+func EditListPayload(list []uint64) []byte {
+	if uint64(len(list)) > math.MaxUint32 {
+		panic("header: edit list too long for its 32-bit count")
+	}
+	b := make([]byte, 0, 4+4+8*len(list))
+	b = binary.LittleEndian.AppendUint32(b, PacketTypeEditList)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(list)))
+	for _, v := range list {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+// payload is a parsed packet payload.
+type payload struct {
+	typ        uint32
+	dataMethod uint32   // type 0
+	dataKey    [32]byte // type 0
+	editList   []uint64 // type 1, never nil
+}
+
+// parsePayload parses a decrypted packet payload. Bytes after the payload
+// (padding) are ignored, and so is the body of an unknown packet type. A
+// payload too short for its type wraps ErrInvalidPacket.
+func parsePayload(b []byte) (payload, error) {
+	if len(b) < 4 {
+		return payload{}, fmt.Errorf("%w: payload of %d bytes has no packet type", ErrInvalidPacket, len(b))
+	}
+	pl := payload{typ: binary.LittleEndian.Uint32(b)}
+	rest := b[4:]
+	switch pl.typ {
+	case PacketTypeDataKey:
+		if len(rest) < 4+32 {
+			return payload{}, fmt.Errorf("%w: data key payload of %d bytes (need %d)", ErrInvalidPacket, len(b), 4+4+32)
+		}
+		pl.dataMethod = binary.LittleEndian.Uint32(rest)
+		copy(pl.dataKey[:], rest[4:4+32])
+	case PacketTypeEditList:
+		if len(rest) < 4 {
+			return payload{}, fmt.Errorf("%w: edit list payload of %d bytes has no length count", ErrInvalidPacket, len(b))
+		}
+		count := binary.LittleEndian.Uint32(rest)
+		rest = rest[4:]
+		if uint64(count) > uint64(len(rest))/8 {
+			return payload{}, fmt.Errorf("%w: edit list claims %d lengths but its payload holds %d",
+				ErrInvalidPacket, count, len(rest)/8)
+		}
+		pl.editList = make([]uint64, count)
+		for i := range pl.editList {
+			pl.editList[i] = binary.LittleEndian.Uint64(rest[8*i:])
+		}
+	}
+	return pl, nil
+}
