@@ -155,8 +155,7 @@ var _ io.WriterTo = (*Header)(nil)
 // below the fixed part of its packet or above [MaxPacketLength]
 // ([ErrInvalidPacket]), and an input that ends inside the header
 // ([ErrTruncated]). A packet that claims more than MaxPacketLength bytes is
-// read on and discarded to tell whether the input ends inside it; if it does,
-// the error wraps both ErrInvalidPacket and ErrTruncated.
+// refused before anything more is read.
 func Parse(r io.Reader) (*Header, error) {
 	var pre [preambleSize]byte
 	n, err := io.ReadFull(r, pre[:len(Magic)])
@@ -223,18 +222,9 @@ func readPacket(r io.Reader, idx, total uint32) (Packet, error) {
 			ErrInvalidPacket, idx, total, length, packetFixedSize)
 	}
 	if length > MaxPacketLength {
-		// Read on to tell a header that runs past the end of the input
-		// (a packet count larger than the packets present makes body bytes
-		// look like a length) from one that is merely oversized.
-		got, err := io.CopyN(io.Discard, r, int64(length)-4)
-		switch {
-		case err == io.EOF:
-			return Packet{}, fmt.Errorf("%w: packet %d of %d has length %d (limit %d), and the input ends after %d of its bytes (%w)",
-				ErrInvalidPacket, idx, total, length, MaxPacketLength, 4+got, ErrTruncated)
-		case err != nil:
-			return Packet{}, fmt.Errorf("failed to read header packet %d of %d: %w", idx, total, err)
-		}
-		return Packet{}, fmt.Errorf("%w: packet %d of %d has length %d (limit %d)",
+		// Refused at once, without reading on: a packet count larger than
+		// the packets present makes body bytes look like a huge length.
+		return Packet{}, fmt.Errorf("%w: packet %d of %d has length %d (limit %d); the packet count may be wrong or the header damaged",
 			ErrInvalidPacket, idx, total, length, MaxPacketLength)
 	}
 

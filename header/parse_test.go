@@ -47,8 +47,8 @@ func TestParseHostile(t *testing.T) {
 		{"length cut", cat(preamble(1), []byte{68, 0}), []error{ErrTruncated}},
 		{"method cut", cat(preamble(1), u32(68), []byte{0}), []error{ErrTruncated}},
 		{"packet cut", cat(preamble(1), method0(108, 50)), []error{ErrTruncated}},
-		{"length 0xFFFFFFFF", cat(preamble(1), u32(0xFFFFFFFF), make([]byte, 100)), []error{ErrInvalidPacket, ErrTruncated}},
-		{"length MaxPacketLength+1", cat(preamble(1), u32(MaxPacketLength+1), make([]byte, 100)), []error{ErrInvalidPacket, ErrTruncated}},
+		{"length 0xFFFFFFFF", cat(preamble(1), u32(0xFFFFFFFF), make([]byte, 100)), []error{ErrInvalidPacket}},
+		{"length MaxPacketLength+1", cat(preamble(1), u32(MaxPacketLength+1), make([]byte, 100)), []error{ErrInvalidPacket}},
 		{"length MaxPacketLength, input short", cat(preamble(1), u32(MaxPacketLength), make([]byte, 100)), []error{ErrTruncated}},
 		{"method 0 length 67", cat(preamble(1), method0(67, 59)), []error{ErrInvalidPacket}},
 		{"method 0 length 8", cat(preamble(1), method0(8, 0)), []error{ErrInvalidPacket}},
@@ -82,16 +82,19 @@ func TestParseHostile(t *testing.T) {
 	}
 }
 
-func TestParseOversizedPacketWithData(t *testing.T) {
-	// A packet over the limit whose bytes are all there is invalid but not
-	// truncated.
-	r := io.MultiReader(bytes.NewReader(cat(preamble(1), u32(MaxPacketLength+1))),
-		io.LimitReader(zeros{}, MaxPacketLength+100))
+func TestParseOversizedPacketReadsNoFurther(t *testing.T) {
+	// A packet over the limit is refused without reading its bytes: the
+	// source fails if it is read past the length field.
+	r := io.MultiReader(bytes.NewReader(cat(preamble(1), u32(MaxPacketLength+1))), failReader{})
 	_, err := Parse(r)
-	if !errors.Is(err, ErrInvalidPacket) || errors.Is(err, ErrTruncated) {
-		t.Fatalf("got %v, want ErrInvalidPacket only", err)
+	if !errors.Is(err, ErrInvalidPacket) {
+		t.Fatalf("got %v, want ErrInvalidPacket", err)
 	}
 }
+
+type failReader struct{}
+
+func (failReader) Read([]byte) (int, error) { return 0, errors.New("read past the length field") }
 
 type zeros struct{}
 
@@ -150,7 +153,7 @@ func TestParseErrorMessages(t *testing.T) {
 			"header truncated: packet 2 of 2 is missing (the input ends after packet 1)"},
 		{preamble(4), "header truncated: packet 1 of 4 is missing (the input ends after the packet count)"},
 		{cat(preamble(1), u32(0xFFFFFFFF), make([]byte, 100)),
-			"invalid header packet: packet 1 of 1 has length 4294967295 (limit 16777216), and the input ends after 104 of its bytes (header truncated)"},
+			"invalid header packet: packet 1 of 1 has length 4294967295 (limit 16777216); the packet count may be wrong or the header damaged"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(bytes.NewReader(tt.input))
@@ -170,8 +173,13 @@ func TestParseMemory(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for range runs {
-			if _, err := Parse(bytes.NewReader(in)); !errors.Is(err, ErrTruncated) {
-				t.Fatalf("length %d: got %v, want ErrTruncated", length, err)
+			_, err := Parse(bytes.NewReader(in))
+			want := ErrTruncated
+			if length > MaxPacketLength {
+				want = ErrInvalidPacket
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("length %d: got %v, want %v", length, err, want)
 			}
 		}
 		runtime.ReadMemStats(&after)

@@ -43,7 +43,7 @@ func newSodiumKeyPair(t *testing.T) sodiumKeyPair {
 func (kp sodiumKeyPair) secret() *keys.SecretKey { sk := keys.SecretKey(kp.sk); return &sk }
 func (kp sodiumKeyPair) public() keys.PublicKey  { return keys.PublicKey(kp.pk) }
 
-func randomBytes(t *testing.T, n int) []byte {
+func sodiumRandom(t *testing.T, n int) []byte {
 	t.Helper()
 	b := make([]byte, n)
 	if err := sodium.RandomBytes(b); err != nil {
@@ -52,28 +52,28 @@ func randomBytes(t *testing.T, n int) []byte {
 	return b
 }
 
-// randomLen returns a length in [0, n).
-func randomLen(t *testing.T, n int) int {
+// sodiumRandomLen returns a length in [0, n).
+func sodiumRandomLen(t *testing.T, n int) int {
 	t.Helper()
-	return int(binary.LittleEndian.Uint32(randomBytes(t, 4)) % uint32(n))
+	return int(binary.LittleEndian.Uint32(sodiumRandom(t, 4)) % uint32(n))
 }
 
-// randomPayload returns, in turn, a data-key payload, an edit-list payload,
+// sodiumRandomPayload returns, in turn, a data-key payload, an edit-list payload,
 // and random bytes of random length (0 included).
-func randomPayload(t *testing.T, i int) []byte {
+func sodiumRandomPayload(t *testing.T, i int) []byte {
 	t.Helper()
 	switch i % 3 {
 	case 0:
-		key := [32]byte(randomBytes(t, 32))
+		key := [32]byte(sodiumRandom(t, 32))
 		return header.DataKeyPayload(&key)
 	case 1:
-		list := make([]uint64, randomLen(t, 8))
+		list := make([]uint64, sodiumRandomLen(t, 8))
 		for j := range list {
-			list[j] = binary.LittleEndian.Uint64(randomBytes(t, 8))
+			list[j] = binary.LittleEndian.Uint64(sodiumRandom(t, 8))
 		}
 		return header.EditListPayload(list)
 	default:
-		return randomBytes(t, randomLen(t, 300))
+		return sodiumRandom(t, sodiumRandomLen(t, 300))
 	}
 }
 
@@ -95,7 +95,7 @@ func sodiumSeal(t *testing.T, writer sodiumKeyPair, readerPK [32]byte, payload [
 	if err != nil {
 		t.Fatal(err)
 	}
-	nonce := [12]byte(randomBytes(t, 12))
+	nonce := [12]byte(sodiumRandom(t, 12))
 	ct, err := sodium.AEADEncrypt(tx, nonce, payload, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func sodiumSeal(t *testing.T, writer sodiumKeyPair, readerPK [32]byte, payload [
 	return append(p, ct...)
 }
 
-func fileHeader(packets ...[]byte) []byte {
+func sodiumFileHeader(packets ...[]byte) []byte {
 	b := []byte("crypt4gh")
 	b = binary.LittleEndian.AppendUint32(b, 1)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(packets)))
@@ -122,7 +122,7 @@ func fileHeader(packets ...[]byte) []byte {
 func TestSodiumOpensSealPacket(t *testing.T) {
 	for i := range sodiumIterations {
 		writer, reader := newSodiumKeyPair(t), newSodiumKeyPair(t)
-		payload := randomPayload(t, i)
+		payload := sodiumRandomPayload(t, i)
 		p, err := header.SealPacket(writer.secret(), reader.public(), payload, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -153,23 +153,23 @@ func TestSodiumOpensSealPacket(t *testing.T) {
 func TestSodiumSealedPacketOpens(t *testing.T) {
 	for i := range sodiumIterations {
 		writer, reader, other := newSodiumKeyPair(t), newSodiumKeyPair(t), newSodiumKeyPair(t)
-		dataKey := [32]byte(randomBytes(t, 32))
-		list := make([]uint64, 1+randomLen(t, 6))
+		dataKey := [32]byte(sodiumRandom(t, 32))
+		list := make([]uint64, 1+sodiumRandomLen(t, 6))
 		for j := range list {
-			list[j] = uint64(randomLen(t, 1<<20))
+			list[j] = uint64(sodiumRandomLen(t, 1<<20))
 		}
 		// Padding after the payload is allowed and ignored.
-		keyPayload := append(header.DataKeyPayload(&dataKey), randomBytes(t, randomLen(t, 3)*16)...)
+		keyPayload := append(header.DataKeyPayload(&dataKey), sodiumRandom(t, sodiumRandomLen(t, 3)*16)...)
 		listPayload := header.EditListPayload(list)
-		otherKey := [32]byte(randomBytes(t, 32))
+		otherKey := [32]byte(sodiumRandom(t, 32))
 		payloads := [][]byte{header.DataKeyPayload(&otherKey), keyPayload, listPayload}
 		packets := [][]byte{
 			sodiumSeal(t, writer, other.pk, payloads[0]), // for someone else: skipped
 			sodiumSeal(t, writer, reader.pk, payloads[1]),
 			sodiumSeal(t, writer, reader.pk, payloads[2]),
 		}
-		hdr := fileHeader(packets...)
-		body := randomBytes(t, 1+randomLen(t, 100))
+		hdr := sodiumFileHeader(packets...)
+		body := sodiumRandom(t, 1+sodiumRandomLen(t, 100))
 		r := bytes.NewReader(append(bytes.Clone(hdr), body...))
 
 		h, err := header.Parse(r)
@@ -247,10 +247,10 @@ func TestSodiumOpensNew(t *testing.T) {
 	for i := range sodiumIterations {
 		writer := newSodiumKeyPair(t)
 		readers := []sodiumKeyPair{newSodiumKeyPair(t), newSodiumKeyPair(t)}
-		dataKey := [32]byte(randomBytes(t, 32))
+		dataKey := [32]byte(sodiumRandom(t, 32))
 		var list []uint64
 		if i%2 == 1 {
-			list = []uint64{uint64(randomLen(t, 1000)), uint64(randomLen(t, 1000))}
+			list = []uint64{uint64(sodiumRandomLen(t, 1000)), uint64(sodiumRandomLen(t, 1000))}
 		}
 		h, err := header.New(writer.secret(), []keys.PublicKey{readers[0].public(), readers[1].public()}, &dataKey, list, nil)
 		if err != nil {
@@ -260,7 +260,7 @@ func TestSodiumOpensNew(t *testing.T) {
 		if h.Size() != int64(len(b)) {
 			t.Fatalf("Size() = %d, len(Marshal()) = %d", h.Size(), len(b))
 		}
-		packets := parseHeaderByHand(t, b)
+		packets := sodiumParseHeader(t, b)
 		perReader := 1
 		if list != nil {
 			perReader = 2
@@ -313,22 +313,22 @@ func TestSodiumOpensNew(t *testing.T) {
 	}
 }
 
-type rawPacket struct {
+type sodiumRawPacket struct {
 	writerPK   [32]byte
 	nonce      [12]byte
 	ciphertext []byte
 }
 
-// parseHeaderByHand reads a whole header following FORMAT.md, independently
+// sodiumParseHeader reads a whole header following FORMAT.md, independently
 // of Parse; every packet must be of method 0.
-func parseHeaderByHand(t *testing.T, b []byte) []rawPacket {
+func sodiumParseHeader(t *testing.T, b []byte) []sodiumRawPacket {
 	t.Helper()
 	if len(b) < 16 || string(b[:8]) != "crypt4gh" || binary.LittleEndian.Uint32(b[8:]) != 1 {
 		t.Fatalf("header starts with %x", b[:min(len(b), 16)])
 	}
 	n := binary.LittleEndian.Uint32(b[12:])
 	b = b[16:]
-	var packets []rawPacket
+	var packets []sodiumRawPacket
 	for range n {
 		if len(b) < 4 {
 			t.Fatalf("header truncated")
@@ -342,7 +342,7 @@ func parseHeaderByHand(t *testing.T, b []byte) []rawPacket {
 		if m := binary.LittleEndian.Uint32(p[4:]); m != 0 {
 			t.Fatalf("packet method %d", m)
 		}
-		packets = append(packets, rawPacket{
+		packets = append(packets, sodiumRawPacket{
 			writerPK:   [32]byte(p[8:40]),
 			nonce:      [12]byte(p[40:52]),
 			ciphertext: p[52:],
