@@ -39,7 +39,7 @@ var sodiumFileSizes = []int{0, 1, 65536, 65537, 200000}
 
 const sodiumFileRounds = 5
 
-func randomBytes(t *testing.T, n int) []byte {
+func sodiumRandom(t *testing.T, n int) []byte {
 	t.Helper()
 	b := make([]byte, n)
 	if err := sodium.RandomBytes(b); err != nil {
@@ -48,27 +48,27 @@ func randomBytes(t *testing.T, n int) []byte {
 	return b
 }
 
-func random32(t *testing.T) [32]byte {
+func sodiumRandom32(t *testing.T) [32]byte {
 	t.Helper()
-	return [32]byte(randomBytes(t, 32))
+	return [32]byte(sodiumRandom(t, 32))
 }
 
-// segmentTestSize returns the plaintext size for iteration i: the segment
+// sodiumTestSize returns the plaintext size for iteration i: the segment
 // boundaries first, then random sizes up to three segments.
-func segmentTestSize(t *testing.T, i int) int {
+func sodiumTestSize(t *testing.T, i int) int {
 	t.Helper()
 	fixed := []int{0, 1, 15, 16, 17, 65535, 65536, 65537, 2*65536 - 1, 2 * 65536, 2*65536 + 500}
 	if i < len(fixed) {
 		return fixed[i]
 	}
-	return int(binary.LittleEndian.Uint32(randomBytes(t, 4)) % (3*sodiumSegment + 1))
+	return int(binary.LittleEndian.Uint32(sodiumRandom(t, 4)) % (3*sodiumSegment + 1))
 }
 
-// checkSegments walks an encrypted body, and for each segment takes the
+// sodiumCheckSegments walks an encrypted body, and for each segment takes the
 // nonce our code chose, re-seals the matching plaintext with libsodium and
 // with x/crypto under that nonce and compares the bytes; it also opens each
 // segment with libsodium.
-func checkSegments(t *testing.T, what string, enc, plain []byte, key [32]byte) {
+func sodiumCheckSegments(t *testing.T, what string, enc, plain []byte, key [32]byte) {
 	t.Helper()
 	aead, err := chacha20poly1305.New(key[:])
 	if err != nil {
@@ -108,8 +108,8 @@ func checkSegments(t *testing.T, what string, enc, plain []byte, key [32]byte) {
 // libsodium's ChaCha20-Poly1305-IETF.
 func TestSodiumWriterSegments(t *testing.T) {
 	for i := range sodiumIterations {
-		key := random32(t)
-		plain := randomBytes(t, segmentTestSize(t, i))
+		key := sodiumRandom32(t)
+		plain := sodiumRandom(t, sodiumTestSize(t, i))
 
 		var buf bytes.Buffer
 		w, err := body.NewWriter(&buf, &key)
@@ -118,7 +118,7 @@ func TestSodiumWriterSegments(t *testing.T) {
 		}
 		step := len(plain)
 		if i%2 == 1 {
-			step = 1 + int(binary.LittleEndian.Uint16(randomBytes(t, 2)))
+			step = 1 + int(binary.LittleEndian.Uint16(sodiumRandom(t, 2)))
 		}
 		for rest := plain; len(rest) > 0; {
 			n := min(step, len(rest))
@@ -130,7 +130,7 @@ func TestSodiumWriterSegments(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		checkSegments(t, fmt.Sprintf("Writer (writes of %d)", step), buf.Bytes(), plain, key)
+		sodiumCheckSegments(t, fmt.Sprintf("Writer (writes of %d)", step), buf.Bytes(), plain, key)
 
 		if i%8 == 0 {
 			buf.Reset()
@@ -141,7 +141,7 @@ func TestSodiumWriterSegments(t *testing.T) {
 			if n != int64(len(plain)) {
 				t.Fatalf("Encrypt read %d bytes, want %d", n, len(plain))
 			}
-			checkSegments(t, "Encrypt", buf.Bytes(), plain, key)
+			sodiumCheckSegments(t, "Encrypt", buf.Bytes(), plain, key)
 		}
 	}
 }
@@ -150,10 +150,10 @@ func TestSodiumWriterSegments(t *testing.T) {
 // and reads them with Reader.
 func TestSodiumReaderSegments(t *testing.T) {
 	for i := range sodiumIterations {
-		key := random32(t)
-		plain := randomBytes(t, segmentTestSize(t, i))
+		key := sodiumRandom32(t)
+		plain := sodiumRandom(t, sodiumTestSize(t, i))
 		enc := sodiumSealBody(t, key, plain)
-		got, err := io.ReadAll(mustReader(t, enc, key))
+		got, err := io.ReadAll(sodiumBodyReader(t, enc, key))
 		if err != nil {
 			t.Fatalf("%d bytes: Reader: %v", len(plain), err)
 		}
@@ -163,15 +163,15 @@ func TestSodiumReaderSegments(t *testing.T) {
 		if len(enc) > 0 {
 			// One flipped bit in a libsodium segment must fail here too.
 			bad := bytes.Clone(enc)
-			bad[int(binary.LittleEndian.Uint32(randomBytes(t, 4))%uint32(len(bad)))] ^= 0x10
-			if _, err := io.ReadAll(mustReader(t, bad, key)); !errors.Is(err, body.ErrAuth) {
+			bad[int(binary.LittleEndian.Uint32(sodiumRandom(t, 4))%uint32(len(bad)))] ^= 0x10
+			if _, err := io.ReadAll(sodiumBodyReader(t, bad, key)); !errors.Is(err, body.ErrAuth) {
 				t.Fatalf("%d bytes: flipped bit: err = %v, want ErrAuth", len(plain), err)
 			}
 		}
 	}
 }
 
-func mustReader(t *testing.T, enc []byte, key [32]byte) io.Reader {
+func sodiumBodyReader(t *testing.T, enc []byte, key [32]byte) io.Reader {
 	t.Helper()
 	r, err := body.NewReader(bytes.NewReader(enc), [][32]byte{key})
 	if err != nil {
@@ -188,7 +188,7 @@ func sodiumSealBody(t *testing.T, key [32]byte, plain []byte) []byte {
 	for rest := plain; len(rest) > 0; {
 		chunk := rest[:min(len(rest), sodiumSegment)]
 		rest = rest[len(chunk):]
-		nonce := [sodiumNonce]byte(randomBytes(t, sodiumNonce))
+		nonce := [sodiumNonce]byte(sodiumRandom(t, sodiumNonce))
 		ct, err := sodium.AEADEncrypt(key, nonce, chunk, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -204,7 +204,7 @@ type sodiumKeyPair struct{ sk, pk [32]byte }
 
 func newSodiumKeyPair(t *testing.T) sodiumKeyPair {
 	t.Helper()
-	sk := random32(t)
+	sk := sodiumRandom32(t)
 	pk, err := sodium.ScalarMultBase(sk)
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func sodiumEncryptFile(t *testing.T, writer sodiumKeyPair, readerPK [32]byte, da
 	payload := binary.LittleEndian.AppendUint32(nil, 0) // data_encryption_parameters
 	payload = binary.LittleEndian.AppendUint32(payload, 0)
 	payload = append(payload, dataKey[:]...)
-	nonce := [sodiumNonce]byte(randomBytes(t, sodiumNonce))
+	nonce := [sodiumNonce]byte(sodiumRandom(t, sodiumNonce))
 	ct, err := sodium.AEADEncrypt(tx, nonce, payload, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -311,8 +311,8 @@ func TestSodiumReadsOurFiles(t *testing.T) {
 	for i := range len(sodiumFileSizes) * sodiumFileRounds {
 		size := sodiumFileSizes[i%len(sodiumFileSizes)]
 		writer, reader, other := newSodiumKeyPair(t), newSodiumKeyPair(t), newSodiumKeyPair(t)
-		plain := randomBytes(t, size)
-		dataKey := random32(t)
+		plain := sodiumRandom(t, size)
+		dataKey := sodiumRandom32(t)
 		wsk := keys.SecretKey(writer.sk)
 		h, err := header.New(&wsk, []keys.PublicKey{keys.PublicKey(other.pk), keys.PublicKey(reader.pk)}, &dataKey, nil, nil)
 		if err != nil {
@@ -353,8 +353,8 @@ func TestSodiumFilesReadHere(t *testing.T) {
 	for i := range len(sodiumFileSizes) * sodiumFileRounds {
 		size := sodiumFileSizes[i%len(sodiumFileSizes)]
 		writer, reader := newSodiumKeyPair(t), newSodiumKeyPair(t)
-		plain := randomBytes(t, size)
-		dataKey := random32(t)
+		plain := sodiumRandom(t, size)
+		dataKey := sodiumRandom32(t)
 		file := sodiumEncryptFile(t, writer, reader.pk, dataKey, plain)
 
 		r := bytes.NewReader(file)
@@ -415,8 +415,8 @@ func TestSodiumFilesReadHere(t *testing.T) {
 			if size == 0 {
 				break
 			}
-			off := int(binary.LittleEndian.Uint32(randomBytes(t, 4))) % size
-			n := 1 + int(binary.LittleEndian.Uint32(randomBytes(t, 4)))%(size-off)
+			off := int(binary.LittleEndian.Uint32(sodiumRandom(t, 4))) % size
+			n := 1 + int(binary.LittleEndian.Uint32(sodiumRandom(t, 4)))%(size-off)
 			part := make([]byte, n)
 			if m, err := ra.ReadAt(part, int64(off)); m != n || (err != nil && err != io.EOF) {
 				t.Fatalf("%d bytes: ReadAt(%d bytes at %d) = %d, %v", size, n, off, m, err)

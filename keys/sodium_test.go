@@ -22,7 +22,7 @@ import (
 
 const sodiumIterations = 200
 
-func random32(t *testing.T) [32]byte {
+func sodiumRandom32(t *testing.T) [32]byte {
 	t.Helper()
 	b, err := sodium.Random32()
 	if err != nil {
@@ -42,7 +42,7 @@ func TestSodiumPublic(t *testing.T) {
 	}
 	scalars = append(scalars, ones)
 	for range sodiumIterations {
-		scalars = append(scalars, random32(t))
+		scalars = append(scalars, sodiumRandom32(t))
 	}
 	for _, s := range scalars {
 		want, err := sodium.ScalarMultBase(s)
@@ -61,7 +61,7 @@ func TestSodiumPublic(t *testing.T) {
 // (WriterSharedKey is the server's tx), and that both sides agree.
 func TestSodiumSharedKeys(t *testing.T) {
 	for range sodiumIterations {
-		rsk, wsk := random32(t), random32(t)
+		rsk, wsk := sodiumRandom32(t), sodiumRandom32(t)
 		rpk, err := sodium.ScalarMultBase(rsk)
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +105,7 @@ func TestSodiumSharedKeys(t *testing.T) {
 // set, which X25519 ignores in the arithmetic but crypto_kx hashes as given.
 func TestSodiumSharedKeysArbitraryPeer(t *testing.T) {
 	for range sodiumIterations {
-		sk, peer := random32(t), random32(t)
+		sk, peer := sodiumRandom32(t), sodiumRandom32(t)
 		pk, err := sodium.ScalarMultBase(sk)
 		if err != nil {
 			t.Fatal(err)
@@ -133,10 +133,10 @@ func TestSodiumSharedKeysArbitraryPeer(t *testing.T) {
 	}
 }
 
-// lowOrderPoints are the u-coordinates whose X25519 product with any
+// sodiumLowOrderPoints are the u-coordinates whose X25519 product with any
 // clamped scalar is zero (libsodium's blacklist), each also with the
 // ignored top bit set.
-var lowOrderPoints = []string{
+var sodiumLowOrderPoints = []string{
 	"0000000000000000000000000000000000000000000000000000000000000000", // 0, order 4
 	"0100000000000000000000000000000000000000000000000000000000000000", // 1, order 1
 	"e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800", // order 8
@@ -149,13 +149,13 @@ var lowOrderPoints = []string{
 // TestSodiumLowOrderPoints checks that both sides refuse a peer key that
 // forces the all-zero shared secret.
 func TestSodiumLowOrderPoints(t *testing.T) {
-	sk := random32(t)
+	sk := sodiumRandom32(t)
 	pk, err := sodium.ScalarMultBase(sk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := keys.SecretKey(sk)
-	for _, h := range lowOrderPoints {
+	for _, h := range sodiumLowOrderPoints {
 		b, err := hex.DecodeString(h)
 		if err != nil {
 			t.Fatal(err)
@@ -184,7 +184,7 @@ func TestSodiumLowOrderPoints(t *testing.T) {
 // crypto_sign_ed25519_pk_to_curve25519.
 func TestSodiumEd25519ToX25519(t *testing.T) {
 	for range sodiumIterations {
-		seed := random32(t)
+		seed := sodiumRandom32(t)
 		pk, sk, err := sodium.Ed25519SeedKeypair(seed)
 		if err != nil {
 			t.Fatal(err)
@@ -230,7 +230,7 @@ func TestSodiumEd25519ToX25519(t *testing.T) {
 func TestSodiumEd25519PublicAgreement(t *testing.T) {
 	var candidates [][]byte
 	for range sodiumIterations {
-		b := random32(t)
+		b := sodiumRandom32(t)
 		candidates = append(candidates, b[:])
 	}
 
@@ -245,7 +245,7 @@ func TestSodiumEd25519PublicAgreement(t *testing.T) {
 	identity := edwards25519.NewIdentityPoint()
 	var torsion *edwards25519.Point
 	for torsion == nil {
-		b := random32(t)
+		b := sodiumRandom32(t)
 		p, err := new(edwards25519.Point).SetBytes(b[:])
 		if err != nil {
 			continue
@@ -262,7 +262,7 @@ func TestSodiumEd25519PublicAgreement(t *testing.T) {
 	for range 8 {
 		t8.Add(t8, torsion)
 		enc := t8.Bytes()
-		candidates = append(candidates, enc, withSignBit(enc), nonCanonical(enc))
+		candidates = append(candidates, enc, sodiumWithSignBit(enc), sodiumNonCanonical(enc))
 	}
 	// Every y in [p, 2^255) (p = 2^255 - 19 is ed ff … ff 7f
 	// little-endian), with and without the sign bit.
@@ -270,12 +270,12 @@ func TestSodiumEd25519PublicAgreement(t *testing.T) {
 		y := bytes.Repeat([]byte{0xff}, 32)
 		y[0] = byte(0xed + k)
 		y[31] = 0x7f
-		candidates = append(candidates, y, withSignBit(y))
+		candidates = append(candidates, y, sodiumWithSignBit(y))
 	}
 	// Prime-order points P and -P (sign bit flipped), and P plus a
 	// torsion point (mixed order).
 	for range 20 {
-		pk, _, err := sodium.Ed25519SeedKeypair(random32(t))
+		pk, _, err := sodium.Ed25519SeedKeypair(sodiumRandom32(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,16 +315,16 @@ func TestSodiumEd25519PublicAgreement(t *testing.T) {
 	}
 }
 
-// withSignBit returns enc with the sign bit of x set.
-func withSignBit(enc []byte) []byte {
+// sodiumWithSignBit returns enc with the sign bit of x set.
+func sodiumWithSignBit(enc []byte) []byte {
 	b := bytes.Clone(enc)
 	b[31] |= 0x80
 	return b
 }
 
-// nonCanonical returns the encoding of y + p when it fits in 255 bits
+// sodiumNonCanonical returns the encoding of y + p when it fits in 255 bits
 // (y < 19), else enc unchanged.
-func nonCanonical(enc []byte) []byte {
+func sodiumNonCanonical(enc []byte) []byte {
 	b := bytes.Clone(enc)
 	for i := 1; i < 31; i++ {
 		if b[i] != 0 {
