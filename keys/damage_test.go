@@ -234,6 +234,7 @@ func TestDamagedKeys(t *testing.T) {
 		}), ErrMalformedKey, ""},
 		{"ssh trailing data", true, mod(func(k *sshKey) { k.tail = []byte{0} }), ErrMalformedKey, ""},
 		{"ssh-rsa line", false, []byte("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQDPpI718Q== x@y\n"), ErrUnsupportedKey, "ssh-rsa"},
+		{"ssh line after comment lines", false, []byte("# a key\n\nssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQDPpI718Q== x@y\n"), ErrUnsupportedKey, "ssh-rsa"},
 		{"ssh line bad base64", false, []byte("ssh-ed25519 !!!! x@y\n"), ErrMalformedKey, ""},
 	}
 	// The baseline of the hand-made OpenSSH keys must parse.

@@ -102,13 +102,16 @@ func ParseSecretKey(data []byte, passphrase func() ([]byte, error)) (SecretKey, 
 	return SecretKey{}, fmt.Errorf("%w: PEM type %q", ErrUnsupportedKey, block.Type)
 }
 
-// parseSSHPublicLine reads the first non-empty line of an OpenSSH public
-// key file ("type base64 comment").
+// parseSSHPublicLine reads the first line of an OpenSSH public key file
+// that is neither empty nor a # comment ("type base64 comment").
 func parseSSHPublicLine(data []byte) (PublicKey, error) {
 	var line []byte
 	for rest := data; len(rest) > 0 && len(line) == 0; {
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
 		line = bytes.TrimSpace(line)
+		if bytes.HasPrefix(line, []byte("#")) {
+			line = nil
+		}
 	}
 	fields := bytes.Fields(line)
 	if len(fields) < 2 {
