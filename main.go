@@ -46,11 +46,14 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 		Commands: []*cli.Command{
 			keygenCommand(),
+			pubkeyCommand(),
 			encryptCommand(),
 			decryptCommand(),
 			reencryptCommand(),
 			rearrangeCommand(),
 			spliceCommand(),
+			completionCommand(),
+			manCommand(),
 		},
 	}
 }
