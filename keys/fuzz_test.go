@@ -1,6 +1,9 @@
 package keys
 
 import (
+	"bytes"
+	"encoding/binary"
+	"encoding/pem"
 	"errors"
 	"os"
 	"strings"
@@ -42,9 +45,51 @@ func checkKeyResult(t *testing.T, key [KeySize]byte, err error) {
 func FuzzParseSecretKey(f *testing.F) {
 	seedKeyFiles(f, func(data []byte, pass string) { f.Add(data, pass) })
 	f.Fuzz(func(t *testing.T, data []byte, pass string) {
-		sk, err := ParseSecretKey(data, func() ([]byte, error) { return []byte(pass), nil })
+		costly := costlyKDF(data)
+		sk, err := ParseSecretKey(data, func() ([]byte, error) {
+			if costly {
+				return nil, ErrPassphraseRequired
+			}
+			return []byte(pass), nil
+		})
 		checkKeyResult(t, sk, err)
 	})
+}
+
+// costlyKDF reports whether data is a protected crypt4gh or OpenSSH key
+// whose KDF would take more than a few milliseconds: scrypt, or more
+// rounds than fuzzing can afford. The rounds caps of the parser allow
+// minutes of work per key (bcrypt at 1<<16 rounds), which would stall the
+// fuzzer on one input; for such keys the fuzz target withholds the
+// passphrase, so everything up to the KDF is still exercised.
+func costlyKDF(data []byte) bool {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return false
+	}
+	switch block.Type {
+	case pemC4GHPrivate, pemC4GHEncryptedPrivate:
+		rest, ok := bytes.CutPrefix(block.Bytes, []byte(c4ghMagic))
+		kdf, rest, ok2 := string16(rest)
+		opts, _, ok3 := string16(rest)
+		switch {
+		case !ok || !ok2 || KDF(kdf) == KDFNone:
+			return false
+		case KDF(kdf) == KDFScrypt || !ok3 || len(opts) < 4:
+			return true
+		}
+		rounds := binary.BigEndian.Uint32(opts)
+		return KDF(kdf) == KDFBcrypt && rounds > 4 || KDF(kdf) == KDFPBKDF2 && rounds > 4096
+	case pemOpenSSH:
+		rest, ok := bytes.CutPrefix(block.Bytes, []byte(sshMagic))
+		_, rest, ok2 := string32(rest)
+		_, rest, ok3 := string32(rest)
+		opts, _, ok4 := string32(rest)
+		_, opts, ok5 := string32(opts)
+		rounds, _, ok6 := uint32BE(opts)
+		return !ok || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || rounds > 4
+	}
+	return false
 }
 
 func FuzzParsePublicKey(f *testing.F) {
