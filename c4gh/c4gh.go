@@ -1,23 +1,50 @@
-// Package c4gh encrypts and decrypts whole Crypt4GH files: a header followed
-// by the segment stream. It ties together the packages that handle each
-// part ([header], [body], [edit]) the way the crypt4gh command uses them.
+// Package c4gh encrypts and decrypts whole Crypt4GH files (GA4GH file
+// encryption, version 1): a header followed by the segment stream. It ties
+// together the packages that handle each part ([header], [body], [edit])
+// the way the crypt4gh command uses them, and is the place to start.
+//
+// # Keys
+//
+// Readers and writers are X25519 key pairs, [keys.SecretKey] and
+// [keys.PublicKey]. [keys.ParseSecretKey] and [keys.ParsePublicKey] read
+// the key files of every Crypt4GH tool (crypt4gh, OpenSSH ed25519, PKCS#8
+// and PKIX X25519); [keys.Generate] makes a new key.
 //
 // # Encrypting
 //
-// [Encrypt] writes a header for the recipients and the encrypted body of
-// the input, through the parallel segment engine of package body.
+// [Encrypt] writes a header with one packet per recipient and the
+// encrypted body of the input, sealed in parallel by the segment engine of
+// package body. The writer key may be the sender's own secret key, so that
+// readers can check who wrote the file, or a key made for this file only.
 //
 // # Decrypting
 //
 // [Open] reads a header and opens the packets that a secret key can open;
 // [File.Decrypt] then writes the plaintext that the file stands for (after
-// its edit list), or a range of it. When the input is seekable, a range is
+// its edit list), or a range of it. When the input is a file, a range is
 // read through a [body.ReaderAt] so that only the segments it touches are
-// read and decrypted.
+// read and decrypted. For random access of your own, build a
+// [body.ReaderAt] over the bytes that follow the header
+// (File.Header.Size() onwards), with File.Contents.DataKeys.
+//
+// To give a file to new readers or cut ranges out of it without decrypting
+// the body, see package [reencrypt].
+//
+// # Errors
+//
+// Errors wrap sentinels of the package that found the problem; test them
+// with [errors.Is]: [keys.ErrWrongPassphrase] for a key file,
+// [header.ErrNotCrypt4GH] and [header.ErrTruncated] for a damaged header,
+// [header.ErrNoDecryptablePacket] when the secret key is not a recipient,
+// [body.ErrAuth] and [body.ErrTruncated] for a damaged body, and
+// [edit.ErrBeyondEnd] for a range that starts after the data. A file that
+// fails while decrypting may already have written part of its plaintext
+// to dst: write to a temporary file and keep it only on success.
 //
 // [header]: https://pkg.go.dev/github.com/c4gh-go/crypt4gh/header
 // [body]: https://pkg.go.dev/github.com/c4gh-go/crypt4gh/body
 // [edit]: https://pkg.go.dev/github.com/c4gh-go/crypt4gh/edit
+// [reencrypt]: https://pkg.go.dev/github.com/c4gh-go/crypt4gh/reencrypt
 package c4gh
 
 import (
@@ -51,8 +78,11 @@ type EncryptOptions struct {
 	Jobs int
 }
 
-// Encrypt writes to dst a Crypt4GH file holding the bytes read from src,
-// and returns the number of plaintext bytes encrypted.
+// Encrypt writes to dst a Crypt4GH file holding the bytes read from src
+// until EOF, and returns the number of plaintext bytes encrypted. The data
+// key is random and erased when Encrypt returns. Encrypt does not close
+// dst; when it fails, dst holds a partial file that the caller must
+// discard.
 func Encrypt(dst io.Writer, src io.Reader, opts EncryptOptions) (int64, error) {
 	if len(opts.Recipients) == 0 {
 		return 0, errors.New("no recipient public key")
@@ -113,7 +143,8 @@ func selectRange(src io.Reader, r edit.Range) (io.Reader, error) {
 }
 
 // File is a Crypt4GH file whose header has been read and opened with a
-// secret key. The caller must call [File.Close] to erase the data keys.
+// secret key, ready to decrypt its body. The caller must call [File.Close]
+// to erase the data keys.
 type File struct {
 	// Header is the parsed header.
 	Header *header.Header
@@ -125,7 +156,13 @@ type File struct {
 
 // Open reads the header of a Crypt4GH file from src and opens the packets
 // that reader can open. When sender is not nil, only packets written by
-// that public key are accepted. On success src is positioned at the body.
+// that public key are accepted. On success src is positioned at the body
+// and the returned File reads it from there.
+//
+// Open fails with an error wrapping [header.ErrNoDecryptablePacket] when
+// reader opens no packet (the file is for other readers, or sender did not
+// write it), and with the errors of [header.Parse] for input that is not a
+// valid header.
 func Open(src io.Reader, reader *keys.SecretKey, sender *keys.PublicKey) (*File, error) {
 	h, err := header.Parse(src)
 	if err != nil {
@@ -134,6 +171,12 @@ func Open(src io.Reader, reader *keys.SecretKey, sender *keys.PublicKey) (*File,
 	c, err := h.Decrypt(reader, sender)
 	if err != nil {
 		return nil, err
+	}
+	if c.HasEditList {
+		if err := edit.List(c.EditList).Check(); err != nil {
+			c.Zero()
+			return nil, fmt.Errorf("%w: %w", header.ErrInvalidPacket, err)
+		}
 	}
 	return &File{Header: h, Contents: c, src: src}, nil
 }
@@ -144,8 +187,10 @@ func (f *File) Close() error {
 	return nil
 }
 
-// Selection returns the intervals of the body plaintext that the file
-// stands for (its edit list), restricted to rng when it is not nil.
+// Selection returns the intervals [Start, End) of the body plaintext that
+// the file stands for (its edit list, or the whole body), restricted to
+// bytes [rng.Start, rng.End) of that output when rng is not nil. The last
+// interval may end at [edit.Unbounded]: up to the end of the body.
 func (f *File) Selection(rng *edit.Range) []edit.Interval {
 	kept := []edit.Interval{{Start: 0, End: edit.Unbounded}}
 	if f.Contents.HasEditList {
@@ -162,9 +207,12 @@ func (f *File) Selection(rng *edit.Range) []edit.Interval {
 // returns the number of bytes written. jobs is the number of goroutines
 // that open segments; 0 means one per CPU.
 //
-// When the source given to [Open] is a regular *os.File (or any
-// io.ReadSeeker whose size is known through Stat) and rng is not nil,
-// only the segments that the range touches are read.
+// When rng is not nil and the source given to [Open] is a regular
+// *os.File, only the segments that the range touches are read; any other
+// source is read as a stream up to the end of the range. A range that
+// starts at or after the end of the output gives an error wrapping
+// [edit.ErrBeyondEnd]; one that ends after it is clipped. Call Decrypt
+// once: it reads the source from where [Open] left it.
 func (f *File) Decrypt(dst io.Writer, rng *edit.Range, jobs int) (int64, error) {
 	kept := f.Selection(rng)
 	if rng != nil {
