@@ -28,10 +28,18 @@ import (
 )
 
 // Header returns a header in which every packet of h that reader opens is
-// encrypted again for each of the recipients, written with reader as the
-// writer key. Packets that reader cannot open are kept unchanged, after
-// the new ones, unless trim is set. It fails with
-// [header.ErrNoDecryptablePacket] when reader opens no packet.
+// encrypted again for each of the recipients (a recipient listed twice gets
+// its packets once), written with reader as the writer key, so that the
+// new packets name reader's public key as their sender. Packets that reader
+// opens are replaced: reader keeps access only when its own public key is
+// among the recipients. Packets that reader cannot open (other readers',
+// unknown methods) are kept unchanged, after the new ones, unless trim is
+// set. Nonces are read from rand (crypto/rand when nil).
+//
+// Header fails with [header.ErrNoDecryptablePacket] when reader opens no
+// packet, [header.ErrNoDataKey] when the packets it opens hold no data key,
+// and [ErrTooManyPackets] when the new header would hold more than
+// [header.MaxPackets] packets.
 func Header(h *header.Header, reader *keys.SecretKey, recipients []keys.PublicKey, trim bool, rand io.Reader) (*header.Header, error) {
 	if len(recipients) == 0 {
 		return nil, errors.New("no recipient public key")
@@ -41,7 +49,11 @@ func Header(h *header.Header, reader *keys.SecretKey, recipients []keys.PublicKe
 		return nil, err
 	}
 	defer c.Zero()
-	out, err := seal(reader, recipients, c.Payloads, rand)
+	kept := 0
+	if !trim {
+		kept = len(h.Packets) - len(c.Opened)
+	}
+	out, err := seal(reader, recipients, c.Payloads, kept, rand)
 	if err != nil {
 		return nil, err
 	}
@@ -59,15 +71,27 @@ func Header(h *header.Header, reader *keys.SecretKey, recipients []keys.PublicKe
 	return out, nil
 }
 
-// seal encrypts each payload for each recipient, recipient by recipient.
-func seal(writer *keys.SecretKey, recipients []keys.PublicKey, payloads [][]byte, rand io.Reader) (*header.Header, error) {
-	out := &header.Header{}
+// ErrTooManyPackets is returned when a new header would hold more than
+// [header.MaxPackets] packets, which no reader accepts.
+var ErrTooManyPackets = errors.New("too many header packets")
+
+// seal encrypts each payload for each recipient, recipient by recipient,
+// into a header that has room for extra more packets.
+func seal(writer *keys.SecretKey, recipients []keys.PublicKey, payloads [][]byte, extra int, rand io.Reader) (*header.Header, error) {
+	unique := make([]keys.PublicKey, 0, len(recipients))
 	seen := make(map[keys.PublicKey]bool, len(recipients))
 	for _, r := range recipients {
-		if seen[r] {
-			continue
+		if !seen[r] {
+			seen[r] = true
+			unique = append(unique, r)
 		}
-		seen[r] = true
+	}
+	if n := len(unique)*len(payloads) + extra; n > header.MaxPackets {
+		return nil, fmt.Errorf("%w: the new header would hold %d packets, at most %d",
+			ErrTooManyPackets, n, header.MaxPackets)
+	}
+	out := &header.Header{Packets: make([]header.Packet, 0, len(unique)*len(payloads)+extra)}
+	for _, r := range unique {
 		for _, payload := range payloads {
 			p, err := header.SealPacket(writer, r, payload, rand)
 			if err != nil {
@@ -80,9 +104,10 @@ func seal(writer *keys.SecretKey, recipients []keys.PublicKey, payloads [][]byte
 }
 
 // Source is a Crypt4GH file that [Splice] reads: positioned at its start
-// for reading, and able to seek to the segments it copies. An *os.File is a
-// Source; copying from one *os.File to another lets the kernel copy the
-// segments (copy_file_range).
+// for reading, and able to seek to the segments it copies. Splice copies
+// the segments with io.CopyN from the Source to the destination: when both
+// are an *os.File, the kernel copies them (copy_file_range on Linux)
+// without the bytes passing through the process.
 type Source interface {
 	io.ReadSeeker
 }
@@ -95,18 +120,34 @@ type SpliceOptions struct {
 	// reader's own public key.
 	Recipients []keys.PublicKey
 	// Ranges are the bytes [Start, End) to keep, of the plaintext that the
-	// file stands for (after its edit list). They are sorted, and
-	// overlapping or adjacent ranges are merged.
+	// file stands for (after its edit list); End may be edit.Unbounded.
+	// They are sorted, and overlapping or adjacent ranges are merged: the
+	// new file stands for the selected bytes in increasing order, each
+	// byte once. An End beyond the data is clipped to it.
 	Ranges []edit.Range
 }
 
 // Splice writes to dst a Crypt4GH file that stands for the given ranges of
-// the file read from src: a new header (the data keys and a new edit list,
-// for the recipients) followed by the segments of src that the ranges
-// touch, copied unchanged and in order.
+// the file read from src: a new header followed by the segments of src that
+// the ranges touch, copied unchanged and in order. The body is neither
+// decrypted nor encrypted again.
+//
+// The new header holds, for each recipient, every data key that the reader
+// found (the segments may be under any of them) and, unless the kept
+// segments are wanted whole, an edit list that selects the ranges out of
+// them. Packets for other readers are not carried over, and the packets
+// name the reader's public key as their sender. Note that the data keys
+// decrypt every segment of the input written under them: a recipient who
+// also gets the input file can read all of it.
+//
+// Splice checks everything it can before it writes anything: the ranges
+// (errors wrapping [edit.ErrInvalidRange], or [edit.ErrBeyondEnd] for a
+// range that starts at or after the end of the data), the header
+// ([header.ErrNoDecryptablePacket] when the reader opens no packet) and the
+// body length. After that, only I/O errors remain.
 func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	if len(opts.Ranges) == 0 {
-		return errors.New("no range to keep")
+		return fmt.Errorf("%w: no range to keep", edit.ErrEmpty)
 	}
 	ranges, err := edit.Normalize(opts.Ranges)
 	if err != nil {
@@ -132,18 +173,28 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	}
 	plainSize, err := body.PlaintextSize(end - bodyStart)
 	if err != nil {
-		return err
+		return fmt.Errorf("failed to read body: %w", err)
 	}
 
-	kept := []edit.Interval{{Start: 0, End: edit.Unbounded}}
+	// The plaintext the file stands for: its edit list, clipped to the
+	// data that is present (a list may point past the end of the data).
+	var kept []edit.Interval
 	if c.HasEditList {
-		kept = edit.List(c.EditList).Intervals()
+		if err := edit.List(c.EditList).Check(); err != nil {
+			return err
+		}
+		kept = clip(edit.List(c.EditList).Intervals(), plainSize)
+	} else {
+		kept = clip([]edit.Interval{{Start: 0, End: edit.Unbounded}}, plainSize)
 	}
-	size := selectionSize(kept, plainSize)
+	var size int64
+	for _, iv := range kept {
+		size += iv.End - iv.Start
+	}
 	var selected []edit.Interval
 	for _, r := range ranges {
 		if r.Start >= size {
-			return fmt.Errorf("%w: range %d-%s but the data is %d bytes", edit.ErrBeyondEnd, r.Start, endString(r.End), size)
+			return fmt.Errorf("%w: range %s, but the data is %d bytes", edit.ErrBeyondEnd, edit.Range(r), size)
 		}
 		selected = append(selected, edit.Map(kept, r.Start, r.End)...)
 	}
@@ -157,16 +208,18 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 		recipients = []keys.PublicKey{opts.Reader.Public()}
 	}
 	payloads := make([][]byte, 0, len(c.DataKeys)+1)
-	for i := range c.DataKeys {
-		payloads = append(payloads, header.DataKeyPayload(&c.DataKeys[i]))
-	}
-	payloads = append(payloads, header.EditListPayload(plan.List))
 	defer func() {
 		for _, p := range payloads {
 			clear(p)
 		}
 	}()
-	nh, err := seal(opts.Reader, recipients, payloads, nil)
+	for i := range c.DataKeys {
+		payloads = append(payloads, header.DataKeyPayload(&c.DataKeys[i]))
+	}
+	if plan.List != nil {
+		payloads = append(payloads, header.EditListPayload(plan.List))
+	}
+	nh, err := seal(opts.Reader, recipients, payloads, 0, nil)
 	if err != nil {
 		return err
 	}
@@ -176,8 +229,10 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	return copySegments(dst, src, bodyStart, end, plan.Segments)
 }
 
-// copySegments copies the stored segments with the given indices, a run
-// of consecutive ones at a time.
+// copySegments copies the stored segments with the given indices
+// (increasing), a run of consecutive ones at a time. Each run is one
+// io.CopyN from src, so that *os.File to *os.File is one copy_file_range
+// loop in the kernel.
 func copySegments(dst io.Writer, src io.ReadSeeker, bodyStart, end int64, segments []int64) error {
 	for i := 0; i < len(segments); {
 		j := i + 1
@@ -190,6 +245,9 @@ func copySegments(dst io.Writer, src io.ReadSeeker, bodyStart, end int64, segmen
 			return fmt.Errorf("failed to seek input: %w", err)
 		}
 		if _, err := io.CopyN(dst, src, n); err != nil {
+			if err == io.EOF {
+				err = fmt.Errorf("%w: the input shrank while it was copied", io.ErrUnexpectedEOF)
+			}
 			return fmt.Errorf("failed to copy segments: %w", err)
 		}
 		i = j
@@ -197,20 +255,15 @@ func copySegments(dst io.Writer, src io.ReadSeeker, bodyStart, end int64, segmen
 	return nil
 }
 
-func selectionSize(kept []edit.Interval, plain int64) int64 {
-	var n int64
+// clip returns the intervals of kept (normalised) that lie below size,
+// the last one cut at size.
+func clip(kept []edit.Interval, size int64) []edit.Interval {
+	out := make([]edit.Interval, 0, len(kept))
 	for _, iv := range kept {
-		if iv.Start >= plain {
+		if iv.Start >= size {
 			break
 		}
-		n += min(iv.End, plain) - iv.Start
+		out = append(out, edit.Interval{Start: iv.Start, End: min(iv.End, size)})
 	}
-	return n
-}
-
-func endString(end int64) string {
-	if end == edit.Unbounded {
-		return ""
-	}
-	return fmt.Sprint(end)
+	return out
 }
