@@ -19,8 +19,8 @@ func reencryptCommand() *cli.Command {
 		Usage: "give a file to new recipients without touching its body",
 		Description: "Every header packet that --sk opens is encrypted again for each --recipient_pk;\n" +
 			"packets that --sk cannot open are kept unless --trim. The body is copied\n" +
-			"unchanged. With --header-only, the input and output are just headers, as\n" +
-			"encrypt --header writes them.",
+			"unchanged. With --header-only, only the new header is written; the input\n" +
+			"may be a bare header, as encrypt --header writes it.",
 		Flags: []cli.Flag{
 			skFlag,
 			&cli.StringSliceFlag{Name: "recipient_pk", Aliases: []string{"recipient-pk"}, Usage: "re-encrypt for the public key at `PATH` (repeatable)"},
@@ -68,6 +68,9 @@ func reencryptAction(c *cli.Context) error {
 	}
 	_, err = nh.WriteTo(out)
 	if err == nil && !c.Bool("header-only") {
+		// The body, unchanged. in is the input *os.File (or stdin) and
+		// out.Writer the temporary *os.File: io.Copy hands the copy to the
+		// kernel (copy_file_range) when both are regular files.
 		_, err = io.Copy(out.Writer, in)
 	}
 	if err != nil {
@@ -85,10 +88,15 @@ func rearrangeCommand() *cli.Command {
 			"segments that the range touches, copied unchanged. The input must be a file.",
 		Flags: []cli.Flag{
 			skFlag,
-			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START", Required: true},
+			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START (required)"},
 			passphraseFileFlag, inputFlag, outputFlag, forceFlag,
 		},
-		Action: func(c *cli.Context) error { return splice(c, []string{c.String("range")}, nil) },
+		Action: func(c *cli.Context) error {
+			if !c.IsSet("range") {
+				return usagef("no range: use --range START-END or --range START")
+			}
+			return splice(c, []string{c.String("range")}, nil)
+		},
 	}
 }
 
@@ -101,11 +109,14 @@ func spliceCommand() *cli.Command {
 			"for the --recipient_pk keys, or for the public key of --sk when none is given.",
 		Flags: []cli.Flag{
 			skFlag,
-			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (repeatable)", Required: true},
+			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)"},
 			&cli.StringSliceFlag{Name: "recipient_pk", Aliases: []string{"recipient-pk"}, Usage: "write the header for the public key at `PATH` (repeatable)"},
 			passphraseFileFlag, inputFlag, outputFlag, forceFlag,
 		},
 		Action: func(c *cli.Context) error {
+			if len(c.StringSlice("range")) == 0 {
+				return usagef("no range: use --range START-END or --range START (repeatable)")
+			}
 			return splice(c, c.StringSlice("range"), c.StringSlice("recipient_pk"))
 		},
 	}
@@ -127,7 +138,7 @@ func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
 	if err != nil {
 		return err
 	}
-	in, inFile, closeIn, err := openInput(c.String("input"), c.App.Reader)
+	_, inFile, closeIn, err := openInput(c.String("input"), c.App.Reader)
 	if err != nil {
 		return err
 	}
@@ -145,7 +156,10 @@ func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
 	if err != nil {
 		return err
 	}
-	err = reencrypt.Splice(out.Writer, in.(*os.File), reencrypt.SpliceOptions{Reader: sk, Recipients: recipients, Ranges: ranges})
+	// out.Writer is the temporary *os.File (or stdout) and inFile an
+	// *os.File: Splice copies the segments with io.CopyN between them, which
+	// the kernel does with copy_file_range for a file output.
+	err = reencrypt.Splice(out.Writer, inFile, reencrypt.SpliceOptions{Reader: sk, Recipients: recipients, Ranges: ranges})
 	return out.finish(noPacketHint(err, sk, nil))
 }
 
