@@ -61,7 +61,9 @@ type sharedKey struct {
 // [ErrNoDataKey] when packets open but none holds a data key for data
 // method 0, [ErrMultipleEditLists] when two edit lists open,
 // [ErrMixedDataMethods] when the data keys are for different data methods,
-// and [ErrInvalidPacket] when an opened payload is too short for its type.
+// [ErrInvalidPacket] when an opened payload is too short for its type, and
+// [ErrTooManyPackets], before any cryptography, when the packets it would
+// try come from more than [MaxWriterKeys] different writer keys.
 func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Contents, error) {
 	if reader == nil {
 		return nil, errors.New("failed to decrypt header: no reader key")
@@ -72,6 +74,18 @@ func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Conte
 			clear(k.key[:])
 		}
 	}()
+
+	writers := make(map[keys.PublicKey]bool)
+	for i := range h.Packets {
+		p := &h.Packets[i]
+		if p.Method == MethodX25519ChaCha20Poly1305 && (sender == nil || p.WriterPublicKey == *sender) {
+			writers[p.WriterPublicKey] = true
+			if len(writers) > MaxWriterKeys {
+				return nil, fmt.Errorf("%w: packets from more than %d different writer keys", ErrTooManyPackets, MaxWriterKeys)
+			}
+		}
+	}
+	clear(writers)
 
 	c := &Contents{}
 	fail := func(err error) (*Contents, error) {

@@ -20,7 +20,8 @@ var (
 	ErrTruncated = errors.New("header truncated")
 
 	// ErrTooManyPackets is returned by [Parse] when the packet count exceeds
-	// [MaxPackets].
+	// [MaxPackets], and by [Header.Decrypt] when the packets come from more
+	// than [MaxWriterKeys] different writer keys.
 	ErrTooManyPackets = errors.New("too many header packets")
 
 	// ErrInvalidPacket is returned when a header packet is malformed: a

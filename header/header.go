@@ -42,6 +42,13 @@ const (
 	// MaxPacketLength is the largest packet length (the length field
 	// included) Parse accepts.
 	MaxPacketLength = 1 << 24
+	// MaxWriterKeys is the largest number of different writer public keys
+	// among the packets that [Header.Decrypt] tries. Each one costs an
+	// X25519 exchange (about 0.1 to 0.5 ms), so MaxPackets packets from as
+	// many writers would cost seconds to tens of seconds of CPU for a
+	// header of 4 MiB; real headers have one writer per encryption or
+	// re-encryption.
+	MaxWriterKeys = 1 << 10
 )
 
 const (

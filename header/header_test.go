@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -406,5 +407,39 @@ func TestBitFlipsNeverChangeContents(t *testing.T) {
 				t.Fatalf("byte %d bit %d: flip left both packets readable", i, bit)
 			}
 		}
+	}
+}
+
+// TestDecryptWriterKeyLimit: a header whose packets come from more than
+// MaxWriterKeys writers is refused before any key exchange, and one at
+// the limit is still tried (here: opens nothing).
+func TestDecryptWriterKeyLimit(t *testing.T) {
+	ks := genKeys(t, 12, 1)
+	reader := &ks[0]
+	build := func(n int) *Header {
+		h := &Header{}
+		for i := range n {
+			p := Packet{Ciphertext: make([]byte, 56)}
+			p.WriterPublicKey[0], p.WriterPublicKey[1], p.WriterPublicKey[2] = byte(i), byte(i>>8), 1
+			h.Packets = append(h.Packets, p)
+		}
+		return h
+	}
+	start := time.Now()
+	_, err := build(MaxWriterKeys+1).Decrypt(reader, nil)
+	if !errors.Is(err, ErrTooManyPackets) {
+		t.Fatalf("%d writers: %v, want ErrTooManyPackets", MaxWriterKeys+1, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("refusal took %v", d)
+	}
+	if _, err := build(MaxWriterKeys).Decrypt(reader, nil); !errors.Is(err, ErrNoDecryptablePacket) {
+		t.Fatalf("%d writers: %v, want ErrNoDecryptablePacket", MaxWriterKeys, err)
+	}
+	// With a required sender, only that writer's packets count.
+	h := build(MaxWriterKeys + 1)
+	sender := h.Packets[0].WriterPublicKey
+	if _, err := h.Decrypt(reader, &sender); !errors.Is(err, ErrNoDecryptablePacket) {
+		t.Fatalf("with a sender: %v, want ErrNoDecryptablePacket", err)
 	}
 }
