@@ -56,16 +56,16 @@ func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, err
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".partial-*")
+	tmp, err := cleanup.create(dir, "."+base+".partial-*")
 	if err != nil {
 		return nil, fmt.Errorf("failed to create output: %w", err)
 	}
 	if err := tmp.Chmod(opts.mode); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
+		cleanup.remove(tmp.Name())
 		return nil, fmt.Errorf("failed to create output: %w", err)
 	}
-	cleanup.add(tmp.Name())
 	return &output{Writer: tmp, path: path, tmp: tmp}, nil
 }
 
@@ -126,7 +126,34 @@ type tempFiles struct {
 	once  sync.Once
 }
 
+// create creates a temporary file as os.CreateTemp does and records it.
+// The signal handler is installed first, and the file is created and
+// recorded under the lock that the handler takes, so that a signal that
+// arrives at any moment finds the file in the set.
+func (t *tempFiles) create(dir, pattern string) (*os.File, error) {
+	t.arm()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	t.names[f.Name()] = true
+	return f, nil
+}
+
+// add records a temporary file made by the caller. Prefer create, which
+// leaves no moment at which a signal would miss the file.
 func (t *tempFiles) add(name string) {
+	t.arm()
+	t.mu.Lock()
+	t.names[name] = true
+	t.mu.Unlock()
+}
+
+// arm installs, once, the handler that removes the recorded files and
+// exits on SIGINT, SIGTERM and SIGHUP.
+func (t *tempFiles) arm() {
 	t.once.Do(func() {
 		c := make(chan os.Signal, 1)
 		signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -140,9 +167,6 @@ func (t *tempFiles) add(name string) {
 			os.Exit(128 + int(sig.(syscall.Signal)))
 		}()
 	})
-	t.mu.Lock()
-	t.names[name] = true
-	t.mu.Unlock()
 }
 
 func (t *tempFiles) remove(name string) {
