@@ -21,15 +21,16 @@ func encryptCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "recipient_pk", Aliases: []string{"recipient-pk"}, Usage: "encrypt for the public key at `PATH` (repeatable)"},
 			&cli.StringFlag{Name: "range", Usage: "encrypt only bytes [START, END) of the input (`START-END` or START)"},
 			&cli.StringFlag{Name: "header", Usage: "write the header to `PATH` and only the segments to the output"},
-			passphraseFileFlag, inputFlag, outputFlag, forceFlag, jobsFlag,
+			passphraseFileFlag, inputFlag, outputFlag, forceFlag, jobsFlag, checksumFlag, quietFlag,
 		},
 		Action: encrypt,
 	}
 }
 
 func encrypt(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usagef("unexpected argument %q (use -i for the input file)", c.Args().First())
+	files, err := batchArgs(c, "range", "header")
+	if err != nil {
+		return err
 	}
 	if len(c.StringSlice("recipient_pk")) == 0 {
 		return usagef("no recipient: use --recipient_pk PATH")
@@ -42,6 +43,9 @@ func encrypt(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checksumSingle(c, rng); err != nil {
+		return err
+	}
 	opts := c4gh.EncryptOptions{Recipients: recipients, Range: rng, Jobs: c.Int("jobs")}
 	if c.String("sk") != "" {
 		sk, err := readSecretKey(c)
@@ -50,6 +54,20 @@ func encrypt(c *cli.Context) error {
 		}
 		defer sk.Zero()
 		opts.Writer = sk
+	}
+	if files != nil {
+		items, err := encryptItems(files)
+		if err != nil {
+			return err
+		}
+		return runBatch(c, items, "encrypting", 0o644, true, func(dst io.Writer, src io.Reader, jobs int) error {
+			o := opts
+			o.Jobs = jobs
+			if _, err := c4gh.Encrypt(dst, src, o); err != nil {
+				return fmt.Errorf("failed to encrypt: %w", err)
+			}
+			return nil
+		})
 	}
 	in, inFile, closeIn, err := openInput(c.String("input"), c.App.Reader)
 	if err != nil {
@@ -70,7 +88,19 @@ func encrypt(c *cli.Context) error {
 		}
 		opts.Header = hdr
 	}
-	_, err = c4gh.Encrypt(out, in, opts)
+	// With --range the input is left unwrapped so that c4gh.Encrypt can
+	// seek to the start of the range: no bar then.
+	var prog *progress
+	if rng == nil {
+		prog = newProgress(c, inputSize(inFile), "encrypting")
+	}
+	sums := newFileSums(c.Bool("checksum"))
+	prog.start()
+	err = sums.run(out, prog.reader(in), opts.Jobs, func(dst io.Writer, src io.Reader, _ int) error {
+		_, err := c4gh.Encrypt(dst, src, opts)
+		return err
+	})
+	prog.stop()
 	if err != nil {
 		err = fmt.Errorf("failed to encrypt: %w", err)
 	}
@@ -79,7 +109,11 @@ func encrypt(c *cli.Context) error {
 			err = herr
 		}
 	}
-	return out.finish(err)
+	if err := out.finish(err); err != nil {
+		return err
+	}
+	_, err = io.WriteString(c.App.Writer, sums.lines(singleSumName(c.String("input")), c.String("output"), true))
+	return err
 }
 
 func decryptCommand() *cli.Command {
@@ -94,18 +128,25 @@ func decryptCommand() *cli.Command {
 			skFlag,
 			&cli.StringFlag{Name: "sender_pk", Aliases: []string{"sender-pk"}, Usage: "accept only packets written by the public key at `PATH`"},
 			&cli.StringFlag{Name: "range", Usage: "output only bytes [START, END) (`START-END`, or START for the rest)"},
-			passphraseFileFlag, inputFlag, outputFlag, forceFlag, jobsFlag,
+			passphraseFileFlag, inputFlag, outputFlag, forceFlag, jobsFlag, checksumFlag, quietFlag,
 		},
 		Action: decrypt,
 	}
 }
 
 func decrypt(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usagef("unexpected argument %q (use -i for the input file)", c.Args().First())
+	files, err := batchArgs(c, "range")
+	if err != nil {
+		return err
+	}
+	if files != nil {
+		return decryptBatch(c, files)
 	}
 	rng, err := rangeFlag(c)
 	if err != nil {
+		return err
+	}
+	if err := checksumSingle(c, rng); err != nil {
 		return err
 	}
 	in, inFile, closeIn, err := openInput(c.String("input"), c.App.Reader)
@@ -113,7 +154,15 @@ func decrypt(c *cli.Context) error {
 		return err
 	}
 	defer closeIn()
-	f, err := openFile(c, in)
+	// With --range the input is left unwrapped so that File.Decrypt can
+	// read only the segments that the range needs: no bar then.
+	var prog *progress
+	if rng == nil {
+		prog = newProgress(c, inputSize(inFile), "decrypting")
+	}
+	sums := newFileSums(c.Bool("checksum"))
+	src := prog.reader(sums.reader(in))
+	f, err := openFile(c, src)
 	if err != nil {
 		return err
 	}
@@ -123,11 +172,19 @@ func decrypt(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Decrypt(out, rng, c.Int("jobs"))
+	prog.start()
+	_, err = f.Decrypt(sums.writer(out), rng, c.Int("jobs"))
 	if err != nil {
 		err = fmt.Errorf("failed to decrypt: %w", err)
+	} else {
+		err = sums.drain(src)
 	}
-	return out.finish(err)
+	prog.stop()
+	if err := out.finish(err); err != nil {
+		return err
+	}
+	_, err = io.WriteString(c.App.Writer, sums.lines(singleSumName(c.String("input")), c.String("output"), false))
+	return err
 }
 
 // openFile reads the header from in and opens it with --sk, accepting only

@@ -26,7 +26,7 @@ func reencryptCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "recipient_pk", Aliases: []string{"recipient-pk"}, Usage: "re-encrypt for the public key at `PATH` (repeatable)"},
 			&cli.BoolFlag{Name: "trim", Usage: "drop the packets that --sk cannot open"},
 			&cli.BoolFlag{Name: "header-only", Usage: "read and write only a header"},
-			passphraseFileFlag, inputFlag, outputFlag, forceFlag,
+			passphraseFileFlag, inputFlag, outputFlag, forceFlag, quietFlag,
 		},
 		Action: reencryptAction,
 	}
@@ -48,6 +48,8 @@ func reencryptAction(c *cli.Context) error {
 		return err
 	}
 	defer closeIn()
+	prog := newProgress(c, inputSize(inFile), "reencrypting")
+	in = prog.reader(in)
 	h, err := header.Parse(in)
 	if err != nil {
 		return err
@@ -68,10 +70,13 @@ func reencryptAction(c *cli.Context) error {
 	}
 	_, err = nh.WriteTo(out)
 	if err == nil && !c.Bool("header-only") {
-		// The body, unchanged. in is the input *os.File (or stdin) and
-		// out.Writer the temporary *os.File: io.Copy hands the copy to the
+		// The body, unchanged. in is the input *os.File (or stdin; wrapped by
+		// the progress counter, whose WriteTo keeps the copy in the kernel)
+		// and out.Writer the temporary *os.File: io.Copy hands the copy to the
 		// kernel (copy_file_range) when both are regular files.
+		prog.start()
 		_, err = io.Copy(out.Writer, in)
+		prog.stop()
 	}
 	if err != nil {
 		err = fmt.Errorf("failed to write output: %w", err)

@@ -44,9 +44,16 @@ func withHint(err error, format string, args ...any) error {
 	return hinted{err, fmt.Sprintf(format, args...)}
 }
 
+// exitCoder is an error that carries its own exit code, such as the end
+// of a batch in which each failed file was already reported.
+type exitCoder interface{ exitCode() int }
+
 func exitCode(err error) int {
 	var u usageError
+	var ec exitCoder
 	switch {
+	case errors.As(err, &ec):
+		return ec.exitCode()
 	case errors.As(err, &u), errors.Is(err, edit.ErrInvalidRange), errors.Is(err, edit.ErrBeyondEnd),
 		errors.Is(err, edit.ErrEmpty):
 		return exitUsage
