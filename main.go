@@ -21,6 +21,16 @@ func main() {
 // run runs the app and returns the process exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
+	// A bad flag of a command is a usage error too (exit 2), reported on
+	// stderr only: without this, urfave/cli prints the help to stdout.
+	for _, cmd := range app.Commands {
+		if cmd.OnUsageError == nil {
+			name := cmd.Name
+			cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+				return withHint(usageError{err}, "run 'crypt4gh %s --help' for its flags", name)
+			}
+		}
+	}
 	err := app.Run(args)
 	if err == nil {
 		return exitOK
