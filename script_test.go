@@ -32,9 +32,10 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkdata": mkdata,
-			"perm":   perm,
-			"slice":  slice,
+			"mkdata":   mkdata,
+			"perm":     perm,
+			"slice":    slice,
+			"flipbyte": flipbyte,
 		},
 	})
 }
@@ -78,4 +79,25 @@ func slice(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	e = min(e, len(data))
 	ts.Check(os.WriteFile(ts.MkAbs(args[3]), data[s:e], 0o644))
+}
+
+// flipbyte FILE OFFSET flips the lowest bit of the byte at OFFSET in FILE;
+// a negative OFFSET counts from the end (-1 is the last byte).
+func flipbyte(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: flipbyte FILE OFFSET")
+	}
+	name := ts.MkAbs(args[0])
+	data, err := os.ReadFile(name)
+	ts.Check(err)
+	off, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	if off < 0 {
+		off += len(data)
+	}
+	if off < 0 || off >= len(data) {
+		ts.Fatalf("offset %s outside %s (%d bytes)", args[1], args[0], len(data))
+	}
+	data[off] ^= 1
+	ts.Check(os.WriteFile(name, data, 0o644))
 }
