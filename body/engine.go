@@ -1,0 +1,360 @@
+package body
+
+import (
+	"crypto/cipher"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+const (
+	// batchSegments is the number of segments read or written at once by
+	// the parallel engine (1 MiB of plaintext).
+	batchSegments = 16
+	// maxJobs bounds the number of workers whatever the caller asks for.
+	maxJobs = 256
+)
+
+// slabs recycles batch memory across calls. A slab holds the input and the
+// output of one batch of batchSegments segments, in either direction.
+var slabs = sync.Pool{New: func() any {
+	return &slab{buf: make([]byte, batchSegments*(SegmentSize+EncryptedSegmentSize))}
+}}
+
+type slab struct{ buf []byte }
+
+// batch is one slot of the engine's ring: a run of consecutive segments
+// read at once, processed by the workers segment by segment, and written
+// at once.
+type batch struct {
+	slab    *slab
+	in, out []byte
+	nonces  []byte // encryption: one random nonce per segment
+	n       int    // bytes read into in
+	count   int    // segments to process
+	first   int64  // index in the body of the first segment
+	outLen  int    // bytes of out to write when every segment succeeds
+	plain   int64  // plaintext bytes that the batch stands for
+	final   bool   // the input ended in this batch
+	err     error  // the reader's error, reported after the batch is written
+	pending atomic.Int32
+	fail    atomic.Int32 // lowest segment (in the batch) that failed, count if none
+	done    chan struct{}
+}
+
+type job struct {
+	b *batch
+	i int
+}
+
+// engine runs one call of Encrypt or Decrypt.
+type engine struct {
+	encrypt bool
+	aead    cipher.AEAD // encryption
+	keys    keyring     // decryption
+	segs    int         // segments per batch
+	inSeg   int         // stride of a segment in batch.in
+	outSeg  int         // stride of a segment in batch.out
+	ring    int         // number of batches
+	all     []*batch
+
+	free  chan *batch
+	queue chan *batch // batches in stream order, for the writer
+	work  chan job
+
+	stopRead atomic.Bool   // a segment failed: read no further
+	aborted  atomic.Bool   // nothing more will be written: skip the work
+	abort    chan struct{} // closed when aborted is set
+	once     sync.Once
+}
+
+// Encrypt encrypts everything read from src under key and writes the
+// encrypted body to dst, using jobs workers (runtime.GOMAXPROCS(0) when
+// jobs <= 0). Reading, encryption and writing overlap; memory use is
+// bounded and does not depend on the length of src. Inputs shorter than
+// one batch are encrypted in the calling goroutine. The output is a body
+// like the one [Writer] produces (with different random nonces). Encrypt
+// returns the number of plaintext bytes read and encrypted to dst.
+func Encrypt(dst io.Writer, src io.Reader, key *[32]byte, jobs int) (int64, error) {
+	return encrypt(dst, src, key, jobs, batchSegments)
+}
+
+// Decrypt decrypts the body read from src with keys, the data keys of the
+// file, and writes the plaintext to dst, using jobs workers
+// (runtime.GOMAXPROCS(0) when jobs <= 0). Its output is identical to that
+// of [Reader]. When a segment fails, Decrypt stops and returns a
+// [*SegmentError] with the index of the first failing segment; everything
+// before that segment has been written to dst and nothing from it or after
+// it has. Decrypt returns the number of plaintext bytes written.
+func Decrypt(dst io.Writer, src io.Reader, keys [][32]byte, jobs int) (int64, error) {
+	return decrypt(dst, src, keys, jobs, batchSegments)
+}
+
+func encrypt(dst io.Writer, src io.Reader, key *[32]byte, jobs, segs int) (int64, error) {
+	if key == nil {
+		return 0, errNoKey
+	}
+	aead, err := chacha20poly1305.New(key[:])
+	if err != nil {
+		return 0, fmt.Errorf("body: %w", err)
+	}
+	e := &engine{encrypt: true, aead: aead, segs: segs, inSeg: SegmentSize, outSeg: EncryptedSegmentSize}
+	return e.run(dst, src, jobs)
+}
+
+func decrypt(dst io.Writer, src io.Reader, keys [][32]byte, jobs, segs int) (int64, error) {
+	k, err := newKeyring(keys)
+	if err != nil {
+		return 0, err
+	}
+	e := &engine{keys: k, segs: segs, inSeg: EncryptedSegmentSize, outSeg: SegmentSize}
+	return e.run(dst, src, jobs)
+}
+
+func (e *engine) run(dst io.Writer, src io.Reader, jobs int) (int64, error) {
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	jobs = min(jobs, maxJobs)
+	// Enough batches for the workers to stay busy while one batch is read
+	// and one is written.
+	e.ring = 4 + jobs/8
+
+	b := e.newBatch()
+	e.fill(b, src, 0)
+	if b.final {
+		// Shorter than one batch: no goroutines.
+		last := 0
+		for i := range b.count {
+			e.process(b, i, &last)
+		}
+		n, err := e.emit(dst, b)
+		e.release()
+		return n, err
+	}
+
+	e.free = make(chan *batch, e.ring)
+	e.queue = make(chan *batch, e.ring)
+	e.work = make(chan job, e.ring*e.segs)
+	e.abort = make(chan struct{})
+
+	var workers sync.WaitGroup
+	for range jobs {
+		workers.Go(e.worker)
+	}
+	var (
+		total  int64
+		err    error
+		writer = make(chan struct{})
+	)
+	go func() {
+		defer close(writer)
+		for b := range e.queue {
+			<-b.done
+			if err == nil {
+				var n int64
+				n, err = e.emit(dst, b)
+				total += n
+				if err != nil {
+					e.stop()
+				}
+			}
+			e.free <- b
+		}
+	}()
+
+	for {
+		e.dispatch(b)
+		if b.final {
+			break
+		}
+		first := b.first + int64(b.count)
+		if b = e.next(); b == nil {
+			break
+		}
+		e.fill(b, src, first)
+	}
+	close(e.work)
+	close(e.queue)
+	<-writer
+	workers.Wait()
+	e.release()
+	return total, err
+}
+
+// newBatch adds a batch to the ring.
+func (e *engine) newBatch() *batch {
+	b := &batch{done: make(chan struct{}, 1)}
+	if e.segs == batchSegments {
+		b.slab = slabs.Get().(*slab)
+	} else {
+		b.slab = &slab{buf: make([]byte, e.segs*(SegmentSize+EncryptedSegmentSize))}
+	}
+	b.in = b.slab.buf[:e.segs*e.inSeg]
+	b.out = b.slab.buf[e.segs*e.inSeg:]
+	if e.encrypt {
+		b.nonces = make([]byte, e.segs*NonceSize)
+	}
+	e.all = append(e.all, b)
+	return b
+}
+
+// release returns the batch memory to the pool once no goroutine uses it.
+func (e *engine) release() {
+	if e.segs != batchSegments {
+		return
+	}
+	for _, b := range e.all {
+		slabs.Put(b.slab)
+		b.slab = nil
+	}
+}
+
+// next returns a free batch to read into, or nil when the reading must
+// stop.
+func (e *engine) next() *batch {
+	if e.stopRead.Load() {
+		return nil
+	}
+	var b *batch
+	select {
+	case b = <-e.free:
+	default:
+		if len(e.all) < e.ring {
+			b = e.newBatch()
+		} else {
+			select {
+			case b = <-e.free:
+			case <-e.abort:
+				return nil
+			}
+		}
+	}
+	if e.stopRead.Load() {
+		e.free <- b
+		return nil
+	}
+	return b
+}
+
+func (e *engine) stop() {
+	e.once.Do(func() {
+		e.stopRead.Store(true)
+		e.aborted.Store(true)
+		close(e.abort)
+	})
+}
+
+// fill reads the next batch from src and works out what it holds.
+func (e *engine) fill(b *batch, src io.Reader, first int64) {
+	b.first, b.err, b.final, b.outLen, b.plain = first, nil, false, 0, 0
+	n, err := io.ReadFull(src, b.in)
+	b.n = n
+	switch err {
+	case nil:
+	case io.EOF, io.ErrUnexpectedEOF:
+		b.final = true
+	default:
+		b.final, b.count = true, 0
+		b.err = fmt.Errorf("body: failed to read: %w", err)
+		b.fail.Store(0)
+		return
+	}
+	count := (n + e.inSeg - 1) / e.inSeg
+	lastLen := n - (count-1)*e.inSeg
+	if e.encrypt {
+		b.plain = int64(n)
+		if count > 0 {
+			b.outLen = (count-1)*EncryptedSegmentSize + lastLen + Overhead
+			if _, err := rand.Read(b.nonces[:count*NonceSize]); err != nil {
+				count, b.outLen, b.plain, b.final = 0, 0, 0, true
+				b.err = fmt.Errorf("body: failed to generate nonces: %w", err)
+			}
+		}
+	} else if count > 0 {
+		if lastLen < Overhead {
+			count--
+			b.err = &SegmentError{Index: first + int64(count), Err: ErrTruncated}
+			lastLen = EncryptedSegmentSize
+		}
+		if count > 0 {
+			b.outLen = (count-1)*SegmentSize + lastLen - Overhead
+		}
+		b.plain = int64(b.outLen)
+	}
+	b.count = count
+	b.fail.Store(int32(count))
+}
+
+// dispatch hands a filled batch to the writer and its segments to the
+// workers. Neither send blocks: the channels hold the whole ring.
+func (e *engine) dispatch(b *batch) {
+	e.queue <- b
+	if b.count == 0 {
+		b.done <- struct{}{}
+		return
+	}
+	b.pending.Store(int32(b.count))
+	for i := range b.count {
+		e.work <- job{b, i}
+	}
+}
+
+func (e *engine) worker() {
+	last := 0
+	for j := range e.work {
+		if !e.aborted.Load() {
+			e.process(j.b, j.i, &last)
+		}
+		if j.b.pending.Add(-1) == 0 {
+			j.b.done <- struct{}{}
+		}
+	}
+}
+
+// process encrypts or decrypts segment i of b. last is the worker's
+// index of the data key that opened its previous segment.
+func (e *engine) process(b *batch, i int, last *int) {
+	in := b.in[i*e.inSeg : min((i+1)*e.inSeg, b.n)]
+	out := b.out[i*e.outSeg : i*e.outSeg]
+	if e.encrypt {
+		nonce := out[:NonceSize]
+		copy(nonce, b.nonces[i*NonceSize:])
+		e.aead.Seal(out[NonceSize:NonceSize], nonce, in, nil)
+		return
+	}
+	if _, ok := e.keys.open(out, in, last); !ok {
+		for f := b.fail.Load(); int32(i) < f; f = b.fail.Load() {
+			if b.fail.CompareAndSwap(f, int32(i)) {
+				break
+			}
+		}
+		e.stopRead.Store(true)
+	}
+}
+
+// emit writes the result of a processed batch to dst and returns the
+// plaintext bytes it stands for.
+func (e *engine) emit(dst io.Writer, b *batch) (int64, error) {
+	if f := int(b.fail.Load()); f < b.count {
+		// Only the last segment of the stream can be short, so every
+		// segment before f is full.
+		if f > 0 {
+			if err := writeAll(dst, b.out[:f*SegmentSize]); err != nil {
+				return 0, err
+			}
+		}
+		return int64(f) * SegmentSize, &SegmentError{Index: b.first + int64(f), Err: ErrAuth}
+	}
+	if b.outLen > 0 {
+		if err := writeAll(dst, b.out[:b.outLen]); err != nil {
+			return 0, err
+		}
+	}
+	return b.plain, b.err
+}
