@@ -61,7 +61,15 @@ func readSecretKey(c *cli.Context) (*keys.SecretKey, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		warnf(c, "secret key %s is readable by others (mode %04o); run chmod 600 %s", path, fi.Mode().Perm(), path)
 	}
-	sk, err := keys.ParseSecretKey(data, func() ([]byte, error) { return passphrase(c, "Passphrase for "+path+": ") })
+	// The key package does not keep the passphrase; erase it once the
+	// key is derived.
+	var pass []byte
+	sk, err := keys.ParseSecretKey(data, func() ([]byte, error) {
+		var err error
+		pass, err = passphrase(c, "Passphrase for "+path+": ")
+		return pass, err
+	})
+	clear(pass)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read secret key %s: %w", path, err)
 	}
