@@ -75,7 +75,7 @@ type engine struct {
 
 // Encrypt encrypts everything read from src under key and writes the
 // encrypted body to dst, using jobs workers (runtime.GOMAXPROCS(0) when
-// jobs <= 0). Reading, encryption and writing overlap; memory use is
+// jobs <= 0, at most 256). Reading, encryption and writing overlap; memory use is
 // bounded and does not depend on the length of src. Inputs shorter than
 // one batch are encrypted in the calling goroutine. The output is a body
 // like the one [Writer] produces (with different random nonces). Encrypt
