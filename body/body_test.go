@@ -512,3 +512,18 @@ func TestEngineIOErrors(t *testing.T) {
 	}
 	checkNoLeak(t, before)
 }
+
+func TestSegmentErrorMessage(t *testing.T) {
+	for _, tc := range []struct {
+		err  *SegmentError
+		want string
+	}{
+		{&SegmentError{Index: 3, Err: ErrAuth}, "segment 3 failed authentication"},
+		{&SegmentError{Index: 0, Err: ErrTruncated}, "segment 0 is truncated"},
+		{&SegmentError{Index: 7, Err: io.ErrUnexpectedEOF}, "segment 7: unexpected EOF"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("%#v: %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}

@@ -40,8 +40,16 @@ type SegmentError struct {
 	Err   error
 }
 
+// Error names the segment and what happened to it, as in "segment 3 failed
+// authentication" or "segment 3 is truncated": the message a user sees.
 func (e *SegmentError) Error() string {
-	return fmt.Sprintf("body: segment %d: %v", e.Index, e.Err)
+	switch e.Err {
+	case ErrAuth:
+		return fmt.Sprintf("segment %d failed authentication", e.Index)
+	case ErrTruncated:
+		return fmt.Sprintf("segment %d is truncated", e.Index)
+	}
+	return fmt.Sprintf("segment %d: %v", e.Index, e.Err)
 }
 
 // Unwrap returns e.Err, so that errors.Is(err, ErrAuth) works.
