@@ -103,3 +103,35 @@ func FuzzParsePublicKey(f *testing.F) {
 		checkKeyResult(t, pk, err)
 	})
 }
+
+// FuzzInspectSecretKey checks InspectSecretKey against ParseSecretKey
+// without a passphrase: it must not refuse a file that ParseSecretKey
+// reads, and it must say that a key is protected exactly when
+// ParseSecretKey asks for a passphrase.
+func FuzzInspectSecretKey(f *testing.F) {
+	seedKeyFiles(f, func(data []byte, pass string) {
+		if pass != "wrong" {
+			f.Add(data)
+		}
+	})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, err := InspectSecretKey(data)
+		sk, perr := ParseSecretKey(data, nil)
+		defer sk.Zero()
+		if err != nil {
+			if !errors.Is(err, ErrMalformedKey) && !errors.Is(err, ErrUnsupportedKey) {
+				t.Fatalf("error %v wraps none of the sentinels", err)
+			}
+			if perr == nil {
+				t.Fatalf("InspectSecretKey refuses a key that ParseSecretKey reads: %v", err)
+			}
+			return
+		}
+		if perr == nil && info.Protected {
+			t.Fatalf("%+v: protected, but ParseSecretKey read it without a passphrase", info)
+		}
+		if errors.Is(perr, ErrPassphraseRequired) && !info.Protected {
+			t.Fatalf("%+v: not protected, but ParseSecretKey asks for a passphrase", info)
+		}
+	})
+}
