@@ -193,10 +193,21 @@ func wantLines(t *testing.T, r result, code int, fragments ...string) {
 	}
 }
 
-// TestSafetySignals interrupts a decrypt -o of a large file that arrives
-// slowly on stdin: the partial output must be gone, the exit non-zero.
-func TestSafetySignals(t *testing.T) {
+// TestSafety builds the binary once and runs the checks below on it.
+func TestSafety(t *testing.T) {
 	e := newSafetyEnv(t)
+	t.Run("Signals", func(t *testing.T) { safetySignals(t, e) })
+	t.Run("TamperedToStdout", func(t *testing.T) { safetyTamperedToStdout(t, e) })
+	t.Run("TruncatedSegments", func(t *testing.T) { safetyTruncatedSegments(t, e) })
+	t.Run("HostileHeaders", func(t *testing.T) { safetyHostileHeaders(t, e) })
+	t.Run("MaxPackets", func(t *testing.T) { safetyMaxPackets(t, e) })
+	t.Run("Outputs", func(t *testing.T) { safetyOutputs(t, e) })
+	t.Run("Messages", func(t *testing.T) { safetyMessages(t, e) })
+}
+
+// safetySignals interrupts a decrypt -o of a large file that arrives
+// slowly on stdin: the partial output must be gone, the exit non-zero.
+func safetySignals(t *testing.T, e *safetyEnv) {
 	plain := randomBytes(8<<20, 1)
 	enc, hdrLen := e.encryptFor(t, "big.c4gh", plain)
 	data, err := os.ReadFile(enc)
@@ -283,11 +294,10 @@ func TestSafetySignals(t *testing.T) {
 	}
 }
 
-// TestSafetyTamperedToStdout decrypts a file whose segment 3 was altered:
+// safetyTamperedToStdout decrypts a file whose segment 3 was altered:
 // the error names the segment, the exit is 4, and stdout holds exactly the
 // segments before it (a pipe cannot take them back).
-func TestSafetyTamperedToStdout(t *testing.T) {
-	e := newSafetyEnv(t)
+func safetyTamperedToStdout(t *testing.T, e *safetyEnv) {
 	plain := randomBytes(5*body.SegmentSize+100, 2)
 	enc, hdrLen := e.encryptFor(t, "tampered.c4gh", plain)
 	data, err := os.ReadFile(enc)
@@ -311,10 +321,9 @@ func TestSafetyTamperedToStdout(t *testing.T) {
 	assertNoTempFiles(t, outDir)
 }
 
-// TestSafetyTruncatedSegments ends a body with a segment of 5 and of 27
+// safetyTruncatedSegments ends a body with a segment of 5 and of 27
 // bytes: too short to hold a nonce and a tag.
-func TestSafetyTruncatedSegments(t *testing.T) {
-	e := newSafetyEnv(t)
+func safetyTruncatedSegments(t *testing.T, e *safetyEnv) {
 	one, hdrOne := e.encryptFor(t, "one.c4gh", randomBytes(body.SegmentSize, 3))
 	short, hdrShort := e.encryptFor(t, "short.c4gh", randomBytes(1000, 4))
 	oneData, _ := os.ReadFile(one)
@@ -349,10 +358,10 @@ func TestSafetyTruncatedSegments(t *testing.T) {
 
 // Hostile headers, built by hand.
 
-func le32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
-func le64(b []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(b, v) }
+func hdrLE32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
+func hdrLE64(b []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(b, v) }
 
-func preamble(count uint32) []byte { return le32(le32([]byte(header.Magic), 1), count) }
+func hdrPreamble(count uint32) []byte { return hdrLE32(hdrLE32([]byte(header.Magic), 1), count) }
 
 // sealedHeader seals each payload for dave in its own packet.
 func (e *safetyEnv) sealedHeader(t *testing.T, payloads ...[]byte) []byte {
@@ -372,14 +381,13 @@ func (e *safetyEnv) sealedHeader(t *testing.T, payloads ...[]byte) []byte {
 	return h.Marshal()
 }
 
-// TestSafetyHostileHeaders feeds crafted headers to decrypt: each must be
+// safetyHostileHeaders feeds crafted headers to decrypt: each must be
 // refused with exit 4 and a clear message, fast and in little memory.
-func TestSafetyHostileHeaders(t *testing.T) {
-	e := newSafetyEnv(t)
+func safetyHostileHeaders(t *testing.T, e *safetyEnv) {
 	var dataKey [32]byte
 	dataKeyPl := header.DataKeyPayload(&dataKey)
 	editPl := header.EditListPayload([]uint64{0, 10})
-	hugeEditList := le32(le32(nil, header.PacketTypeEditList), edit.MaxEntries+1)
+	hugeEditList := hdrLE32(hdrLE32(nil, header.PacketTypeEditList), edit.MaxEntries+1)
 	hugeEditList = append(hugeEditList, make([]byte, 8*(edit.MaxEntries+1))...)
 
 	tests := []struct {
@@ -387,25 +395,25 @@ func TestSafetyHostileHeaders(t *testing.T) {
 		input []byte
 		want  string
 	}{
-		{"packets_2^32-1", append(preamble(0xFFFFFFFF), make([]byte, 1<<20)...),
+		{"packets_2^32-1", append(hdrPreamble(0xFFFFFFFF), make([]byte, 1<<20)...),
 			"too many header packets: 4294967295 (limit 65536)"},
-		{"packet_length_0xFFFFFFFF", append(le32(preamble(1), 0xFFFFFFFF), make([]byte, 1<<20)...),
+		{"packet_length_0xFFFFFFFF", append(hdrLE32(hdrPreamble(1), 0xFFFFFFFF), make([]byte, 1<<20)...),
 			"invalid header packet"},
-		{"packet_length_below_fixed_part", append(le32(preamble(1), 7), make([]byte, 100)...),
+		{"packet_length_below_fixed_part", append(hdrLE32(hdrPreamble(1), 7), make([]byte, 100)...),
 			"invalid header packet"},
-		{"method0_length_below_fixed_part", append(le32(le32(preamble(1), 60), 0), make([]byte, 100)...),
+		{"method0_length_below_fixed_part", append(hdrLE32(hdrLE32(hdrPreamble(1), 60), 0), make([]byte, 100)...),
 			"invalid header packet"},
-		{"edit_list_2^32-1_entries", e.sealedHeader(t, dataKeyPl, le64(le32(le32(nil, header.PacketTypeEditList), 0xFFFFFFFF), 7)),
+		{"edit_list_2^32-1_entries", e.sealedHeader(t, dataKeyPl, hdrLE64(hdrLE32(hdrLE32(nil, header.PacketTypeEditList), 0xFFFFFFFF), 7)),
 			"edit list claims 4294967295 lengths"},
 		{"edit_list_above_MaxEntries", e.sealedHeader(t, dataKeyPl, hugeEditList),
 			"edit list too long"},
-		{"data_key_packet_too_short", e.sealedHeader(t, le32(le32(nil, header.PacketTypeDataKey), 0)[:6]),
+		{"data_key_packet_too_short", e.sealedHeader(t, hdrLE32(hdrLE32(nil, header.PacketTypeDataKey), 0)[:6]),
 			"data key payload of 6 bytes"},
-		{"data_key_packet_short_key", e.sealedHeader(t, append(le32(le32(nil, header.PacketTypeDataKey), 0), 1, 2, 3)),
+		{"data_key_packet_short_key", e.sealedHeader(t, append(hdrLE32(hdrLE32(nil, header.PacketTypeDataKey), 0), 1, 2, 3)),
 			"data key payload of 11 bytes (need 40)"},
 		{"two_edit_lists", e.sealedHeader(t, dataKeyPl, editPl, editPl),
 			"more than one edit list"},
-		{"packet_count_above_packets", append(preamble(3), e.sealedHeader(t, dataKeyPl)[16:]...),
+		{"packet_count_above_packets", append(hdrPreamble(3), e.sealedHeader(t, dataKeyPl)[16:]...),
 			"header truncated: packet 2 of 3 is missing"},
 	}
 	for _, tc := range tests {
@@ -431,12 +439,11 @@ func TestSafetyHostileHeaders(t *testing.T) {
 	}
 }
 
-// TestSafetyMaxPackets gives decrypt headers of MaxPackets packets, none
+// safetyMaxPackets gives decrypt headers of MaxPackets packets, none
 // for dave: the most work a header may ask for. From MaxPackets different
 // writers it is refused before any key exchange (exit 4); from
 // MaxWriterKeys writers every packet is tried and none opens (exit 3).
-func TestSafetyMaxPackets(t *testing.T) {
-	e := newSafetyEnv(t)
+func safetyMaxPackets(t *testing.T, e *safetyEnv) {
 	for _, tc := range []struct {
 		writers int
 		code    int
@@ -451,7 +458,7 @@ func TestSafetyMaxPackets(t *testing.T) {
 			for i := range writers {
 				rng.Read(writers[i][:])
 			}
-			in := preamble(header.MaxPackets)
+			in := hdrPreamble(header.MaxPackets)
 			for i := range header.MaxPackets {
 				var pkt [4 + 4 + 32 + 12 + 16 + 40]byte
 				binary.LittleEndian.PutUint32(pkt[:], uint32(len(pkt)))
@@ -473,11 +480,10 @@ func TestSafetyMaxPackets(t *testing.T) {
 	}
 }
 
-// TestSafetyOutputs checks the rules for -o: an existing file is kept
+// safetyOutputs checks the rules for -o: an existing file is kept
 // without --force, the input is never the output, and binary data does
 // not go to a terminal unless -o - says so.
-func TestSafetyOutputs(t *testing.T) {
-	e := newSafetyEnv(t)
+func safetyOutputs(t *testing.T, e *safetyEnv) {
 	plain := randomBytes(1000, 5)
 	enc, _ := e.encryptFor(t, "in.c4gh", plain)
 	orig, _ := os.ReadFile(enc)
@@ -499,6 +505,17 @@ func TestSafetyOutputs(t *testing.T) {
 			if got, _ := os.ReadFile(enc); !bytes.Equal(got, orig) {
 				t.Fatalf("%v changed the input", args)
 			}
+		}
+		// The input on stdin, redirected from the output file.
+		in, err := os.Open(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		r := e.run(t, in, nil, "decrypt", "--sk", e.sk, "-o", enc, "--force")
+		wantLines(t, r, exitUsage, "is the input file")
+		if got, _ := os.ReadFile(enc); !bytes.Equal(got, orig) {
+			t.Fatal("decrypt -o FILE < FILE changed the input")
 		}
 	})
 
@@ -585,10 +602,9 @@ func safetyPTY(t *testing.T) (ptmx, pts *os.File) {
 	return ptmx, pts
 }
 
-// TestSafetyMessages checks the hint lines of the common failures and that
+// safetyMessages checks the hint lines of the common failures and that
 // a passphrase never shows up in what the command prints.
-func TestSafetyMessages(t *testing.T) {
-	e := newSafetyEnv(t)
+func safetyMessages(t *testing.T, e *safetyEnv) {
 	vec := func(name string) string { return filepath.Join(interopDir, "enc", name) }
 	alice := filepath.Join(interopDir, "keys", "alice.sec.pem")
 	aliceCopy := filepath.Join(t.TempDir(), "alice.sec.pem")
