@@ -324,7 +324,7 @@ func safetyTamperedToStdout(t *testing.T, e *safetyEnv) {
 // safetyTruncatedSegments ends a body with a segment of 5 and of 27
 // bytes: too short to hold a nonce and a tag.
 func safetyTruncatedSegments(t *testing.T, e *safetyEnv) {
-	one, hdrOne := e.encryptFor(t, "one.c4gh", randomBytes(body.SegmentSize, 3))
+	one, _ := e.encryptFor(t, "one.c4gh", randomBytes(body.SegmentSize, 3))
 	short, hdrShort := e.encryptFor(t, "short.c4gh", randomBytes(1000, 4))
 	oneData, _ := os.ReadFile(one)
 	shortData, _ := os.ReadFile(short)
@@ -336,7 +336,6 @@ func safetyTruncatedSegments(t *testing.T, e *safetyEnv) {
 			fmt.Sprintf("cut_%d", n): shortData[:hdrShort+int64(n)],
 		}
 		wantSeg := map[string]int{fmt.Sprintf("extra_%d", n): 1, fmt.Sprintf("cut_%d", n): 0}
-		_ = hdrOne
 		for name, in := range cases {
 			t.Run(name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), name+".c4gh")
