@@ -31,8 +31,11 @@
 // goroutine, a number of crypto workers and one writing goroutine, over a
 // fixed ring of reusable buffers: memory use does not depend on the length
 // of the stream, reading and writing overlap with the cryptography, and the
-// output is identical to what the sequential streams produce. Inputs shorter
-// than one batch (1 MiB) are processed in the calling goroutine.
+// output is identical to what the sequential streams produce. A batch is
+// 8 segments (512 KiB of plaintext) and costs 1 MiB, its input and its
+// output; the ring holds 4 batches up to 8 workers and two segments a
+// worker beyond. Inputs shorter than one batch are processed in the
+// calling goroutine.
 //
 // # Errors
 //

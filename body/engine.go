@@ -14,8 +14,10 @@ import (
 
 const (
 	// batchSegments is the number of segments read or written at once by
-	// the parallel engine (1 MiB of plaintext).
-	batchSegments = 16
+	// the parallel engine (512 KiB of plaintext). Larger batches save no
+	// measurable time (a read or write of 512 KiB costs the same per byte
+	// as one of 1 MiB) but each batch costs twice its size in memory.
+	batchSegments = 8
 	// maxJobs bounds the number of workers whatever the caller asks for.
 	maxJobs = 256
 )
@@ -122,8 +124,8 @@ func (e *engine) run(dst io.Writer, src io.Reader, jobs int) (int64, error) {
 	}
 	jobs = min(jobs, maxJobs)
 	// Enough batches for the workers to stay busy while one batch is read
-	// and one is written.
-	e.ring = 4 + jobs/8
+	// and one is written: the others hold at least two segments a worker.
+	e.ring = max(4, 2+(2*jobs+e.segs-1)/e.segs)
 
 	b := e.newBatch()
 	e.fill(b, src, 0)
