@@ -33,6 +33,7 @@ func TestMarshalSecretKeyRoundTrip(t *testing.T) {
 	for _, tc := range tests {
 		for _, comment := range []string{"", "alice@example.org ✓"} {
 			t.Run(string(tc.stored)+"/"+comment, func(t *testing.T) {
+				skipBcryptUnderRace(t, tc.stored == KDFBcrypt)
 				out, err := MarshalSecretKey(&sk, tc.passphrase, tc.kdf, comment, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -102,6 +103,7 @@ func TestMarshalSecretKeyMatchesReference(t *testing.T) {
 		}
 		t.Run(k.Path, func(t *testing.T) {
 			data := readFile(t, filepath.Join(interopDir, k.Path))
+			skipBcryptUnderRace(t, usesBcrypt(data))
 			var pass []byte
 			var passFn func() ([]byte, error)
 			if k.Passphrase != nil {

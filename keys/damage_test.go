@@ -54,6 +54,7 @@ func TestTruncatedKeys(t *testing.T) {
 	for _, kf := range allKeyFiles(t) {
 		t.Run(kf.path, func(t *testing.T) {
 			data := readFile(t, kf.path)
+			skipBcryptUnderRace(t, usesBcrypt(data))
 			var payload []byte
 			var rebuild func([]byte) []byte
 			if block, _ := pem.Decode(data); block != nil {

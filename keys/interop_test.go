@@ -123,6 +123,7 @@ func TestInteropWrongPassphrase(t *testing.T) {
 		n++
 		t.Run(k.Path, func(t *testing.T) {
 			data := readFile(t, filepath.Join(interopDir, k.Path))
+			skipBcryptUnderRace(t, usesBcrypt(data))
 			sk, err := ParseSecretKey(data, constPass(*k.Passphrase+"x"))
 			if !errors.Is(err, ErrWrongPassphrase) {
 				t.Errorf("wrong passphrase: got %v, want ErrWrongPassphrase", err)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package keys
+
+const raceEnabled = false
