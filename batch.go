@@ -15,7 +15,6 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
-	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/urfave/cli/v2"
 )
 
@@ -52,14 +51,8 @@ func batchArgs(c *cli.Context, singleOnly ...string) ([]string, error) {
 			return nil, usagef("--%s cannot be used with FILE arguments", name)
 		}
 	}
-	// The parser stops reading flags at the first argument: "encrypt a
-	// --force" would take "--force" for a file (as inspect and verify say).
-	for _, a := range c.Args().Slice() {
-		if len(a) > 1 && a[0] == '-' {
-			return nil, withHint(usagef("flag %s after the file arguments", a),
-				"put the flags first: crypt4gh %s [flags] FILE… (a file whose name starts with - can be given as ./%s)",
-				c.Command.Name, a)
-		}
+	if err := flagsFirst(c); err != nil {
+		return nil, err
 	}
 	return c.Args().Slice(), nil
 }
@@ -336,15 +329,7 @@ func decryptBatch(c *cli.Context, files []string) error {
 	if err != nil {
 		return err
 	}
-	var sender *keys.PublicKey
-	if p := c.String("sender_pk"); p != "" {
-		pk, err := readPublicKey(p)
-		if err != nil {
-			return err
-		}
-		sender = &pk
-	}
-	sk, err := readSecretKey(c)
+	sk, sender, err := readReaderKeys(c)
 	if err != nil {
 		return err
 	}

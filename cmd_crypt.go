@@ -6,7 +6,6 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
-	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/urfave/cli/v2"
 )
 
@@ -190,15 +189,7 @@ func decrypt(c *cli.Context) error {
 // openFile reads the header from in and opens it with --sk, accepting only
 // packets from --sender_pk when it is given.
 func openFile(c *cli.Context, in io.Reader) (*c4gh.File, error) {
-	var sender *keys.PublicKey
-	if p := c.String("sender_pk"); p != "" {
-		pk, err := readPublicKey(p)
-		if err != nil {
-			return nil, err
-		}
-		sender = &pk
-	}
-	sk, err := readSecretKey(c)
+	sk, sender, err := readReaderKeys(c)
 	if err != nil {
 		return nil, err
 	}

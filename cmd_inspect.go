@@ -307,12 +307,7 @@ func editedSize(list []uint64, has bool, plain int64) (size int64, fits bool) {
 	if !has {
 		return plain, true
 	}
-	for _, iv := range edit.List(list).Intervals() {
-		if iv.Start >= plain {
-			break
-		}
-		size += min(iv.End, plain) - iv.Start
-	}
+	size = edit.Size(edit.List(list).Intervals(), plain)
 	var sum uint64
 	for _, n := range list {
 		if n > math.MaxInt64-sum {

@@ -57,15 +57,7 @@ func verify(c *cli.Context) error {
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
-	var sender *keys.PublicKey
-	if p := c.String("sender_pk"); p != "" {
-		pk, err := readPublicKey(p)
-		if err != nil {
-			return err
-		}
-		sender = &pk
-	}
-	sk, err := readSecretKey(c)
+	sk, sender, err := readReaderKeys(c)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,24 @@ func readSecretKey(c *cli.Context) (*keys.SecretKey, error) {
 	return &sk, nil
 }
 
+// readReaderKeys loads the secret key of --sk and, when --sender_pk is
+// given, the public key that every accepted packet must be written by.
+func readReaderKeys(c *cli.Context) (*keys.SecretKey, *keys.PublicKey, error) {
+	var sender *keys.PublicKey
+	if p := c.String("sender_pk"); p != "" {
+		pk, err := readPublicKey(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		sender = &pk
+	}
+	sk, err := readSecretKey(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sk, sender, nil
+}
+
 // passphrase returns the passphrase from --passphrase-file, from
 // C4GH_PASSPHRASE or from the terminal, in that order.
 func passphrase(c *cli.Context, prompt string) ([]byte, error) {

@@ -233,7 +233,7 @@ func (f *File) Decrypt(dst io.Writer, rng *edit.Range, jobs int) (int64, error) 
 	if cw != nil {
 		n = cw.kept(kept)
 		if rng != nil && n == 0 && rng.Start > 0 {
-			return 0, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, outputSize(f.Selection(nil), cw.n))
+			return 0, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, edit.Size(f.Selection(nil), cw.n))
 		}
 	}
 	return n, nil
@@ -258,22 +258,9 @@ func (f *File) decryptAt(dst io.Writer, section *io.SectionReader, kept []edit.I
 		}
 	}
 	if written == 0 && rng.Start > 0 {
-		return 0, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, outputSize(f.Selection(nil), plain))
+		return 0, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, edit.Size(f.Selection(nil), plain))
 	}
 	return written, nil
-}
-
-// outputSize is how many bytes the selection kept yields from a body of
-// plain bytes.
-func outputSize(kept []edit.Interval, plain int64) int64 {
-	var n int64
-	for _, iv := range kept {
-		if iv.Start >= plain {
-			break
-		}
-		n += min(iv.End, plain) - iv.Start
-	}
-	return n
 }
 
 func selectsAll(kept []edit.Interval) bool {
@@ -293,4 +280,4 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *countWriter) kept(kept []edit.Interval) int64 { return outputSize(kept, c.n) }
+func (c *countWriter) kept(kept []edit.Interval) int64 { return edit.Size(kept, c.n) }

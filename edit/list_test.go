@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"testing/iotest"
@@ -280,6 +281,29 @@ func BenchmarkReader(b *testing.B) {
 			} else if err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+func TestClipAndSize(t *testing.T) {
+	kept := []Interval{{0, 10}, {20, 30}, {40, Unbounded}}
+	tests := []struct {
+		size int64
+		clip []Interval
+		n    int64
+	}{
+		{0, []Interval{}, 0},
+		{5, []Interval{{0, 5}}, 5},
+		{25, []Interval{{0, 10}, {20, 25}}, 15},
+		{40, []Interval{{0, 10}, {20, 30}}, 20},
+		{100, []Interval{{0, 10}, {20, 30}, {40, 100}}, 80},
+	}
+	for _, tt := range tests {
+		if got := Clip(kept, tt.size); !reflect.DeepEqual(got, tt.clip) {
+			t.Errorf("Clip(%v, %d) = %v, want %v", kept, tt.size, got, tt.clip)
+		}
+		if got := Size(kept, tt.size); got != tt.n {
+			t.Errorf("Size(%v, %d) = %d, want %d", kept, tt.size, got, tt.n)
 		}
 	}
 }

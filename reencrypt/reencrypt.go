@@ -183,9 +183,9 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 		if err := edit.List(c.EditList).Check(); err != nil {
 			return err
 		}
-		kept = clip(edit.List(c.EditList).Intervals(), plainSize)
+		kept = edit.Clip(edit.List(c.EditList).Intervals(), plainSize)
 	} else {
-		kept = clip([]edit.Interval{{Start: 0, End: edit.Unbounded}}, plainSize)
+		kept = edit.Clip([]edit.Interval{{Start: 0, End: edit.Unbounded}}, plainSize)
 	}
 	var size int64
 	for _, iv := range kept {
@@ -253,17 +253,4 @@ func copySegments(dst io.Writer, src io.ReadSeeker, bodyStart, end int64, segmen
 		i = j
 	}
 	return nil
-}
-
-// clip returns the intervals of kept (normalised) that lie below size,
-// the last one cut at size.
-func clip(kept []edit.Interval, size int64) []edit.Interval {
-	out := make([]edit.Interval, 0, len(kept))
-	for _, iv := range kept {
-		if iv.Start >= size {
-			break
-		}
-		out = append(out, edit.Interval{Start: iv.Start, End: min(iv.End, size)})
-	}
-	return out
 }
