@@ -24,6 +24,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A bad flag of a command is a usage error too (exit 2), reported on
 	// stderr only: without this, urfave/cli prints the help to stdout.
 	for _, cmd := range app.Commands {
+		// No command has subcommands: without this, urfave/cli adds a
+		// "help" subcommand to each, so that a FILE argument named "help"
+		// or "h" prints the help instead of being processed, and shell
+		// completion offers "help" where file names belong.
+		cmd.HideHelpCommand = true
 		if cmd.OnUsageError == nil {
 			name := cmd.Name
 			cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
