@@ -315,6 +315,11 @@ func (e *engine) worker() {
 		}
 		if j.b.pending.Add(-1) == 0 {
 			j.b.done <- struct{}{}
+			// The writer, just woken, waits for a P, and so does the
+			// reader back from its read: with one worker per P they would
+			// wait until the work runs out, and then the workers would
+			// wait for them. Give the P up once a batch.
+			runtime.Gosched()
 		}
 	}
 }
