@@ -48,6 +48,7 @@
 package c4gh
 
 import (
+	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -105,6 +106,14 @@ func Encrypt(dst io.Writer, src io.Reader, opts EncryptOptions) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The range is checked before the header is written, so that a range
+	// past the end of the input leaves dst untouched.
+	if opts.Range != nil {
+		src, err = selectRange(src, *opts.Range)
+		if err != nil {
+			return 0, err
+		}
+	}
 	hw := dst
 	if opts.Header != nil {
 		hw = opts.Header
@@ -112,28 +121,39 @@ func Encrypt(dst io.Writer, src io.Reader, opts EncryptOptions) (int64, error) {
 	if _, err := h.WriteTo(hw); err != nil {
 		return 0, fmt.Errorf("failed to write header: %w", err)
 	}
-	if opts.Range != nil {
-		src, err = selectRange(src, *opts.Range)
-		if err != nil {
-			return 0, err
-		}
-	}
 	return body.Encrypt(dst, src, &dataKey, opts.Jobs)
 }
 
 // selectRange returns a reader of bytes [r.Start, r.End) of src, seeking
-// when src can.
+// when src is a regular file. A range that starts at or after the end of
+// src (Start > 0) gives an error wrapping [edit.ErrBeyondEnd], whether src
+// is a file or a stream, as [File.Decrypt] does.
 func selectRange(src io.Reader, r edit.Range) (io.Reader, error) {
 	if r.Start > 0 {
-		if s, ok := src.(io.Seeker); ok && isRegular(src) {
-			if _, err := s.Seek(r.Start, io.SeekCurrent); err != nil {
+		if _, pos, size, ok := bodySection(src); ok {
+			if r.Start >= size-pos {
+				return nil, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, size-pos)
+			}
+			// bodySection reports ok only for an *os.File.
+			if _, err := src.(io.Seeker).Seek(r.Start, io.SeekCurrent); err != nil {
 				return nil, fmt.Errorf("failed to seek input: %w", err)
 			}
-		} else if n, err := io.CopyN(io.Discard, src, r.Start); err != nil {
-			if err == io.EOF {
-				return nil, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, n)
+		} else {
+			if n, err := io.CopyN(io.Discard, src, r.Start); err != nil {
+				if err == io.EOF {
+					return nil, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, n)
+				}
+				return nil, fmt.Errorf("failed to read input: %w", err)
 			}
-			return nil, fmt.Errorf("failed to read input: %w", err)
+			// One byte more must follow, or the range is empty.
+			var b [1]byte
+			if _, err := io.ReadFull(src, b[:]); err != nil {
+				if err == io.EOF {
+					return nil, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.Start)
+				}
+				return nil, fmt.Errorf("failed to read input: %w", err)
+			}
+			src = io.MultiReader(bytes.NewReader(b[:]), src)
 		}
 	}
 	if r.End == edit.Unbounded {

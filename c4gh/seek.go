@@ -23,8 +23,3 @@ func bodySection(src io.Reader) (ra io.ReaderAt, start, end int64, ok bool) {
 	}
 	return f, start, fi.Size(), true
 }
-
-func isRegular(src io.Reader) bool {
-	_, _, _, ok := bodySection(src)
-	return ok
-}
