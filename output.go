@@ -15,11 +15,14 @@ import (
 
 // output is where a command writes its result: stdout, or a file that is
 // written under a temporary name in the target folder and renamed into
-// place by commit, only once everything succeeded.
+// place by commit, only once everything succeeded. An existing device or
+// named pipe (/dev/null, /dev/stdout on a pipe, a FIFO) is written in
+// place instead: there is nothing to replace, and a rename would destroy it.
 type output struct {
 	io.Writer
-	path string // final path; "" for stdout
-	tmp  *os.File
+	path string   // final path; "" for stdout
+	tmp  *os.File // the temporary file, until commit or abort
+	dev  *os.File // a device or named pipe written in place
 }
 
 // outputOptions says how an output may be created.
@@ -39,39 +42,65 @@ func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, err
 		}
 		return &output{Writer: stdout}, nil
 	}
+	target := path
 	if fi, err := os.Stat(path); err == nil {
 		if opts.input != nil {
 			if in, err := opts.input.Stat(); err == nil && os.SameFile(fi, in) {
 				return nil, usagef("output file %q is the input file", path)
 			}
 		}
-		if !opts.force {
-			return nil, withHint(usagef("output file %q already exists", path), "use --force to replace it")
-		}
 		if fi.IsDir() {
 			return nil, usagef("output %q is a directory", path)
 		}
+		if !fi.Mode().IsRegular() {
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				return nil, fmt.Errorf("failed to open output: %w", err)
+			}
+			return &output{Writer: f, path: path, dev: f}, nil
+		}
+		if !opts.force {
+			return nil, withHint(usagef("output file %q already exists", path), "use --force to replace it")
+		}
+		// Through a symbolic link, replace the file it points to, not
+		// the link.
+		if target, err = filepath.EvalSymlinks(path); err != nil {
+			return nil, fmt.Errorf("failed to resolve output: %w", err)
+		}
 	}
-	dir, base := filepath.Split(path)
+	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
 	}
 	tmp, err := cleanup.create(dir, "."+base+".partial-*")
 	if err != nil {
-		return nil, fmt.Errorf("failed to create output: %w", err)
+		// The temporary name means nothing to the user: name the output.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("failed to create output %s: %w", path, err)
 	}
 	if err := tmp.Chmod(opts.mode); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		cleanup.remove(tmp.Name())
-		return nil, fmt.Errorf("failed to create output: %w", err)
+		return nil, fmt.Errorf("failed to create output %s: %w", path, err)
 	}
-	return &output{Writer: tmp, path: path, tmp: tmp}, nil
+	return &output{Writer: tmp, path: target, tmp: tmp}, nil
 }
 
 // commit moves a file output into place. It must be called only after
 // everything was written successfully.
 func (o *output) commit() error {
+	if o.dev != nil {
+		err := o.dev.Close()
+		o.dev = nil
+		if err != nil {
+			return fmt.Errorf("failed to write %s: %w", o.path, err)
+		}
+		return nil
+	}
 	if o.tmp == nil {
 		return nil
 	}
@@ -89,9 +118,13 @@ func (o *output) commit() error {
 	return nil
 }
 
-// abort removes a file output that was not committed. It is safe to call
-// after commit.
+// abort removes a file output that was not committed (a device or named
+// pipe is only closed). It is safe to call after commit.
 func (o *output) abort() {
+	if o.dev != nil {
+		o.dev.Close()
+		o.dev = nil
+	}
 	if o.tmp == nil {
 		return
 	}
@@ -188,6 +221,10 @@ func openInput(path string, stdin io.Reader) (io.Reader, *os.File, func(), error
 			return nil, nil, nil, usagef("input file %q does not exist", path)
 		}
 		return nil, nil, nil, fmt.Errorf("failed to open input: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, nil, nil, usagef("input %q is a directory", path)
 	}
 	return f, f, func() { f.Close() }, nil
 }
