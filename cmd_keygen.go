@@ -125,10 +125,32 @@ func keygen(c *cli.Context) error {
 		return err
 	}
 	defer clear(skData)
-	if err := writeNew(skPath, skData, 0o600, c.Bool("force")); err != nil {
+	return writePair(skPath, skData, pkPath, &sk, c.Bool("force"))
+}
+
+// writePair writes a new secret key file and then its public key file.
+// When the public key cannot be written, a secret key file that did not
+// exist before is removed again, so that a failed keygen leaves no half
+// of a key pair behind (and can simply be run again). A secret key that
+// replaced an older one with -f is kept: the older one is gone already.
+func writePair(skPath string, skData []byte, pkPath string, sk *keys.SecretKey, force bool) error {
+	_, statErr := os.Lstat(skPath)
+	existed := statErr == nil
+	if err := writeNew(skPath, skData, 0o600, force); err != nil {
 		return err
 	}
-	return writeNew(pkPath, keys.MarshalPublicKey(sk.Public()), 0o644, c.Bool("force"))
+	if pkPath == "" {
+		return nil
+	}
+	err := writeNew(pkPath, keys.MarshalPublicKey(sk.Public()), 0o644, force)
+	if err == nil {
+		return nil
+	}
+	if !existed {
+		os.Remove(skPath)
+		return err
+	}
+	return withHint(err, "the new secret key is in %s; write its public key with: crypt4gh pubkey --sk %s -o PATH", skPath, skPath)
 }
 
 // kdfFlag returns the KDF that --kdf names.
@@ -169,6 +191,19 @@ func newPassphrase(c *cli.Context) ([]byte, error) {
 func writeNew(path string, data []byte, mode os.FileMode, force bool) error {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 	if force {
+		// Only a regular file is replaced, and through a symbolic link
+		// the file it points to: removing the link itself could remove
+		// /dev/stdout, or a device, when run as root.
+		if _, err := os.Lstat(path); err == nil {
+			target, err := filepath.EvalSymlinks(path)
+			if err != nil {
+				return fmt.Errorf("failed to replace %s: %w", path, err)
+			}
+			if fi, err := os.Lstat(target); err != nil || !fi.Mode().IsRegular() {
+				return usagef("%s is not a regular file; refusing to replace it", path)
+			}
+			path = target
+		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("failed to replace %s: %w", path, err)
 		}
@@ -239,13 +274,7 @@ func keygenConvert(c *cli.Context) error {
 		return err
 	}
 	defer clear(data)
-	if err := writeNew(out, data, 0o600, c.Bool("force")); err != nil {
-		return err
-	}
-	if pkPath == "" {
-		return nil
-	}
-	return writeNew(pkPath, keys.MarshalPublicKey(sk.Public()), 0o644, c.Bool("force"))
+	return writePair(out, data, pkPath, sk, c.Bool("force"))
 }
 
 // keygenRelock rewrites a crypt4gh secret key with a new passphrase, KDF or
