@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -36,7 +38,7 @@ func completionCommand() *cli.Command {
 				script = zshCompletion
 			case "fish":
 				var err error
-				if script, err = c.App.ToFishCompletion(); err != nil {
+				if script, err = fishCompletion(c.App); err != nil {
 					return fmt.Errorf("failed to write the fish completion: %w", err)
 				}
 			default:
@@ -142,3 +144,31 @@ else
     compdef _crypt4gh crypt4gh
 fi
 `
+
+// fishCompletion returns the fish script that urfave/cli generates, with
+// three of its faults mended: flags that take a path get file completion
+// (urfave/cli adds -f, "no files", unless a flag sets TakesFile), a long
+// alias such as --recipient-pk is written with -l, not as the short
+// option -s that fish refuses, and the backticks that mark a placeholder
+// in a flag's usage are dropped.
+func fishCompletion(app *cli.App) (string, error) {
+	for _, cmd := range app.Commands {
+		for _, f := range cmd.Flags {
+			switch f := f.(type) {
+			case *cli.StringFlag:
+				f.TakesFile = f.TakesFile || strings.Contains(f.Usage, "`PATH`")
+			case *cli.StringSliceFlag:
+				f.TakesFile = f.TakesFile || strings.Contains(f.Usage, "`PATH`")
+			}
+		}
+	}
+	script, err := app.ToFishCompletion()
+	if err != nil {
+		return "", err
+	}
+	script = fishLongAlias.ReplaceAllString(script, " -l $1")
+	return strings.ReplaceAll(script, "`", ""), nil
+}
+
+// fishLongAlias matches a -s option of more than one character.
+var fishLongAlias = regexp.MustCompile(` -s ([A-Za-z0-9][A-Za-z0-9_-]+)`)

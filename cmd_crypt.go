@@ -11,10 +11,13 @@ import (
 
 func encryptCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "encrypt",
-		Usage: "encrypt a file for one or more recipients",
+		Name:      "encrypt",
+		Usage:     "encrypt a file for one or more recipients",
+		ArgsUsage: "[FILE…]",
 		Description: "Reads the plaintext from stdin (or -i) and writes a crypt4gh file to stdout\n" +
-			"(or -o). Without --sk, a new writer key is made for this file and discarded.",
+			"(or -o). Without --sk (or C4GH_SECRET_KEY), a new writer key is made for this\n" +
+			"file and discarded. Given FILE arguments (flags first), writes FILE.c4gh\n" +
+			"beside each FILE.",
 		Flags: []cli.Flag{
 			skFlag,
 			&cli.StringSliceFlag{Name: "recipient_pk", Aliases: []string{"recipient-pk"}, Usage: "encrypt for the public key at `PATH` (repeatable)"},
@@ -117,12 +120,14 @@ func encrypt(c *cli.Context) error {
 
 func decryptCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "decrypt",
-		Usage: "decrypt a file with your secret key",
+		Name:      "decrypt",
+		Usage:     "decrypt a file with your secret key",
+		ArgsUsage: "[FILE.c4gh…]",
 		Description: "Reads a crypt4gh file from stdin (or -i) and writes the plaintext that it stands\n" +
 			"for, after its edit list, to stdout (or -o). With --range, only bytes\n" +
 			"[START, END) of that plaintext are written; on a seekable input only the\n" +
-			"segments that the range needs are read.",
+			"segments that the range needs are read. Given FILE.c4gh arguments (flags\n" +
+			"first), writes FILE beside each.",
 		Flags: []cli.Flag{
 			skFlag,
 			&cli.StringFlag{Name: "sender_pk", Aliases: []string{"sender-pk"}, Usage: "accept only packets written by the public key at `PATH`"},

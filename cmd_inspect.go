@@ -64,7 +64,7 @@ func inspectCommand() *cli.Command {
 			"segment; 3 when --sk opens no packet or the packets it opens are unusable.",
 		Flags: []cli.Flag{
 			skFlag,
-			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (fields listed below)"},
+			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)"},
 			passphraseFileFlag, inputFlag,
 		},
 		Action: inspect,

@@ -38,7 +38,7 @@ var (
 	}
 	jobsFlag = &cli.IntFlag{
 		Name:  "jobs",
-		Usage: "number of segments sealed or opened in parallel (0: one per CPU)",
+		Usage: "`N` segments sealed or opened in parallel (0: one per CPU)",
 	}
 )
 
