@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -161,23 +162,47 @@ func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Conte
 	case total == 0:
 		return fail(fmt.Errorf("%w: the header has no packets", ErrNoDecryptablePacket))
 	case len(c.Opened) == 0:
-		msg := fmt.Sprintf("none of the %d packets opens", total)
-		if total == 1 {
-			msg = "the only packet does not open"
-		}
-		if otherSender > 0 {
-			msg += fmt.Sprintf(", %d are from writers other than %s", otherSender, sender)
-		}
-		if methodUnknown > 0 {
-			msg += fmt.Sprintf(", %d use an unknown method", methodUnknown)
-		}
-		return fail(fmt.Errorf("%w: %s", ErrNoDecryptablePacket, msg))
+		return fail(fmt.Errorf("%w: %s", ErrNoDecryptablePacket, noneOpens(total, otherSender, methodUnknown, sender)))
 	case dataMethodAt < 0:
 		return fail(fmt.Errorf("%w: %d packets opened, none holds a data key", ErrNoDataKey, len(c.Opened)))
 	case dataMethod != DataMethodChaCha20Poly1305:
 		return fail(fmt.Errorf("%w: the data keys are for unsupported data method %d", ErrNoDataKey, dataMethod))
 	}
 	return c, nil
+}
+
+// noneOpens says why no packet opened: of total packets, otherSender were
+// skipped for their writer key and methodUnknown for their method.
+func noneOpens(total, otherSender, methodUnknown int, sender *keys.PublicKey) string {
+	var why []string
+	if otherSender > 0 {
+		why = append(why, fmt.Sprintf("%s from a writer other than %s", countOf(otherSender, total), sender))
+	}
+	if methodUnknown > 0 {
+		why = append(why, fmt.Sprintf("%s of an unknown method", countOf(methodUnknown, total)))
+	}
+	msg := fmt.Sprintf("none of the %d packets opens", total)
+	if total == 1 {
+		msg = "the only packet does not open"
+	}
+	if len(why) > 0 {
+		msg += " (" + strings.Join(why, "; ") + ")"
+	}
+	return msg
+}
+
+// countOf starts a clause about n of total packets: "it is", "1 is",
+// "3 are", "all are".
+func countOf(n, total int) string {
+	switch {
+	case total == 1:
+		return "it is"
+	case n == total:
+		return "all are"
+	case n == 1:
+		return "1 is"
+	}
+	return fmt.Sprintf("%d are", n)
 }
 
 // New builds a header that gives dataKey (and editList, when it is not nil)

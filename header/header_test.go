@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -441,5 +442,26 @@ func TestDecryptWriterKeyLimit(t *testing.T) {
 	sender := h.Packets[0].WriterPublicKey
 	if _, err := h.Decrypt(reader, &sender); !errors.Is(err, ErrNoDecryptablePacket) {
 		t.Fatalf("with a sender: %v, want ErrNoDecryptablePacket", err)
+	}
+}
+
+// The error for a header with no packet for the reader says why the
+// packets it skipped were skipped, in words that fit the counts.
+func TestNoneOpensMessage(t *testing.T) {
+	var sender keys.PublicKey
+	for _, tc := range []struct {
+		total, other, unknown int
+		want                  string
+	}{
+		{1, 0, 0, "the only packet does not open"},
+		{1, 1, 0, "the only packet does not open (it is from a writer other than "},
+		{2, 0, 0, "none of the 2 packets opens"},
+		{2, 2, 0, "none of the 2 packets opens (all are from a writer other than "},
+		{3, 1, 2, "none of the 3 packets opens (1 is from a writer other than 0000"},
+		{3, 1, 2, "; 2 are of an unknown method)"},
+	} {
+		if got := noneOpens(tc.total, tc.other, tc.unknown, &sender); !strings.Contains(got, tc.want) {
+			t.Errorf("noneOpens(%d, %d, %d) = %q, want it to contain %q", tc.total, tc.other, tc.unknown, got, tc.want)
+		}
 	}
 }
