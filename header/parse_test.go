@@ -96,10 +96,6 @@ type failReader struct{}
 
 func (failReader) Read([]byte) (int, error) { return 0, errors.New("read past the length field") }
 
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
-
 func TestParseSmallPackets(t *testing.T) {
 	// Packets of other methods may be as short as 8 bytes; method 0 needs 68.
 	in := cat(preamble(3), u32(8), u32(1), u32(12), u32(99), []byte("abcd"), u32(68), u32(0), make([]byte, 60), []byte("body"))
