@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
@@ -97,6 +98,9 @@ func verify(c *cli.Context) error {
 // verifyFile opens the header of the file at path with sk, authenticates
 // every segment of its body and checks that its edit list fits the body.
 func verifyFile(c *cli.Context, path string, sk *keys.SecretKey, sender *keys.PublicKey) error {
+	if _, err := os.Stat(path); path != "-" && errors.Is(err, os.ErrNotExist) {
+		return usagef("no such file") // the line starts with the name already
+	}
 	in, _, closeIn, err := openInput(path, c.App.Reader)
 	if err != nil {
 		return err
