@@ -2,6 +2,7 @@ package keys
 
 import (
 	"bytes"
+	"crypto/cipher"
 	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha256"
@@ -96,97 +97,130 @@ func malformed(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrMalformedKey}, a...)...)
 }
 
-// parseC4GHSecret decodes the bytes inside a CRYPT4GH PRIVATE KEY armor.
-func parseC4GHSecret(blob []byte, passphrase func() ([]byte, error)) (SecretKey, error) {
+// c4ghSecretFile holds the fields of a crypt4gh secret key as
+// decodeC4GHSecret splits them. The slices alias the decoded bytes.
+type c4ghSecretFile struct {
+	kdf     KDF
+	rounds  uint32 // the first 4 bytes of the kdf options; 0 with KDFNone
+	salt    []byte // the rest of the kdf options; nil with KDFNone
+	cipher  []byte
+	keyData []byte // the clear key with KDFNone, else nonce||ciphertext||tag
+	comment []byte // nil when the file has none
+}
+
+// decodeC4GHSecret splits blob, the bytes inside a CRYPT4GH PRIVATE KEY
+// armor:
+//
+//	"c4gh-v1" string16 kdfname [string16 kdfoptions (u32 rounds, salt)]
+//	string16 ciphername string16 keydata [string16 comment]
+//
+// where kdfoptions is absent when kdfname is "none". It checks the magic,
+// that the KDF is one of ours, every length, and that nothing follows the
+// comment. It does not check that the cipher, key data and rounds suit the
+// KDF: that is for the caller who decrypts ([c4ghSecretFile.check]).
+func decodeC4GHSecret(blob []byte) (c4ghSecretFile, error) {
+	var f c4ghSecretFile
 	rest, ok := bytes.CutPrefix(blob, []byte(c4ghMagic))
 	if !ok {
-		return SecretKey{}, malformed("crypt4gh secret key does not start with %q", c4ghMagic)
+		return f, malformed("crypt4gh secret key does not start with %q", c4ghMagic)
 	}
 	kdfName, rest, ok := string16(rest)
 	if !ok {
-		return SecretKey{}, malformed("crypt4gh secret key: truncated kdf name")
+		return f, malformed("crypt4gh secret key: truncated kdf name")
 	}
-	kdf := KDF(kdfName)
-	switch kdf {
+	f.kdf = KDF(kdfName)
+	switch f.kdf {
 	case KDFScrypt, KDFBcrypt, KDFPBKDF2, KDFNone:
 	default:
-		return SecretKey{}, fmt.Errorf("%w: crypt4gh secret key: unknown kdf %q", ErrUnsupportedKey, kdfName)
+		return f, fmt.Errorf("%w: crypt4gh secret key: unknown kdf %q", ErrUnsupportedKey, printable(kdfName))
 	}
-	var kdfOptions []byte
-	if kdf != KDFNone {
+	if f.kdf != KDFNone {
+		var kdfOptions []byte
 		if kdfOptions, rest, ok = string16(rest); !ok {
-			return SecretKey{}, malformed("crypt4gh secret key: truncated kdf options")
+			return f, malformed("crypt4gh secret key: truncated kdf options")
 		}
 		if len(kdfOptions) < 4 {
-			return SecretKey{}, malformed("crypt4gh secret key: kdf options of %d bytes", len(kdfOptions))
+			return f, malformed("crypt4gh secret key: kdf options of %d bytes", len(kdfOptions))
 		}
+		f.rounds, f.salt = binary.BigEndian.Uint32(kdfOptions), kdfOptions[4:]
 	}
-	cipherName, rest, ok := string16(rest)
-	if !ok {
-		return SecretKey{}, malformed("crypt4gh secret key: truncated cipher name")
+	if f.cipher, rest, ok = string16(rest); !ok {
+		return f, malformed("crypt4gh secret key: truncated cipher name")
 	}
-	keyData, rest, ok := string16(rest)
-	if !ok {
-		return SecretKey{}, malformed("crypt4gh secret key: truncated key data")
+	if f.keyData, rest, ok = string16(rest); !ok {
+		return f, malformed("crypt4gh secret key: truncated key data")
 	}
 	if len(rest) > 0 {
 		// The optional comment, stored in clear; nothing may follow it.
-		if _, rest, ok = string16(rest); !ok {
-			return SecretKey{}, malformed("crypt4gh secret key: truncated comment")
+		if f.comment, rest, ok = string16(rest); !ok {
+			return f, malformed("crypt4gh secret key: truncated comment")
 		}
 		if len(rest) > 0 {
-			return SecretKey{}, malformed("crypt4gh secret key: %d bytes of trailing data", len(rest))
+			return f, malformed("crypt4gh secret key: %d bytes of trailing data", len(rest))
 		}
 	}
+	return f, nil
+}
 
-	if kdf == KDFNone {
-		if string(cipherName) != c4ghCipherNone {
-			return SecretKey{}, malformed("crypt4gh secret key: cipher %q without a kdf", cipherName)
+// check reports whether the cipher, key data and KDF rounds of f make
+// sense for its KDF, so that the passphrase is asked for only when the
+// file could be decrypted.
+func (f *c4ghSecretFile) check() error {
+	if f.kdf == KDFNone {
+		if string(f.cipher) != c4ghCipherNone {
+			return malformed("crypt4gh secret key: cipher %q without a kdf", f.cipher)
 		}
-		if len(keyData) != KeySize {
-			return SecretKey{}, malformed("crypt4gh secret key: key data of %d bytes, want %d", len(keyData), KeySize)
+		if len(f.keyData) != KeySize {
+			return malformed("crypt4gh secret key: key data of %d bytes, want %d", len(f.keyData), KeySize)
 		}
-		var sk SecretKey
-		copy(sk[:], keyData)
+		return nil
+	}
+	if string(f.cipher) != c4ghCipherChaCha {
+		return fmt.Errorf("%w: crypt4gh secret key: unknown cipher %q", ErrUnsupportedKey, f.cipher)
+	}
+	if len(f.keyData) != c4ghEncryptedKeyLen {
+		return malformed("crypt4gh secret key: encrypted key data of %d bytes, want %d",
+			len(f.keyData), c4ghEncryptedKeyLen)
+	}
+	switch kdf, rounds := f.kdf, f.rounds; {
+	case kdf == KDFBcrypt && (rounds < 1 || len(f.salt) == 0):
+		return malformed("crypt4gh secret key: bcrypt with %d rounds and a %d-byte salt", rounds, len(f.salt))
+	case kdf == KDFPBKDF2 && rounds < 1:
+		return malformed("crypt4gh secret key: pbkdf2 with 0 rounds")
+	case kdf == KDFBcrypt && rounds > maxBcryptRounds, kdf == KDFPBKDF2 && rounds > maxPBKDF2Rounds:
+		return fmt.Errorf("%w: crypt4gh secret key: %s with %d rounds (limit %d, %d)",
+			ErrUnsupportedKey, kdf, rounds, maxBcryptRounds, maxPBKDF2Rounds)
+	}
+	return nil
+}
+
+// parseC4GHSecret decodes the bytes inside a CRYPT4GH PRIVATE KEY armor.
+func parseC4GHSecret(blob []byte, passphrase func() ([]byte, error)) (SecretKey, error) {
+	f, err := decodeC4GHSecret(blob)
+	if err != nil {
+		return SecretKey{}, err
+	}
+	if err := f.check(); err != nil {
+		return SecretKey{}, err
+	}
+	var sk SecretKey
+	if f.kdf == KDFNone {
+		copy(sk[:], f.keyData)
 		if sk == (SecretKey{}) {
 			return SecretKey{}, malformed("crypt4gh secret key is all zeros")
 		}
 		return sk, nil
-	}
-	if string(cipherName) != c4ghCipherChaCha {
-		return SecretKey{}, fmt.Errorf("%w: crypt4gh secret key: unknown cipher %q", ErrUnsupportedKey, cipherName)
-	}
-	if len(keyData) != c4ghEncryptedKeyLen {
-		return SecretKey{}, malformed("crypt4gh secret key: encrypted key data of %d bytes, want %d",
-			len(keyData), c4ghEncryptedKeyLen)
-	}
-	rounds := binary.BigEndian.Uint32(kdfOptions)
-	salt := kdfOptions[4:]
-	switch {
-	case kdf == KDFBcrypt && (rounds < 1 || len(salt) == 0):
-		return SecretKey{}, malformed("crypt4gh secret key: bcrypt with %d rounds and a %d-byte salt", rounds, len(salt))
-	case kdf == KDFPBKDF2 && rounds < 1:
-		return SecretKey{}, malformed("crypt4gh secret key: pbkdf2 with 0 rounds")
-	case kdf == KDFBcrypt && rounds > maxBcryptRounds, kdf == KDFPBKDF2 && rounds > maxPBKDF2Rounds:
-		return SecretKey{}, fmt.Errorf("%w: crypt4gh secret key: %s with %d rounds (limit %d, %d)",
-			ErrUnsupportedKey, kdf, rounds, maxBcryptRounds, maxPBKDF2Rounds)
 	}
 
 	pass, err := getPassphrase(passphrase)
 	if err != nil {
 		return SecretKey{}, err
 	}
-	key, err := deriveKey(kdf, pass, salt, rounds)
+	aead, err := c4ghAEAD(f.kdf, pass, f.salt, f.rounds)
 	if err != nil {
 		return SecretKey{}, fmt.Errorf("failed to derive the key of a crypt4gh secret key: %w", err)
 	}
-	defer clear(key)
-	aead, err := chacha20poly1305.New(key)
-	if err != nil {
-		panic("keys: internal error: " + err.Error())
-	}
-	nonce, ct := keyData[:chacha20poly1305.NonceSize], keyData[chacha20poly1305.NonceSize:]
-	var sk SecretKey
+	nonce, ct := f.keyData[:chacha20poly1305.NonceSize], f.keyData[chacha20poly1305.NonceSize:]
 	plain, err := aead.Open(sk[:0], nonce, ct, nil)
 	if err != nil {
 		return SecretKey{}, fmt.Errorf("failed to decrypt crypt4gh secret key: %w", ErrWrongPassphrase)
@@ -196,6 +230,22 @@ func parseC4GHSecret(blob []byte, passphrase func() ([]byte, error)) (SecretKey,
 		return SecretKey{}, malformed("crypt4gh secret key decrypts to an all-zero key")
 	}
 	return sk, nil
+}
+
+// c4ghAEAD returns the ChaCha20-Poly1305 that protects a crypt4gh secret
+// key, under the key that kdf derives from passphrase. The derived key is
+// cleared before it returns.
+func c4ghAEAD(kdf KDF, passphrase, salt []byte, rounds uint32) (cipher.AEAD, error) {
+	key, err := deriveKey(kdf, passphrase, salt, rounds)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(key)
+	aead, err := chacha20poly1305.New(key)
+	if err != nil {
+		panic("keys: internal error: " + err.Error())
+	}
+	return aead, nil
 }
 
 // getPassphrase calls passphrase, or reports that one is needed.
@@ -267,14 +317,9 @@ func MarshalSecretKey(sk *SecretKey, passphrase []byte, kdf KDF, comment string,
 		if _, err := io.ReadFull(rand, opts[4:]); err != nil {
 			return nil, fmt.Errorf("failed to generate salt: %w", err)
 		}
-		key, err := deriveKey(kdf, passphrase, opts[4:], defaultRounds[kdf])
+		aead, err := c4ghAEAD(kdf, passphrase, opts[4:], defaultRounds[kdf])
 		if err != nil {
 			return nil, fmt.Errorf("failed to derive key: %w", err)
-		}
-		defer clear(key)
-		aead, err := chacha20poly1305.New(key)
-		if err != nil {
-			panic("keys: internal error: " + err.Error())
 		}
 		keyData := make([]byte, chacha20poly1305.NonceSize, c4ghEncryptedKeyLen)
 		if _, err := io.ReadFull(rand, keyData); err != nil {

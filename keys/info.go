@@ -1,11 +1,5 @@
 package keys
 
-import (
-	"bytes"
-	"encoding/pem"
-	"fmt"
-)
-
 // SecretKeyFormat names the format of a secret key file.
 type SecretKeyFormat string
 
@@ -40,106 +34,48 @@ type SecretKeyInfo struct {
 // refuse a file that InspectSecretKey accepts. Errors wrap
 // [ErrMalformedKey] or [ErrUnsupportedKey].
 func InspectSecretKey(data []byte) (SecretKeyInfo, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		if bytes.Contains(data, []byte("-----BEGIN")) {
-			return SecretKeyInfo{}, malformed("damaged PEM armor")
-		}
-		return SecretKeyInfo{}, malformed("no PEM armored secret key found")
+	format, der, err := decodeSecretPEM(data)
+	if err != nil {
+		return SecretKeyInfo{}, err
 	}
-	defer clear(block.Bytes)
-	switch block.Type {
-	case pemC4GHPrivate, pemC4GHEncryptedPrivate:
-		return inspectC4GH(block.Bytes)
-	case pemOpenSSH:
-		return inspectOpenSSH(block.Bytes)
-	case pemPKCS8:
-		return SecretKeyInfo{Format: FormatPKCS8, KDF: KDFNone}, nil
-	case pemC4GHPublic, pemPKIX:
-		return SecretKeyInfo{}, fmt.Errorf("%w: %q holds a public key, not a secret key", ErrUnsupportedKey, block.Type)
+	defer clear(der)
+	switch format {
+	case FormatCrypt4GH:
+		return inspectC4GH(der)
+	case FormatOpenSSH:
+		return inspectOpenSSH(der)
 	}
-	return SecretKeyInfo{}, fmt.Errorf("%w: PEM type %q", ErrUnsupportedKey, block.Type)
+	// FormatPKCS8: an X25519 key in clear, no comment.
+	return SecretKeyInfo{Format: FormatPKCS8, KDF: KDFNone}, nil
 }
 
-// inspectC4GH reads the clear fields of a crypt4gh secret key: kdf name,
-// kdf options, cipher name, key data, comment.
+// inspectC4GH reads the clear fields of a crypt4gh secret key.
 func inspectC4GH(blob []byte) (SecretKeyInfo, error) {
-	rest, ok := bytes.CutPrefix(blob, []byte(c4ghMagic))
-	if !ok {
-		return SecretKeyInfo{}, malformed("crypt4gh secret key does not start with %q", c4ghMagic)
+	f, err := decodeC4GHSecret(blob)
+	if err != nil {
+		return SecretKeyInfo{}, err
 	}
-	kdfName, rest, ok := string16(rest)
-	if !ok {
-		return SecretKeyInfo{}, malformed("crypt4gh secret key: truncated kdf name")
-	}
-	kdf := KDF(kdfName)
-	switch kdf {
-	case KDFScrypt, KDFBcrypt, KDFPBKDF2, KDFNone:
-	default:
-		return SecretKeyInfo{}, fmt.Errorf("%w: crypt4gh secret key: unknown kdf %q", ErrUnsupportedKey, printable(kdfName))
-	}
-	if kdf != KDFNone {
-		if _, rest, ok = string16(rest); !ok {
-			return SecretKeyInfo{}, malformed("crypt4gh secret key: truncated kdf options")
-		}
-	}
-	_, rest, ok1 := string16(rest) // cipher name
-	_, rest, ok2 := string16(rest) // key data
-	if !ok1 || !ok2 {
-		return SecretKeyInfo{}, malformed("crypt4gh secret key: truncated key data")
-	}
-	info := SecretKeyInfo{Format: FormatCrypt4GH, Protected: kdf != KDFNone, KDF: kdf}
-	if len(rest) > 0 {
-		comment, rest, ok := string16(rest)
-		if !ok || len(rest) > 0 {
-			return SecretKeyInfo{}, malformed("crypt4gh secret key: bad comment")
-		}
-		info.Comment = string(comment)
-	}
-	return info, nil
+	return SecretKeyInfo{
+		Format:    FormatCrypt4GH,
+		Protected: f.kdf != KDFNone,
+		KDF:       f.kdf,
+		Comment:   string(f.comment),
+	}, nil
 }
 
 // inspectOpenSSH reads the clear header of an openssh-key-v1 file and, when
 // the key is not encrypted, the comment in its private section.
 func inspectOpenSSH(blob []byte) (SecretKeyInfo, error) {
-	rest, ok := bytes.CutPrefix(blob, []byte(sshMagic))
-	if !ok {
-		return SecretKeyInfo{}, malformed("OpenSSH private key does not start with %q", "openssh-key-v1")
+	f, err := decodeOpenSSHSecret(blob)
+	if err != nil {
+		return SecretKeyInfo{}, err
 	}
-	cipherName, rest, ok1 := string32(rest)
-	_, rest, ok2 := string32(rest) // kdf name
-	_, rest, ok3 := string32(rest) // kdf options
-	nKeys, rest, ok4 := uint32BE(rest)
-	pubBlob, rest, ok5 := string32(rest)
-	section, _, ok6 := string32(rest)
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 {
-		return SecretKeyInfo{}, malformed("OpenSSH private key: truncated header")
-	}
-	if nKeys != 1 {
-		return SecretKeyInfo{}, fmt.Errorf("%w: OpenSSH private key file with %d keys", ErrUnsupportedKey, nKeys)
-	}
-	keyType, _, ok := string32(pubBlob)
-	if !ok {
-		return SecretKeyInfo{}, malformed("OpenSSH private key: truncated key type")
-	}
-	if string(keyType) != sshEd25519 {
-		return SecretKeyInfo{}, fmt.Errorf("%w: OpenSSH key type %q", ErrUnsupportedKey, printable(keyType))
-	}
-	if string(cipherName) != "none" {
+	if string(f.cipher) != "none" {
 		return SecretKeyInfo{Format: FormatOpenSSH, Protected: true, KDF: KDFBcrypt}, nil
 	}
-	info := SecretKeyInfo{Format: FormatOpenSSH, KDF: KDFNone}
-	// checkint ×2, key type, public key, private key, comment.
-	if len(section) < 8 {
-		return SecretKeyInfo{}, malformed("OpenSSH private key: truncated private section")
+	s, err := decodeSSHPrivateSection(f.section, false)
+	if err != nil {
+		return SecretKeyInfo{}, err
 	}
-	p := section[8:]
-	var comment []byte
-	for i := 0; i < 4; i++ {
-		if comment, p, ok = string32(p); !ok {
-			return SecretKeyInfo{}, malformed("OpenSSH private key: truncated private section")
-		}
-	}
-	info.Comment = string(comment)
-	return info, nil
+	return SecretKeyInfo{Format: FormatOpenSSH, KDF: KDFNone, Comment: string(s.comment)}, nil
 }

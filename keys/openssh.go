@@ -49,30 +49,28 @@ type sshCipher struct {
 	decrypt func(key, iv, ct, tag []byte) bool
 }
 
-func aesCTR(key, iv, ct, _ []byte) bool {
+// newAES returns the AES block cipher for a key of a length that sshCiphers
+// lists, so an error is a bug here.
+func newAES(key []byte) cipher.Block {
 	b, err := aes.NewCipher(key)
 	if err != nil {
 		panic("keys: internal error: " + err.Error())
 	}
-	cipher.NewCTR(b, iv).XORKeyStream(ct, ct)
+	return b
+}
+
+func aesCTR(key, iv, ct, _ []byte) bool {
+	cipher.NewCTR(newAES(key), iv).XORKeyStream(ct, ct)
 	return true
 }
 
 func aesCBC(key, iv, ct, _ []byte) bool {
-	b, err := aes.NewCipher(key)
-	if err != nil {
-		panic("keys: internal error: " + err.Error())
-	}
-	cipher.NewCBCDecrypter(b, iv).CryptBlocks(ct, ct)
+	cipher.NewCBCDecrypter(newAES(key), iv).CryptBlocks(ct, ct)
 	return true
 }
 
 func aesGCM(key, iv, ct, tag []byte) bool {
-	b, err := aes.NewCipher(key)
-	if err != nil {
-		panic("keys: internal error: " + err.Error())
-	}
-	g, err := cipher.NewGCM(b)
+	g, err := cipher.NewGCM(newAES(key))
 	if err != nil {
 		panic("keys: internal error: " + err.Error())
 	}
@@ -122,135 +120,158 @@ var sshCiphers = map[string]sshCipher{
 	"chacha20-poly1305@openssh.com": {64, 0, 8, 16, chachaPolyOpenSSH},
 }
 
-// parseOpenSSHSecret decodes the bytes inside an OPENSSH PRIVATE KEY armor
-// (PROTOCOL.key in the OpenSSH sources):
+// sshKeyFile holds the clear fields of an openssh-key-v1 file as
+// decodeOpenSSHSecret splits them. The slices alias the decoded bytes.
+type sshKeyFile struct {
+	cipher, kdf, kdfOptions []byte
+	pub                     []byte // the ed25519 public key, 32 bytes
+	section                 []byte // the private section, encrypted unless cipher is "none"
+	tag                     []byte // the bytes after the section: the tag of an AEAD cipher
+}
+
+// decodeOpenSSHSecret splits blob, the bytes inside an OPENSSH PRIVATE KEY
+// armor (PROTOCOL.key in the OpenSSH sources):
 //
 //	"openssh-key-v1\0" string ciphername, string kdfname, string kdfoptions,
-//	u32 number of keys (1), string public key, string encrypted section
+//	u32 number of keys (1), string public key, string private section
 //	[, tag for AEAD ciphers]
 //
-// and the decrypted section: u32 checkint ×2, string keytype, string pub,
-// string priv (seed||pub), string comment, padding 1, 2, 3, …
-func parseOpenSSHSecret(blob []byte, passphrase func() ([]byte, error)) (SecretKey, error) {
+// It checks the lengths and that the file holds one ed25519 key. It does
+// not look at the cipher, KDF or tag: that is for the caller who decrypts.
+func decodeOpenSSHSecret(blob []byte) (sshKeyFile, error) {
+	var f sshKeyFile
 	rest, ok := bytes.CutPrefix(blob, []byte(sshMagic))
 	if !ok {
-		return SecretKey{}, malformed("OpenSSH private key does not start with %q", "openssh-key-v1")
+		return f, malformed("OpenSSH private key does not start with %q", "openssh-key-v1")
 	}
-	cipherName, rest, ok1 := string32(rest)
-	kdfName, rest, ok2 := string32(rest)
-	kdfOptions, rest, ok3 := string32(rest)
+	var ok1, ok2, ok3, ok4 bool
+	f.cipher, rest, ok1 = string32(rest)
+	f.kdf, rest, ok2 = string32(rest)
+	f.kdfOptions, rest, ok3 = string32(rest)
 	nKeys, rest, ok4 := uint32BE(rest)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return SecretKey{}, malformed("OpenSSH private key: truncated header")
+		return f, malformed("OpenSSH private key: truncated header")
 	}
 	if nKeys != 1 {
-		return SecretKey{}, fmt.Errorf("%w: OpenSSH private key file with %d keys", ErrUnsupportedKey, nKeys)
+		return f, fmt.Errorf("%w: OpenSSH private key file with %d keys", ErrUnsupportedKey, nKeys)
 	}
 	pubBlob, rest, ok := string32(rest)
 	if !ok {
-		return SecretKey{}, malformed("OpenSSH private key: truncated public key")
+		return f, malformed("OpenSSH private key: truncated public key")
 	}
 	keyType, pubRest, ok := string32(pubBlob)
 	if !ok {
-		return SecretKey{}, malformed("OpenSSH private key: truncated key type")
+		return f, malformed("OpenSSH private key: truncated key type")
 	}
 	if string(keyType) != sshEd25519 {
-		return SecretKey{}, fmt.Errorf("%w: OpenSSH key type %q", ErrUnsupportedKey, printable(keyType))
+		return f, fmt.Errorf("%w: OpenSSH key type %q", ErrUnsupportedKey, printable(keyType))
 	}
-	pub, pubRest, ok := string32(pubRest)
-	if !ok || len(pub) != ed25519.PublicKeySize || len(pubRest) != 0 {
-		return SecretKey{}, malformed("OpenSSH private key: bad ed25519 public key")
+	f.pub, pubRest, ok = string32(pubRest)
+	if !ok || len(f.pub) != ed25519.PublicKeySize || len(pubRest) != 0 {
+		return f, malformed("OpenSSH private key: bad ed25519 public key")
 	}
-	section, rest, ok := string32(rest)
-	if !ok {
-		return SecretKey{}, malformed("OpenSSH private key: truncated private section")
+	if f.section, f.tag, ok = string32(rest); !ok {
+		return f, malformed("OpenSSH private key: truncated private section")
 	}
+	return f, nil
+}
 
+// sshPrivateSection holds the fields of a decrypted private section. The
+// slices alias the section.
+type sshPrivateSection struct {
+	keyType, pub, priv, comment []byte
+	padding                     []byte // should be 1, 2, 3, …
+}
+
+// decodeSSHPrivateSection splits a decrypted private section:
+//
+//	u32 checkint ×2, string keytype, string pub, string priv (seed||pub),
+//	string comment, padding
+//
+// It compares the check integers before it reads further, so that garbage
+// from a wrong passphrase is reported as ErrWrongPassphrase when encrypted
+// is true, not as damage. It does not check the padding or the key.
+func decodeSSHPrivateSection(plain []byte, encrypted bool) (sshPrivateSection, error) {
+	var s sshPrivateSection
+	check1, p, ok1 := uint32BE(plain)
+	check2, p, ok2 := uint32BE(p)
+	if !ok1 || !ok2 {
+		return s, malformed("OpenSSH private key: truncated private section")
+	}
+	if check1 != check2 {
+		if encrypted {
+			return s, fmt.Errorf("failed to decrypt OpenSSH private key: %w", ErrWrongPassphrase)
+		}
+		return s, malformed("OpenSSH private key: check integers differ")
+	}
+	var ok3, ok4 bool
+	s.keyType, p, ok1 = string32(p)
+	s.pub, p, ok2 = string32(p)
+	s.priv, p, ok3 = string32(p)
+	s.comment, s.padding, ok4 = string32(p)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return s, malformed("OpenSSH private key: truncated private section")
+	}
+	return s, nil
+}
+
+// parseOpenSSHSecret decodes the bytes inside an OPENSSH PRIVATE KEY armor
+// and decrypts the private section.
+func parseOpenSSHSecret(blob []byte, passphrase func() ([]byte, error)) (SecretKey, error) {
+	f, err := decodeOpenSSHSecret(blob)
+	if err != nil {
+		return SecretKey{}, err
+	}
 	var c sshCipher
-	encrypted := string(cipherName) != "none"
+	encrypted := string(f.cipher) != "none"
 	if encrypted {
-		if c, ok = sshCiphers[string(cipherName)]; !ok {
-			return SecretKey{}, fmt.Errorf("%w: OpenSSH private key cipher %q", ErrUnsupportedKey, printable(cipherName))
+		var ok bool
+		if c, ok = sshCiphers[string(f.cipher)]; !ok {
+			return SecretKey{}, fmt.Errorf("%w: OpenSSH private key cipher %q", ErrUnsupportedKey, printable(f.cipher))
 		}
 	} else {
 		c.blockSize = 8
 	}
-	if len(rest) != c.tagLen {
-		return SecretKey{}, malformed("OpenSSH private key: %d bytes after the private section, want %d", len(rest), c.tagLen)
+	if len(f.tag) != c.tagLen {
+		return SecretKey{}, malformed("OpenSSH private key: %d bytes after the private section, want %d", len(f.tag), c.tagLen)
 	}
-	if len(section) == 0 || len(section)%c.blockSize != 0 {
-		return SecretKey{}, malformed("OpenSSH private key: private section of %d bytes", len(section))
+	if len(f.section) == 0 || len(f.section)%c.blockSize != 0 {
+		return SecretKey{}, malformed("OpenSSH private key: private section of %d bytes", len(f.section))
 	}
 	// Decrypt a copy: section aliases the caller's data.
-	plain := bytes.Clone(section)
+	plain := bytes.Clone(f.section)
 	defer clear(plain)
 
 	switch {
-	case !encrypted && string(kdfName) != "none":
-		return SecretKey{}, malformed("OpenSSH private key: kdf %q without a cipher", printable(kdfName))
-	case !encrypted && len(kdfOptions) != 0:
+	case !encrypted && string(f.kdf) != "none":
+		return SecretKey{}, malformed("OpenSSH private key: kdf %q without a cipher", printable(f.kdf))
+	case !encrypted && len(f.kdfOptions) != 0:
 		return SecretKey{}, malformed("OpenSSH private key: kdf options without a kdf")
-	case encrypted && string(kdfName) == "none":
-		return SecretKey{}, malformed("OpenSSH private key: cipher %q without a kdf", cipherName)
-	case encrypted && string(kdfName) != "bcrypt":
-		return SecretKey{}, fmt.Errorf("%w: OpenSSH private key kdf %q", ErrUnsupportedKey, printable(kdfName))
+	case encrypted && string(f.kdf) == "none":
+		return SecretKey{}, malformed("OpenSSH private key: cipher %q without a kdf", f.cipher)
+	case encrypted && string(f.kdf) != "bcrypt":
+		return SecretKey{}, fmt.Errorf("%w: OpenSSH private key kdf %q", ErrUnsupportedKey, printable(f.kdf))
 	case encrypted:
-		salt, optRest, ok1 := string32(kdfOptions)
-		rounds, optRest, ok2 := uint32BE(optRest)
-		if !ok1 || !ok2 || len(optRest) != 0 || len(salt) == 0 || rounds < 1 {
-			return SecretKey{}, malformed("OpenSSH private key: bad bcrypt options")
-		}
-		if rounds > maxSSHBcryptRounds {
-			return SecretKey{}, fmt.Errorf("%w: OpenSSH private key with %d bcrypt rounds (limit %d)",
-				ErrUnsupportedKey, rounds, maxSSHBcryptRounds)
-		}
-		pass, err := getPassphrase(passphrase)
-		if err != nil {
+		if err := decryptSSHSection(c, f.kdfOptions, plain, f.tag, passphrase); err != nil {
 			return SecretKey{}, err
-		}
-		if len(pass) == 0 {
-			return SecretKey{}, fmt.Errorf("empty passphrase for an encrypted OpenSSH private key: %w", ErrWrongPassphrase)
-		}
-		kiv, err := BcryptPBKDF(pass, salt, int(rounds), c.keyLen+c.ivLen)
-		if err != nil {
-			return SecretKey{}, malformed("OpenSSH private key: %v", err)
-		}
-		ok := c.decrypt(kiv[:c.keyLen], kiv[c.keyLen:], plain, rest)
-		clear(kiv)
-		if !ok {
-			return SecretKey{}, fmt.Errorf("failed to decrypt OpenSSH private key: %w", ErrWrongPassphrase)
 		}
 	}
 
-	check1, p, ok1 := uint32BE(plain)
-	check2, p, ok2 := uint32BE(p)
-	if !ok1 || !ok2 {
-		return SecretKey{}, malformed("OpenSSH private key: truncated private section")
+	s, err := decodeSSHPrivateSection(plain, encrypted)
+	if err != nil {
+		return SecretKey{}, err
 	}
-	if check1 != check2 {
-		if encrypted {
-			return SecretKey{}, fmt.Errorf("failed to decrypt OpenSSH private key: %w", ErrWrongPassphrase)
-		}
-		return SecretKey{}, malformed("OpenSSH private key: check integers differ")
-	}
-	keyType2, p, ok1 := string32(p)
-	pub2, p, ok2 := string32(p)
-	priv, p, ok3 := string32(p)
-	_, p, ok4 = string32(p) // comment
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return SecretKey{}, malformed("OpenSSH private key: truncated private section")
-	}
-	for i, b := range p {
+	for i, b := range s.padding {
 		if b != byte(i+1) {
 			return SecretKey{}, malformed("OpenSSH private key: bad padding")
 		}
 	}
-	if string(keyType2) != sshEd25519 || !bytes.Equal(pub2, pub) || len(priv) != ed25519.PrivateKeySize ||
-		!bytes.Equal(priv[ed25519.SeedSize:], pub) {
+	if string(s.keyType) != sshEd25519 || !bytes.Equal(s.pub, f.pub) || len(s.priv) != ed25519.PrivateKeySize ||
+		!bytes.Equal(s.priv[ed25519.SeedSize:], f.pub) {
 		return SecretKey{}, malformed("OpenSSH private key: private and public parts differ")
 	}
-	derived := ed25519.NewKeyFromSeed(priv[:ed25519.SeedSize])
-	same := subtle.ConstantTimeCompare(derived[ed25519.SeedSize:], pub) == 1
+	derived := ed25519.NewKeyFromSeed(s.priv[:ed25519.SeedSize])
+	same := subtle.ConstantTimeCompare(derived[ed25519.SeedSize:], f.pub) == 1
 	sk := Ed25519SecretToX25519(derived)
 	clear(derived)
 	if !same {
@@ -258,4 +279,37 @@ func parseOpenSSHSecret(blob []byte, passphrase func() ([]byte, error)) (SecretK
 		return SecretKey{}, malformed("OpenSSH private key: the seed does not give the public key")
 	}
 	return sk, nil
+}
+
+// decryptSSHSection decrypts section in place with c under the key and IV
+// that bcrypt_pbkdf derives from the passphrase and kdfOptions (string
+// salt, u32 rounds). It checks the options before it asks for the
+// passphrase.
+func decryptSSHSection(c sshCipher, kdfOptions, section, tag []byte, passphrase func() ([]byte, error)) error {
+	salt, optRest, ok1 := string32(kdfOptions)
+	rounds, optRest, ok2 := uint32BE(optRest)
+	if !ok1 || !ok2 || len(optRest) != 0 || len(salt) == 0 || rounds < 1 {
+		return malformed("OpenSSH private key: bad bcrypt options")
+	}
+	if rounds > maxSSHBcryptRounds {
+		return fmt.Errorf("%w: OpenSSH private key with %d bcrypt rounds (limit %d)",
+			ErrUnsupportedKey, rounds, maxSSHBcryptRounds)
+	}
+	pass, err := getPassphrase(passphrase)
+	if err != nil {
+		return err
+	}
+	if len(pass) == 0 {
+		return fmt.Errorf("empty passphrase for an encrypted OpenSSH private key: %w", ErrWrongPassphrase)
+	}
+	kiv, err := BcryptPBKDF(pass, salt, int(rounds), c.keyLen+c.ivLen)
+	if err != nil {
+		return malformed("OpenSSH private key: %v", err)
+	}
+	ok := c.decrypt(kiv[:c.keyLen], kiv[c.keyLen:], section, tag)
+	clear(kiv)
+	if !ok {
+		return fmt.Errorf("failed to decrypt OpenSSH private key: %w", ErrWrongPassphrase)
+	}
+	return nil
 }

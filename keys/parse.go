@@ -81,25 +81,44 @@ func ParsePublicKey(data []byte) (PublicKey, error) {
 //
 // The caller should call [SecretKey.Zero] on the result when done with it.
 func ParseSecretKey(data []byte, passphrase func() ([]byte, error)) (SecretKey, error) {
+	format, der, err := decodeSecretPEM(data)
+	if err != nil {
+		return SecretKey{}, err
+	}
+	defer clear(der)
+	switch format {
+	case FormatCrypt4GH:
+		return parseC4GHSecret(der, passphrase)
+	case FormatOpenSSH:
+		return parseOpenSSHSecret(der, passphrase)
+	}
+	return parsePKCS8Secret(der) // FormatPKCS8
+}
+
+// decodeSecretPEM finds the PEM armor of a secret key file and returns
+// its format and the bytes inside, which the caller should clear when done.
+// An armor of another type is an error.
+func decodeSecretPEM(data []byte) (SecretKeyFormat, []byte, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
 		if bytes.Contains(data, []byte("-----BEGIN")) {
-			return SecretKey{}, malformed("damaged PEM armor")
+			return "", nil, malformed("damaged PEM armor")
 		}
-		return SecretKey{}, malformed("no PEM armored secret key found")
+		return "", nil, malformed("no PEM armored secret key found")
 	}
-	defer clear(block.Bytes)
 	switch block.Type {
 	case pemC4GHPrivate, pemC4GHEncryptedPrivate:
-		return parseC4GHSecret(block.Bytes, passphrase)
+		return FormatCrypt4GH, block.Bytes, nil
 	case pemOpenSSH:
-		return parseOpenSSHSecret(block.Bytes, passphrase)
+		return FormatOpenSSH, block.Bytes, nil
 	case pemPKCS8:
-		return parsePKCS8Secret(block.Bytes)
-	case pemC4GHPublic, pemPKIX:
-		return SecretKey{}, fmt.Errorf("%w: %q holds a public key, not a secret key", ErrUnsupportedKey, block.Type)
+		return FormatPKCS8, block.Bytes, nil
 	}
-	return SecretKey{}, fmt.Errorf("%w: PEM type %q", ErrUnsupportedKey, block.Type)
+	clear(block.Bytes)
+	if block.Type == pemC4GHPublic || block.Type == pemPKIX {
+		return "", nil, fmt.Errorf("%w: %q holds a public key, not a secret key", ErrUnsupportedKey, block.Type)
+	}
+	return "", nil, fmt.Errorf("%w: PEM type %q", ErrUnsupportedKey, block.Type)
 }
 
 // parseSSHPublicLine reads the first line of an OpenSSH public key file
