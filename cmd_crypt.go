@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/urfave/cli/v2"
@@ -95,6 +96,9 @@ func encrypt(c *cli.Context) error {
 	var prog *progress
 	if rng == nil {
 		prog = newProgress(c, inputSize(inFile), "encrypting")
+		// Room for the body (-1 for an input of unknown size: none); the
+		// header, when out holds it, goes a few hundred bytes past it.
+		out.preallocate(body.EncryptedSize(inputSize(inFile)))
 	}
 	sums := newFileSums(c.Bool("checksum"))
 	prog.start()
@@ -175,6 +179,12 @@ func decrypt(c *cli.Context) error {
 		outputOptions{force: c.Bool("force"), binary: false, mode: 0o600, input: inFile})
 	if err != nil {
 		return err
+	}
+	if rng == nil && !f.Contents.HasEditList {
+		// The header has been read: what is left of the input is the body.
+		if n, err := body.PlaintextSize(inputSize(inFile)); err == nil {
+			out.preallocate(n)
+		}
 	}
 	prog.start()
 	_, err = f.Decrypt(sums.writer(out), rng, c.Int("jobs"))

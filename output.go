@@ -23,6 +23,19 @@ type output struct {
 	path string   // final path; "" for stdout
 	tmp  *os.File // the temporary file, until commit or abort
 	dev  *os.File // a device or named pipe written in place
+	// reserved: blocks may be reserved past what was written (preallocate),
+	// to be released by commit.
+	reserved bool
+}
+
+// preallocate reserves room for n bytes when the output is a new file and
+// n > 0, so that the writes cost less (see preallocate_linux.go). The size
+// of the file still grows only as it is written; commit releases whatever
+// was reserved and not written, if n was an overestimate.
+func (o *output) preallocate(n int64) {
+	if o.tmp != nil && n > 0 && preallocate(o.tmp, n) {
+		o.reserved = true
+	}
 }
 
 // outputOptions says how an output may be created.
@@ -105,7 +118,17 @@ func (o *output) commit() error {
 		return nil
 	}
 	name := o.tmp.Name()
-	err := o.tmp.Close()
+	var err error
+	if o.reserved {
+		// Truncating to the current size frees the blocks reserved past it.
+		var fi os.FileInfo
+		if fi, err = o.tmp.Stat(); err == nil {
+			err = o.tmp.Truncate(fi.Size())
+		}
+	}
+	if cerr := o.tmp.Close(); err == nil {
+		err = cerr
+	}
 	o.tmp = nil
 	if err == nil {
 		err = os.Rename(name, o.path)
