@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/urfave/cli/v2"
@@ -209,6 +210,14 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 	out, err := openOutput(it.out, c.App.Writer, outputOptions{force: c.Bool("force"), mode: mode, input: f})
 	if err != nil {
 		return "", err
+	}
+	// Reserve room for the output, as single-file mode does: the body's
+	// size when encrypting, and the input's size (an upper bound, which
+	// commit trims) when decrypting.
+	if size := inputSize(f); srcIsPlain {
+		out.preallocate(body.EncryptedSize(size))
+	} else {
+		out.preallocate(size)
 	}
 	sums := newFileSums(c.Bool("checksum"))
 	err = out.finish(sums.run(out, prog.reader(f), jobs, op))
