@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -400,13 +399,10 @@ func marshalRelocked(c *cli.Context, sk *keys.SecretKey, info keys.SecretKeyInfo
 func newKeyPassphrase(c *cli.Context) ([]byte, error) {
 	var pass []byte
 	if path := c.String("new-passphrase-file"); path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("failed to read new passphrase file: %w", err)
+		var err error
+		if pass, err = readPassphraseFile(c, path); err != nil {
+			return nil, err
 		}
-		line, _, _ := bytes.Cut(data, []byte("\n"))
-		pass = bytes.Clone(bytes.TrimSuffix(line, []byte("\r")))
-		clear(data)
 	} else if p := os.Getenv(newPassphraseEnv); p != "" {
 		warnf(c, "using the passphrase in %s; environment variables can be read by other processes", newPassphraseEnv)
 		pass = []byte(p)

@@ -76,6 +76,21 @@ func readSecretKey(c *cli.Context) (*keys.SecretKey, error) {
 	return &sk, nil
 }
 
+// readPassphraseFile returns the first line of the file at path, without
+// its line ending, and warns when others may read the file.
+func readPassphraseFile(c *cli.Context, path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read passphrase file: %w", err)
+	}
+	defer clear(data)
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+		warnf(c, "passphrase file %s is readable by others (mode %04o); run chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	return bytes.Clone(bytes.TrimSuffix(line, []byte("\r"))), nil
+}
+
 // readReaderKeys loads the secret key of --sk and, when --sender_pk is
 // given, the public key that every accepted packet must be written by.
 func readReaderKeys(c *cli.Context) (*keys.SecretKey, *keys.PublicKey, error) {
@@ -98,14 +113,7 @@ func readReaderKeys(c *cli.Context) (*keys.SecretKey, *keys.PublicKey, error) {
 // C4GH_PASSPHRASE or from the terminal, in that order.
 func passphrase(c *cli.Context, prompt string) ([]byte, error) {
 	if path := c.String("passphrase-file"); path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("failed to read passphrase file: %w", err)
-		}
-		line, _, _ := bytes.Cut(data, []byte("\n"))
-		pass := bytes.Clone(bytes.TrimSuffix(line, []byte("\r")))
-		clear(data)
-		return pass, nil
+		return readPassphraseFile(c, path)
 	}
 	if p := os.Getenv(passphraseEnv); p != "" {
 		warnf(c, "using the passphrase in %s; environment variables can be read by other processes", passphraseEnv)
