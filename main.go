@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
@@ -18,8 +19,13 @@ func main() {
 	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run runs the app and returns the process exit code.
+// run runs the app and returns the process exit code. Called as
+// crypt4gh-keygen (a link to the binary), it runs the keygen command, so
+// that scripts written for the reference tool's two programs keep working.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && filepath.Base(args[0]) == "crypt4gh-keygen" {
+		args = append([]string{"crypt4gh", "keygen"}, args[1:]...)
+	}
 	app := newApp(stdin, stdout, stderr)
 	// A bad flag of a command is a usage error too (exit 2), reported on
 	// stderr only: without this, urfave/cli prints the help to stdout.

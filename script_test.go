@@ -13,7 +13,8 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"crypt4gh": func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"crypt4gh":        func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"crypt4gh-keygen": func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 
