@@ -2,40 +2,15 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/c4gh-go/crypt4gh/internal/ptytest"
 )
-
-// openPTY returns the two ends of a new pseudo-terminal, or skips the test.
-func openPTY(t *testing.T) (master, tty *os.File) {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Skipf("ptsname: %v", err)
-	}
-	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("open pts: %v", err)
-	}
-	return master, tty
-}
 
 // shown collects what the terminal displays until tty is closed.
 func shown(master *os.File) <-chan string {
@@ -54,7 +29,7 @@ func TestProgressTerminal(t *testing.T) {
 	old := progressInterval
 	progressInterval = time.Millisecond
 	defer func() { progressInterval = old }()
-	master, tty := openPTY(t)
+	master, tty := ptytest.Open(t)
 	out := shown(master)
 
 	const total = 3 << 20
@@ -98,7 +73,7 @@ func TestRunProgressQuiet(t *testing.T) {
 	}
 	pub := filepath.Join(interopDir, "keys", "dave.pub.pem")
 	for _, quiet := range []bool{false, true} {
-		master, tty := openPTY(t)
+		master, tty := ptytest.Open(t)
 		out := shown(master)
 		args := []string{"crypt4gh", "encrypt", "--recipient_pk", pub, "-i", plain, "-o", plain + ".c4gh", "--force"}
 		if quiet {

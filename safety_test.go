@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/internal/ptytest"
+
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/keys"
-	"golang.org/x/sys/unix"
 )
 
 // The tests in this file run the built crypt4gh binary as a separate
@@ -545,7 +546,7 @@ func safetyOutputs(t *testing.T, e *safetyEnv) {
 	})
 
 	t.Run("terminal", func(t *testing.T) {
-		ptmx, pts := safetyPTY(t)
+		ptmx, pts := ptytest.Open(t)
 		go io.Copy(io.Discard, ptmx)
 		for _, tc := range []struct {
 			args []string
@@ -573,32 +574,6 @@ func safetyOutputs(t *testing.T, e *safetyEnv) {
 			wantLines(t, r, tc.code, "refusing to write binary data to a terminal", "crypt4gh: hint: use -o FILE, or -o -")
 		}
 	})
-}
-
-// safetyPTY opens a pseudo-terminal pair through /dev/ptmx.
-func safetyPTY(t *testing.T) (ptmx, pts *os.File) {
-	t.Helper()
-	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal to test the terminal refusal with: %v", err)
-	}
-	ptmx = os.NewFile(uintptr(fd), "/dev/ptmx")
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		ptmx.Close()
-		t.Skipf("cannot unlock the pseudo-terminal: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		ptmx.Close()
-		t.Skipf("cannot name the pseudo-terminal: %v", err)
-	}
-	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		ptmx.Close()
-		t.Skipf("cannot open the pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { pts.Close(); ptmx.Close() })
-	return ptmx, pts
 }
 
 // safetyMessages checks the hint lines of the common failures and that

@@ -2,39 +2,15 @@ package keys
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/ptytest"
 
 	"golang.org/x/sys/unix"
 )
-
-// openPTY returns the two ends of a new pseudo-terminal, or skips the test.
-func openPTY(t *testing.T) (master, tty *os.File) {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Skipf("ptsname: %v", err)
-	}
-	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("open pts: %v", err)
-	}
-	t.Cleanup(func() { tty.Close() })
-	return master, tty
-}
 
 // TestReadPassphrasePTY types on a pseudo-terminal and checks the prompts,
 // the confirmation and that the passphrase is not echoed.
@@ -50,7 +26,7 @@ func TestReadPassphrasePTY(t *testing.T) {
 		{"s3cret\nother\n", true, "", "do not match"},
 	}
 	for _, tc := range tests {
-		master, tty := openPTY(t)
+		master, tty := ptytest.Open(t)
 		// Collect what the terminal shows, so that the pty never fills up.
 		shown := make(chan string)
 		go func() {
