@@ -230,13 +230,11 @@ func decryptAll(t *testing.T, enc, want []byte, wantErr error, ks ...*[32]byte) 
 	_, err := r.WriteTo(&buf)
 	check("Reader.WriteTo", buf.Bytes(), err)
 	for _, jobs := range []int{1, 2, 4} {
-		for _, segs := range []int{1, 2, batchSegments} {
-			var buf bytes.Buffer
-			n, err := decrypt(&buf, bytes.NewReader(enc), keys(ks...), jobs, segs)
-			check(fmt.Sprintf("Decrypt, jobs %d, batch %d", jobs, segs), buf.Bytes(), err)
-			if n != int64(buf.Len()) {
-				t.Fatalf("Decrypt returned %d; wrote %d", n, buf.Len())
-			}
+		var buf bytes.Buffer
+		n, err := Decrypt(&buf, bytes.NewReader(enc), keys(ks...), jobs)
+		check(fmt.Sprintf("Decrypt, jobs %d", jobs), buf.Bytes(), err)
+		if n != int64(buf.Len()) {
+			t.Fatalf("Decrypt returned %d; wrote %d", n, buf.Len())
 		}
 	}
 	ra, err := NewReaderAt(bytes.NewReader(enc), int64(len(enc)), keys(ks...))
@@ -416,30 +414,25 @@ func TestEngine(t *testing.T) {
 		pt := plaintext(n)
 		seq := writeChunks(t, keyA, pt, 65537)
 		for _, jobs := range []int{0, 1, 2, 4} {
-			for _, segs := range []int{1, 3, batchSegments} {
-				if segs != batchSegments && n > 1<<20+1 {
-					continue
-				}
-				var enc bytes.Buffer
-				m, err := encrypt(&enc, bytes.NewReader(pt), keyA, jobs, segs)
-				if err != nil || m != int64(n) {
-					t.Fatalf("Encrypt(%d bytes, jobs %d, batch %d) = %d, %v", n, jobs, segs, m, err)
-				}
-				if int64(enc.Len()) != EncryptedSize(int64(n)) {
-					t.Fatalf("Encrypt(%d bytes) wrote %d bytes", n, enc.Len())
-				}
-				// The engine's output decrypts sequentially and by the
-				// reference.
-				r, _ := NewReader(&enc, keys(keyA))
-				if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, pt) {
-					t.Fatalf("Reader on Encrypt output (%d bytes, jobs %d, batch %d): %v", n, jobs, segs, err)
-				}
-				// The Writer's output decrypts in parallel, identically.
-				var out bytes.Buffer
-				m, err = decrypt(&out, bytes.NewReader(seq), keys(keyA), jobs, segs)
-				if err != nil || m != int64(n) || !bytes.Equal(out.Bytes(), pt) {
-					t.Fatalf("Decrypt(%d bytes, jobs %d, batch %d) = %d, %v", n, jobs, segs, m, err)
-				}
+			var enc bytes.Buffer
+			m, err := Encrypt(&enc, bytes.NewReader(pt), keyA, jobs)
+			if err != nil || m != int64(n) {
+				t.Fatalf("Encrypt(%d bytes, jobs %d) = %d, %v", n, jobs, m, err)
+			}
+			if int64(enc.Len()) != EncryptedSize(int64(n)) {
+				t.Fatalf("Encrypt(%d bytes) wrote %d bytes", n, enc.Len())
+			}
+			// The engine's output decrypts sequentially and by the
+			// reference.
+			r, _ := NewReader(&enc, keys(keyA))
+			if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, pt) {
+				t.Fatalf("Reader on Encrypt output (%d bytes, jobs %d): %v", n, jobs, err)
+			}
+			// The Writer's output decrypts in parallel, identically.
+			var out bytes.Buffer
+			m, err = Decrypt(&out, bytes.NewReader(seq), keys(keyA), jobs)
+			if err != nil || m != int64(n) || !bytes.Equal(out.Bytes(), pt) {
+				t.Fatalf("Decrypt(%d bytes, jobs %d) = %d, %v", n, jobs, m, err)
 			}
 		}
 	}
@@ -453,14 +446,12 @@ func TestEngineBadSegment(t *testing.T) {
 		bad := bytes.Clone(enc)
 		bad[k*EncryptedSegmentSize+100] ^= 1
 		for _, jobs := range []int{1, 2, 4} {
-			for _, segs := range []int{1, 4, batchSegments} {
-				var out bytes.Buffer
-				n, err := decrypt(&out, bytes.NewReader(bad), keys(keyA), jobs, segs)
-				wantSegmentError(t, err, int64(k), ErrAuth)
-				if n != int64(k)*SegmentSize || !bytes.Equal(out.Bytes(), pt[:k*SegmentSize]) {
-					t.Fatalf("segment %d bad, jobs %d, batch %d: wrote %d bytes, returned %d; want %d",
-						k, jobs, segs, out.Len(), n, k*SegmentSize)
-				}
+			var out bytes.Buffer
+			n, err := Decrypt(&out, bytes.NewReader(bad), keys(keyA), jobs)
+			wantSegmentError(t, err, int64(k), ErrAuth)
+			if n != int64(k)*SegmentSize || !bytes.Equal(out.Bytes(), pt[:k*SegmentSize]) {
+				t.Fatalf("segment %d bad, jobs %d: wrote %d bytes, returned %d; want %d",
+					k, jobs, out.Len(), n, k*SegmentSize)
 			}
 		}
 	}

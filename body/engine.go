@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/crypto/chacha20poly1305"
 )
 
 const (
@@ -59,7 +57,6 @@ type engine struct {
 	encrypt bool
 	aead    cipher.AEAD // encryption
 	keys    keyring     // decryption
-	segs    int         // segments per batch
 	inSeg   int         // stride of a segment in batch.in
 	outSeg  int         // stride of a segment in batch.out
 	ring    int         // number of batches
@@ -83,7 +80,11 @@ type engine struct {
 // like the one [Writer] produces (with different random nonces). Encrypt
 // returns the number of plaintext bytes read and encrypted to dst.
 func Encrypt(dst io.Writer, src io.Reader, key *[32]byte, jobs int) (int64, error) {
-	return encrypt(dst, src, key, jobs, batchSegments)
+	if key == nil {
+		return 0, errNoKey
+	}
+	e := &engine{encrypt: true, aead: newAEAD(key), inSeg: SegmentSize, outSeg: EncryptedSegmentSize}
+	return e.run(dst, src, jobs)
 }
 
 // Decrypt decrypts the body read from src with keys, the data keys of the
@@ -94,38 +95,28 @@ func Encrypt(dst io.Writer, src io.Reader, key *[32]byte, jobs int) (int64, erro
 // before that segment has been written to dst and nothing from it or after
 // it has. Decrypt returns the number of plaintext bytes written.
 func Decrypt(dst io.Writer, src io.Reader, keys [][32]byte, jobs int) (int64, error) {
-	return decrypt(dst, src, keys, jobs, batchSegments)
-}
-
-func encrypt(dst io.Writer, src io.Reader, key *[32]byte, jobs, segs int) (int64, error) {
-	if key == nil {
-		return 0, errNoKey
-	}
-	aead, err := chacha20poly1305.New(key[:])
-	if err != nil {
-		return 0, fmt.Errorf("body: %w", err)
-	}
-	e := &engine{encrypt: true, aead: aead, segs: segs, inSeg: SegmentSize, outSeg: EncryptedSegmentSize}
-	return e.run(dst, src, jobs)
-}
-
-func decrypt(dst io.Writer, src io.Reader, keys [][32]byte, jobs, segs int) (int64, error) {
 	k, err := newKeyring(keys)
 	if err != nil {
 		return 0, err
 	}
-	e := &engine{keys: k, segs: segs, inSeg: EncryptedSegmentSize, outSeg: SegmentSize}
+	e := &engine{keys: k, inSeg: EncryptedSegmentSize, outSeg: SegmentSize}
 	return e.run(dst, src, jobs)
 }
 
-func (e *engine) run(dst io.Writer, src io.Reader, jobs int) (int64, error) {
+// Jobs returns the number of workers that [Encrypt] and [Decrypt] use for
+// jobs: runtime.GOMAXPROCS(0) when jobs <= 0, and at most 256.
+func Jobs(jobs int) int {
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0)
 	}
-	jobs = min(jobs, maxJobs)
+	return min(jobs, maxJobs)
+}
+
+func (e *engine) run(dst io.Writer, src io.Reader, jobs int) (int64, error) {
+	jobs = Jobs(jobs)
 	// Enough batches for the workers to stay busy while one batch is read
 	// and one is written: the others hold at least two segments a worker.
-	e.ring = max(4, 2+(2*jobs+e.segs-1)/e.segs)
+	e.ring = max(4, 2+(2*jobs+batchSegments-1)/batchSegments)
 
 	b := e.newBatch()
 	e.fill(b, src, 0)
@@ -142,7 +133,7 @@ func (e *engine) run(dst io.Writer, src io.Reader, jobs int) (int64, error) {
 
 	e.free = make(chan *batch, e.ring)
 	e.queue = make(chan *batch, e.ring)
-	e.work = make(chan job, e.ring*e.segs)
+	e.work = make(chan job, e.ring*batchSegments)
 	e.abort = make(chan struct{})
 
 	var workers sync.WaitGroup
@@ -191,16 +182,11 @@ func (e *engine) run(dst io.Writer, src io.Reader, jobs int) (int64, error) {
 
 // newBatch adds a batch to the ring.
 func (e *engine) newBatch() *batch {
-	b := &batch{done: make(chan struct{}, 1)}
-	if e.segs == batchSegments {
-		b.slab = slabs.Get().(*slab)
-	} else {
-		b.slab = &slab{buf: make([]byte, e.segs*(SegmentSize+EncryptedSegmentSize))}
-	}
-	b.in = b.slab.buf[:e.segs*e.inSeg]
-	b.out = b.slab.buf[e.segs*e.inSeg:]
+	b := &batch{done: make(chan struct{}, 1), slab: slabs.Get().(*slab)}
+	b.in = b.slab.buf[:batchSegments*e.inSeg]
+	b.out = b.slab.buf[batchSegments*e.inSeg:]
 	if e.encrypt {
-		b.nonces = make([]byte, e.segs*NonceSize)
+		b.nonces = make([]byte, batchSegments*NonceSize)
 	}
 	e.all = append(e.all, b)
 	return b
@@ -208,9 +194,6 @@ func (e *engine) newBatch() *batch {
 
 // release returns the batch memory to the pool once no goroutine uses it.
 func (e *engine) release() {
-	if e.segs != batchSegments {
-		return
-	}
 	for _, b := range e.all {
 		slabs.Put(b.slab)
 		b.slab = nil
@@ -263,7 +246,7 @@ func (e *engine) fill(b *batch, src io.Reader, first int64) {
 		b.final = true
 	default:
 		b.final, b.count = true, 0
-		b.err = fmt.Errorf("body: failed to read: %w", err)
+		b.err = fmt.Errorf("failed to read: %w", err)
 		b.fail.Store(0)
 		return
 	}
@@ -275,13 +258,13 @@ func (e *engine) fill(b *batch, src io.Reader, first int64) {
 			b.outLen = (count-1)*EncryptedSegmentSize + lastLen + Overhead
 			if _, err := rand.Read(b.nonces[:count*NonceSize]); err != nil {
 				count, b.outLen, b.plain, b.final = 0, 0, 0, true
-				b.err = fmt.Errorf("body: failed to generate nonces: %w", err)
+				b.err = fmt.Errorf("failed to generate nonces: %w", err)
 			}
 		}
 	} else if count > 0 {
-		if lastLen < Overhead {
+		if err := checkLength(first+int64(count-1), lastLen); err != nil {
 			count--
-			b.err = &SegmentError{Index: first + int64(count), Err: ErrTruncated}
+			b.err = err
 			lastLen = EncryptedSegmentSize
 		}
 		if count > 0 {
@@ -330,12 +313,10 @@ func (e *engine) process(b *batch, i int, last *int) {
 	in := b.in[i*e.inSeg : min((i+1)*e.inSeg, b.n)]
 	out := b.out[i*e.outSeg : i*e.outSeg]
 	if e.encrypt {
-		nonce := out[:NonceSize]
-		copy(nonce, b.nonces[i*NonceSize:])
-		e.aead.Seal(out[NonceSize:NonceSize], nonce, in, nil)
+		seal(e.aead, out[:NonceSize], b.nonces[i*NonceSize:(i+1)*NonceSize], in)
 		return
 	}
-	if _, ok := e.keys.open(out, in, last); !ok {
+	if _, err := e.keys.open(out, in, b.first+int64(i), last); err != nil {
 		for f := b.fail.Load(); int32(i) < f; f = b.fail.Load() {
 			if b.fail.CompareAndSwap(f, int32(i)) {
 				break

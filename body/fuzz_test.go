@@ -40,7 +40,7 @@ func FuzzReader(f *testing.F) {
 		same("Reader", got, err)
 
 		var buf bytes.Buffer
-		_, err = decrypt(&buf, bytes.NewReader(data), keys(keyA), 2, 1)
+		_, err = Decrypt(&buf, bytes.NewReader(data), keys(keyA), 2)
 		same("Decrypt", buf.Bytes(), err)
 
 		ra, err := NewReaderAt(bytes.NewReader(data), int64(len(data)), keys(keyA))

@@ -88,20 +88,20 @@ func (r *Reader) Read(p []byte) (int, error) {
 		}
 		if len(p) >= len(seg)-Overhead {
 			// Decrypt straight into p: no copy.
-			out, ok := r.keys.open(p[:0], seg, &r.last)
-			if !ok {
-				r.fail(&SegmentError{Index: r.index - 1, Err: ErrAuth})
-				return 0, r.err
+			out, err := r.keys.open(p[:0], seg, r.index-1, &r.last)
+			if err != nil {
+				r.fail(err)
+				return 0, err
 			}
 			if len(out) == 0 {
 				continue // an empty segment
 			}
 			return len(out), nil
 		}
-		out, ok := r.keys.openScratch(r.scratch, seg, &r.last)
-		if !ok {
-			r.fail(&SegmentError{Index: r.index - 1, Err: ErrAuth})
-			return 0, r.err
+		out, err := r.keys.openScratch(r.scratch, seg, r.index-1, &r.last)
+		if err != nil {
+			r.fail(err)
+			return 0, err
 		}
 		n := copy(p, out)
 		r.plain = out[n:]
@@ -124,7 +124,7 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 			}
 			if err != nil {
 				r.plain = nil
-				r.fail(fmt.Errorf("body: failed to write: %w", err))
+				r.fail(fmt.Errorf("failed to write plaintext: %w", err))
 				return total, r.err
 			}
 		}
@@ -139,9 +139,9 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 			r.fail(err)
 			continue
 		}
-		out, ok := r.keys.openScratch(r.scratch, seg, &r.last)
-		if !ok {
-			r.fail(&SegmentError{Index: r.index - 1, Err: ErrAuth})
+		out, err := r.keys.openScratch(r.scratch, seg, r.index-1, &r.last)
+		if err != nil {
+			r.fail(err)
 			continue
 		}
 		r.plain = out
@@ -161,11 +161,11 @@ func (r *Reader) next() ([]byte, error) {
 		return nil, io.EOF
 	case io.ErrUnexpectedEOF:
 		r.final = true
-		if n < Overhead {
-			return nil, &SegmentError{Index: r.index, Err: ErrTruncated}
+		if err := checkLength(r.index, n); err != nil {
+			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("body: failed to read segment %d: %w", r.index, err)
+		return nil, fmt.Errorf("failed to read segment %d: %w", r.index, err)
 	}
 	r.index++
 	return r.buf[:n], nil

@@ -1,11 +1,12 @@
 package body
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // ReaderAt gives random access to the plaintext of a Crypt4GH body stored
@@ -62,7 +63,7 @@ func NewReaderAt(src io.ReaderAt, size int64, keys [][32]byte) (*ReaderAt, error
 			if err == nil || err == io.EOF {
 				return nil, &SegmentError{Index: index, Err: ErrTruncated}
 			}
-			return nil, fmt.Errorf("body: failed to read segment %d: %w", index, err)
+			return nil, fmt.Errorf("failed to read segment %d: %w", index, err)
 		}
 		if _, err := r.open(nil, seg[:], index); err != nil {
 			return nil, err
@@ -79,7 +80,7 @@ func (r *ReaderAt) Size() int64 { return r.plain }
 // error says why, io.EOF at the end of the plaintext.
 func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
-		return 0, errors.New("body: negative offset")
+		return 0, errkind.New(errkind.Usage, "negative offset")
 	}
 	if off >= r.plain {
 		return 0, io.EOF
@@ -102,7 +103,7 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 				if err == nil || err == io.EOF {
 					return total, &SegmentError{Index: index, Err: ErrTruncated}
 				}
-				return total, fmt.Errorf("body: failed to read segment %d: %w", index, err)
+				return total, fmt.Errorf("failed to read segment %d: %w", index, err)
 			}
 			if skip == 0 && len(p) >= plainLen {
 				// The whole segment is wanted: decrypt straight into p.
@@ -138,9 +139,9 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 func (r *ReaderAt) open(dst, seg []byte, index int64) ([]byte, error) {
 	last := int(r.last.Load())
 	prev := last
-	out, ok := r.keys.open(dst, seg, &last)
-	if !ok {
-		return nil, &SegmentError{Index: index, Err: ErrAuth}
+	out, err := r.keys.open(dst, seg, index, &last)
+	if err != nil {
+		return nil, err
 	}
 	if last != prev {
 		r.last.Store(int32(last))

@@ -3,19 +3,18 @@ package body
 import (
 	"crypto/cipher"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
 
-	"golang.org/x/crypto/chacha20poly1305"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // nonceBatch is how many segment nonces a Writer draws from crypto/rand at
 // once, to avoid one system call per segment.
 const nonceBatch = 128
 
-var errWriterClosed = errors.New("body: write to a closed writer")
+var errWriterClosed = errkind.New(errkind.Usage, "write to a closed writer")
 
 // Writer encrypts a stream into a Crypt4GH body. Create it with
 // [NewWriter]; the caller must call [Writer.Close] to write the last,
@@ -56,12 +55,8 @@ func NewWriter(dst io.Writer, key *[32]byte) (*Writer, error) {
 	if key == nil {
 		return nil, errNoKey
 	}
-	aead, err := chacha20poly1305.New(key[:])
-	if err != nil {
-		return nil, fmt.Errorf("body: %w", err)
-	}
 	mem := writeBuffers.Get().(*writeBuffer)
-	return &Writer{dst: dst, aead: aead, mem: mem, buf: mem.seg[:]}, nil
+	return &Writer{dst: dst, aead: newAEAD(key), mem: mem, buf: mem.seg[:]}, nil
 }
 
 // Write encrypts p. It buffers up to one segment of plaintext and writes
@@ -162,16 +157,14 @@ func (w *Writer) seal(plaintext []byte) error {
 	m := w.mem
 	if m.next == len(m.nonces) {
 		if _, err := rand.Read(m.nonces[:]); err != nil {
-			err = fmt.Errorf("body: failed to generate nonces: %w", err)
+			err = fmt.Errorf("failed to generate nonces: %w", err)
 			w.fail(err)
 			return err
 		}
 		m.next = 0
 	}
-	nonce := w.buf[:NonceSize]
-	copy(nonce, m.nonces[m.next:m.next+NonceSize])
+	seg := seal(w.aead, w.buf, m.nonces[m.next:m.next+NonceSize], plaintext)
 	m.next += NonceSize
-	seg := w.aead.Seal(w.buf[:NonceSize], nonce, plaintext, nil)
 	if err := writeAll(w.dst, seg); err != nil {
 		w.fail(err)
 		return err
@@ -186,7 +179,7 @@ func writeAll(dst io.Writer, p []byte) error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		return fmt.Errorf("body: failed to write: %w", err)
+		return fmt.Errorf("failed to write: %w", err)
 	}
 	return nil
 }

@@ -113,7 +113,6 @@ func FuzzDecrypt(f *testing.F) {
 		f.Fatalf("only %d interop seeds", seeded)
 	}
 
-	onDisk := filepath.Join(f.TempDir(), "in.c4gh")
 	f.Fuzz(func(t *testing.T, data []byte, which uint8, rs string) {
 		sk := &readers[int(which)%len(readers)]
 		var rng *edit.Range
@@ -125,56 +124,80 @@ func FuzzDecrypt(f *testing.F) {
 			rng = &r
 		}
 
-		file, err := Open(bytes.NewReader(data), sk, nil)
+		r, err := NewReader(bytes.NewReader(data), sk, &DecryptOptions{Jobs: 1})
 		if err != nil {
 			for _, s := range headerErrors {
 				if errors.Is(err, s) {
 					return
 				}
 			}
-			t.Fatalf("Open: %v wraps no header sentinel", err)
+			t.Fatalf("NewReader: %v wraps no header sentinel", err)
 		}
-		defer file.Close()
-		kept := file.Selection(rng)
-		bodyStart := file.Header.Size()
+		defer r.Close()
+		list, hasList := r.EditList()
+		fileKept := []edit.Interval{{Start: 0, End: edit.Unbounded}}
+		if hasList {
+			fileKept = edit.List(list).Intervals()
+		}
+		kept := fileKept
+		if rng != nil {
+			kept = edit.Map(fileKept, rng.Start, rng.End)
+		}
+		bodyStart := r.HeaderSize()
 
 		// Reference: the body opened segment by segment, then cut.
-		br, err := body.NewReader(bytes.NewReader(data[bodyStart:]), file.Contents.DataKeys)
+		br, err := body.NewReader(bytes.NewReader(data[bodyStart:]), r.contents.DataKeys)
 		if err != nil {
 			t.Fatal(err)
 		}
 		plain, refErr := io.ReadAll(br)
 		want := cut(plain, kept)
-		lastBounded := len(kept) > 0 && kept[len(kept)-1].End != edit.Unbounded
+		// The selection is complete before the body ends: nothing after
+		// it needs to be read.
+		complete := len(kept) > 0 && kept[len(kept)-1].End <= int64(len(plain))
+		missing := hasList && edit.List(list).Extent() > int64(len(plain))
 
+		if rng != nil {
+			if err := r.Select(*rng); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var out bytes.Buffer
-		_, err = file.Decrypt(&out, rng, 1)
-		checkDecrypt(t, "stream", out.Bytes(), err, want, refErr, lastBounded, rng)
+		_, err = io.Copy(&out, r)
+		checkDecrypt(t, "stream", out.Bytes(), err, want, refErr, complete, missing, rng)
 
-		if rng == nil {
+		// Random access over the same bytes: the whole plaintext the file
+		// stands for, read at every offset where a segment starts.
+		ra, err := NewReaderAt(bytes.NewReader(data), int64(len(data)), sk, nil)
+		if err != nil {
+			if refErr == nil {
+				t.Fatalf("NewReaderAt: %v, but the body decrypts", err)
+			}
+			checkErr(t, "random access", err, nil)
 			return
 		}
-		if err := os.WriteFile(onDisk, data, 0o600); err != nil {
-			t.Fatal(err)
+		defer ra.Close()
+		whole := cut(plain, fileKept)
+		if refErr == nil && ra.Size() != int64(len(whole)) {
+			t.Fatalf("random access: Size %d, want %d", ra.Size(), len(whole))
 		}
-		fd, err := os.Open(onDisk)
-		if err != nil {
-			t.Fatal(err)
+		got := make([]byte, ra.Size())
+		n, err := ra.ReadAt(got, 0)
+		switch {
+		case refErr != nil:
+			// The edit list may skip the segment that fails.
+			if err != nil {
+				checkErr(t, "random access", err, nil)
+			}
+		case err != nil:
+			t.Fatalf("random access: %v", err)
+		case !bytes.Equal(got[:n], whole):
+			t.Fatalf("random access: %d bytes differ from the reference", n)
 		}
-		defer fd.Close()
-		file2, err := Open(fd, sk, nil)
-		if err != nil {
-			t.Fatalf("Open of the same bytes on disk: %v", err)
-		}
-		defer file2.Close()
-		out.Reset()
-		_, err = file2.Decrypt(&out, rng, 1)
-		if refErr == nil || err == nil && lastBounded && int64(len(plain)) >= kept[len(kept)-1].End {
-			// The random-access path reads only the segments the range
-			// needs; it must agree wherever the reference is complete.
-			checkDecrypt(t, "random access", out.Bytes(), err, want, refErr, lastBounded, rng)
-		} else if err != nil {
-			checkErr(t, "random access", err, rng)
+		if refErr == nil {
+			if _, err := ra.ReadAt(make([]byte, 1), ra.Size()); missing != errors.Is(err, ErrMissingData) || !missing && err != io.EOF {
+				t.Fatalf("random access past the end: %v (edit list reaches past the body: %v)", err, missing)
+			}
 		}
 	})
 }
@@ -197,28 +220,36 @@ func checkErr(t *testing.T, what string, err error, rng *edit.Range) {
 	switch {
 	case errors.As(err, &se) && (errors.Is(err, body.ErrAuth) || errors.Is(err, body.ErrTruncated)):
 	case errors.Is(err, edit.ErrBeyondEnd) && rng != nil && rng.Start > 0:
+	case errors.Is(err, ErrMissingData):
 	default:
 		t.Fatalf("%s: unexpected error %v", what, err)
 	}
 }
 
-// checkDecrypt compares the output of File.Decrypt with the reference: the
+// checkDecrypt compares the output of a Reader with the reference: the
 // cut of the plaintext that a segment-by-segment decryption gave before
-// its first failure (refErr).
-func checkDecrypt(t *testing.T, what string, got []byte, err error, want []byte, refErr error, lastBounded bool, rng *edit.Range) {
+// its first failure (refErr). complete says that the selection ends before
+// the body does, and missing that the edit list reaches past the body.
+func checkDecrypt(t *testing.T, what string, got []byte, err error, want []byte, refErr error, complete, missing bool, rng *edit.Range) {
 	t.Helper()
 	if err != nil {
 		checkErr(t, what, err, rng)
 		if errors.Is(err, edit.ErrBeyondEnd) && len(want) != 0 {
 			t.Fatalf("%s: %v, but the reference selects %d bytes", what, err, len(want))
 		}
-		if refErr == nil && !errors.Is(err, edit.ErrBeyondEnd) {
+		if errors.Is(err, ErrMissingData) && (!missing || complete) {
+			t.Fatalf("%s: %v, but the edit list fits (%v) or the selection is complete (%v)", what, err, !missing, complete)
+		}
+		if refErr == nil && !errors.Is(err, edit.ErrBeyondEnd) && !errors.Is(err, ErrMissingData) {
 			t.Fatalf("%s: %v, but the reference decrypts the body", what, err)
 		}
 		return
 	}
-	if refErr != nil && !lastBounded {
+	if refErr != nil && !complete {
 		t.Fatalf("%s: no error, but the body fails (%v) inside a selection that runs to its end", what, refErr)
+	}
+	if refErr == nil && missing && !complete {
+		t.Fatalf("%s: no error, but the edit list reaches past the body", what)
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s: %d bytes, want %d (reference error %v)", what, len(got), len(want), refErr)

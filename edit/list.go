@@ -2,10 +2,11 @@ package edit
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // Unbounded is the End of an interval that runs to the end of its stream.
@@ -18,9 +19,9 @@ const MaxEntries = 1 << 20
 var (
 	// ErrTooLong is returned for an edit list of more than MaxEntries
 	// lengths, or a selection that would need one.
-	ErrTooLong = errors.New("edit: edit list too long")
+	ErrTooLong = errkind.New(errkind.Data, "edit list too long")
 	// ErrEmpty is returned when a selection keeps no bytes at all.
-	ErrEmpty = errors.New("edit: empty selection")
+	ErrEmpty = errkind.New(errkind.Usage, "empty selection")
 )
 
 // Interval is the byte interval [Start, End) of a stream. End == Unbounded
@@ -53,6 +54,21 @@ func (l List) Check() error {
 		return fmt.Errorf("%w: %d lengths, at most %d", ErrTooLong, len(l), MaxEntries)
 	}
 	return nil
+}
+
+// Extent returns the number of plaintext bytes that the list reaches
+// over: the sum of its lengths, or Unbounded when that exceeds the largest
+// int64. A body whose plaintext is shorter than Extent is missing data
+// that the list refers to: whole segments were cut off its end, or the
+// list is wrong.
+func (l List) Extent() int64 {
+	var pos int64
+	for _, n := range l {
+		if pos = addClip(pos, n); pos == Unbounded {
+			break
+		}
+	}
+	return pos
 }
 
 // Intervals returns the intervals of the underlying plaintext that the list

@@ -1,13 +1,14 @@
 package edit
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // ErrOutOfRange is returned by PlanSegments for a bounded interval that
 // starts at or beyond the end of the plaintext.
-var ErrOutOfRange = errors.New("edit: interval starts beyond the end of the plaintext")
+var ErrOutOfRange = errkind.New(errkind.Usage, "interval starts beyond the end of the plaintext")
 
 // Plan says how to cut a selection out of a stored body: keep the stored
 // segments Segments (indices, increasing, unique) and give the new file the

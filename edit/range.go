@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // ErrInvalidRange is wrapped by the errors of ParseRange and Normalize.
-var ErrInvalidRange = errors.New("invalid range")
+var ErrInvalidRange = errkind.New(errkind.Usage, "invalid range")
 
 // ErrBeyondEnd is returned by the users of this package when a range starts
 // at or after the end of the data it selects from.
-var ErrBeyondEnd = errors.New("range starts beyond the end of the data")
+var ErrBeyondEnd = errkind.New(errkind.Usage, "range starts beyond the end of the data")
 
 // Range is a byte range [Start, End) of the stream a file stands for (after
 // its edit list), as given on the command line. End == Unbounded means to
@@ -89,7 +91,7 @@ func Normalize(rs []Range) ([]Interval, error) {
 		return nil, fmt.Errorf("%w: no ranges", ErrEmpty)
 	}
 	if len(rs) > MaxEntries/2 {
-		return nil, fmt.Errorf("%w: %d ranges, at most %d", ErrTooLong, len(rs), MaxEntries/2)
+		return nil, errkind.Errorf(errkind.Usage, "%w: %d ranges, at most %d", ErrTooLong, len(rs), MaxEntries/2)
 	}
 	iv := make([]Interval, len(rs))
 	for i, r := range rs {

@@ -3,11 +3,13 @@ package edit
 import (
 	"errors"
 	"io"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // ErrDone is returned by the Writer of NewWriter once every byte it can
 // select has been written: the caller can stop producing input.
-var ErrDone = errors.New("edit: all selected bytes written")
+var ErrDone = errkind.New(errkind.Other, "all selected bytes written")
 
 type reader struct {
 	r    io.Reader
@@ -65,7 +67,7 @@ func (r *reader) Read(p []byte) (int, error) {
 	p = p[:min(int64(len(p)), iv.End-r.pos)]
 	n, err := r.r.Read(p)
 	if n < 0 || n > len(p) {
-		r.err = errors.New("edit: invalid count from source reader")
+		r.err = errors.New("invalid count from source reader")
 		return 0, r.err
 	}
 	r.pos += int64(n)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -25,6 +26,10 @@ type Contents struct {
 	// Opened holds the indices into Header.Packets of the packets that the
 	// key opened, in increasing order.
 	Opened []int
+	// Types holds the packet type ([PacketTypeDataKey],
+	// [PacketTypeEditList] or another number) of each opened packet, in
+	// the order of Opened.
+	Types []uint32
 	// Payloads holds the plaintext payload of each opened packet, in the
 	// order of Opened, padding included.
 	Payloads [][]byte
@@ -67,7 +72,7 @@ type sharedKey struct {
 // try come from more than [MaxWriterKeys] different writer keys.
 func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Contents, error) {
 	if reader == nil {
-		return nil, errors.New("failed to decrypt header: no reader key")
+		return nil, errkind.New(errkind.Usage, "failed to decrypt header: no reader key")
 	}
 	shared := make(map[keys.PublicKey]*sharedKey)
 	defer func() {
@@ -134,6 +139,7 @@ func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Conte
 		if err != nil {
 			return fail(fmt.Errorf("header packet %d of %d: %w", i+1, total, err))
 		}
+		c.Types = append(c.Types, pl.typ)
 		switch pl.typ {
 		case PacketTypeDataKey:
 			if dataMethodAt < 0 {
@@ -213,19 +219,34 @@ func countOf(n, total int) string {
 // writer is the writer's secret key, whose public key every packet records
 // (readers may check it as the sender). When writer is nil, New uses a fresh
 // key pair that it discards afterwards, as the reference tool does without
-// --sk.
+// --sk. An edit list of more than [edit.MaxEntries] lengths is an error.
 func New(writer *keys.SecretKey, recipients []keys.PublicKey, dataKey *[32]byte, editList []uint64, rand io.Reader) (*Header, error) {
-	if len(recipients) == 0 {
-		return nil, errors.New("failed to create header: no recipients")
-	}
 	if dataKey == nil {
 		return nil, errors.New("failed to create header: no data key")
 	}
-	if len(editList) > maxEditList {
-		return nil, fmt.Errorf("failed to create header: edit list of %d lengths exceeds the limit of %d",
-			len(editList), maxEditList)
+	payloads := [][]byte{DataKeyPayload(dataKey)}
+	defer clear(payloads[0])
+	if editList != nil {
+		el, err := EditListPayload(editList)
+		if err != nil {
+			return nil, fmt.Errorf("failed to create header: %w", err)
+		}
+		payloads = append(payloads, el)
 	}
-	var unique []keys.PublicKey
+	return Seal(writer, recipients, payloads, rand)
+}
+
+// Seal builds a header that gives every payload to every recipient, in
+// that order: for each recipient, one packet per payload. A recipient
+// listed twice gets its packets once. Nonces are read from rand
+// (crypto/rand when nil). When writer is nil, a fresh key pair is used and
+// discarded, as for [New]. A header of more than [MaxPackets] packets is
+// refused with [ErrTooManyPackets].
+func Seal(writer *keys.SecretKey, recipients []keys.PublicKey, payloads [][]byte, rand io.Reader) (*Header, error) {
+	if len(recipients) == 0 {
+		return nil, errkind.New(errkind.Usage, "failed to create header: no recipients")
+	}
+	unique := make([]keys.PublicKey, 0, len(recipients))
 	seen := make(map[keys.PublicKey]bool, len(recipients))
 	for _, pk := range recipients {
 		if !seen[pk] {
@@ -233,13 +254,9 @@ func New(writer *keys.SecretKey, recipients []keys.PublicKey, dataKey *[32]byte,
 			unique = append(unique, pk)
 		}
 	}
-	perRecipient := 1
-	if editList != nil {
-		perRecipient = 2
-	}
-	if len(unique)*perRecipient > MaxPackets {
-		return nil, fmt.Errorf("failed to create header: %d recipients need more than %d packets",
-			len(unique), MaxPackets)
+	if n := len(unique) * len(payloads); n > MaxPackets {
+		return nil, fmt.Errorf("%w: %d recipients of %d packets each need %d packets (limit %d)",
+			ErrTooManyPackets, len(unique), len(payloads), n, MaxPackets)
 	}
 	if writer == nil {
 		sk, err := keys.Generate(rand)
@@ -249,24 +266,12 @@ func New(writer *keys.SecretKey, recipients []keys.PublicKey, dataKey *[32]byte,
 		defer sk.Zero()
 		writer = &sk
 	}
-
-	dk := DataKeyPayload(dataKey)
-	defer clear(dk)
-	var el []byte
-	if editList != nil {
-		el = EditListPayload(editList)
-	}
-	h := &Header{Packets: make([]Packet, 0, len(unique)*perRecipient)}
+	h := &Header{Packets: make([]Packet, 0, len(unique)*len(payloads))}
 	for _, pk := range unique {
-		p, err := SealPacket(writer, pk, dk, rand)
-		if err != nil {
-			return nil, fmt.Errorf("failed to create header: %w", err)
-		}
-		h.Packets = append(h.Packets, p)
-		if el != nil {
-			p, err := SealPacket(writer, pk, el, rand)
+		for _, pl := range payloads {
+			p, err := SealPacket(writer, pk, pl, rand)
 			if err != nil {
-				return nil, fmt.Errorf("failed to create header: %w", err)
+				return nil, err
 			}
 			h.Packets = append(h.Packets, p)
 		}

@@ -1,53 +1,53 @@
 package header
 
-import "errors"
+import "github.com/c4gh-go/crypt4gh/internal/errkind"
 
 var (
 	// ErrEmptyInput is returned by [Parse] when the input holds no bytes at all.
-	ErrEmptyInput = errors.New("empty input")
+	ErrEmptyInput = errkind.New(errkind.Data, "empty input")
 
 	// ErrNotCrypt4GH is returned by [Parse] when the input does not start
 	// with the magic "crypt4gh".
-	ErrNotCrypt4GH = errors.New("not a crypt4gh file")
+	ErrNotCrypt4GH = errkind.New(errkind.Data, "not a crypt4gh file")
 
 	// ErrUnsupportedVersion is returned by [Parse] when the version field is
 	// not [Version].
-	ErrUnsupportedVersion = errors.New("unsupported crypt4gh version")
+	ErrUnsupportedVersion = errkind.New(errkind.Data, "unsupported crypt4gh version")
 
 	// ErrTruncated is returned by [Parse] when the input ends inside the
 	// header: in the magic, the version, the packet count, or a packet
 	// (including a packet count larger than the packets present).
-	ErrTruncated = errors.New("header truncated")
+	ErrTruncated = errkind.New(errkind.Data, "header truncated")
 
 	// ErrTooManyPackets is returned by [Parse] when the packet count exceeds
 	// [MaxPackets], and by [Header.Decrypt] when the packets come from more
 	// than [MaxWriterKeys] different writer keys.
-	ErrTooManyPackets = errors.New("too many header packets")
+	ErrTooManyPackets = errkind.New(errkind.Data, "too many header packets")
 
 	// ErrInvalidPacket is returned when a header packet is malformed: a
 	// length below the fixed part of the packet or above [MaxPacketLength],
 	// or (by [Header.Decrypt]) an authenticated payload that is too short for
 	// its packet type.
-	ErrInvalidPacket = errors.New("invalid header packet")
+	ErrInvalidPacket = errkind.New(errkind.Data, "invalid header packet")
 
 	// ErrPacketAuth is returned by [Packet.Open] when the packet cannot be
 	// opened with the given key: it does not authenticate (it belongs to
 	// another reader or was altered) or its encryption method is unknown.
-	ErrPacketAuth = errors.New("header packet cannot be opened with this key")
+	ErrPacketAuth = errkind.New(errkind.Key, "header packet cannot be opened with this key")
 
 	// ErrNoDecryptablePacket is returned by [Header.Decrypt] when no packet
 	// opens with the reader's key (from the required sender, if any).
-	ErrNoDecryptablePacket = errors.New("no header packet can be decrypted with this key")
+	ErrNoDecryptablePacket = errkind.New(errkind.Key, "no header packet can be decrypted with this key")
 
 	// ErrNoDataKey is returned by [Header.Decrypt] when packets opened but
 	// none holds a usable data key.
-	ErrNoDataKey = errors.New("no data key for this reader")
+	ErrNoDataKey = errkind.New(errkind.Key, "no data key for this reader")
 
 	// ErrMultipleEditLists is returned by [Header.Decrypt] when more than one
 	// edit-list packet opens with the reader's key.
-	ErrMultipleEditLists = errors.New("more than one edit list for this reader")
+	ErrMultipleEditLists = errkind.New(errkind.Data, "more than one edit list for this reader")
 
 	// ErrMixedDataMethods is returned by [Header.Decrypt] when the data keys
 	// of one reader are for different data encryption methods.
-	ErrMixedDataMethods = errors.New("data keys use different data encryption methods")
+	ErrMixedDataMethods = errkind.New(errkind.Data, "data keys use different data encryption methods")
 )

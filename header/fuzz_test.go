@@ -47,11 +47,11 @@ func FuzzParse(f *testing.F) {
 // fuzzed payloads for a reader and decrypts the header.
 func FuzzDecryptPayload(f *testing.F) {
 	key := [32]byte{1, 2, 3}
-	f.Add(DataKeyPayload(&key), EditListPayload([]uint64{1, 2, 3}))
+	f.Add(DataKeyPayload(&key), mustEditList([]uint64{1, 2, 3}))
 	f.Add(append(DataKeyPayload(&key), 9, 9, 9), []byte{})
 	f.Add(rawPayload(PacketTypeEditList, uint32(0xFFFFFFFF), uint64(7)), DataKeyPayload(&key))
 	f.Add(rawPayload(PacketTypeDataKey, uint32(1), key[:]), DataKeyPayload(&key))
-	f.Add(EditListPayload(nil), EditListPayload([]uint64{4}))
+	f.Add(mustEditList(nil), mustEditList([]uint64{4}))
 	f.Add([]byte{0, 0}, rawPayload(uint32(5)))
 
 	ks := genKeys(f, 11, 2)
@@ -78,7 +78,7 @@ func FuzzDecryptPayload(f *testing.F) {
 					t.Fatal("DataKeyPayload does not give the bytes back")
 				}
 			case PacketTypeEditList:
-				if pl.editList == nil || !bytes.Equal(EditListPayload(pl.editList), in[:8+8*len(pl.editList)]) {
+				if pl.editList == nil || !bytes.Equal(mustEditList(pl.editList), in[:8+8*len(pl.editList)]) {
 					t.Fatal("EditListPayload does not give the bytes back")
 				}
 			}

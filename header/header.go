@@ -97,8 +97,9 @@ type Header struct {
 	Packets []Packet
 }
 
-// size returns the length of the packet on the wire, length field included.
-func (p *Packet) size() int64 {
+// Size returns the length of the packet on the wire, its length field
+// included.
+func (p *Packet) Size() int64 {
 	if p.Method == MethodX25519ChaCha20Poly1305 {
 		return int64(method0Overhead) + int64(len(p.Ciphertext))
 	}
@@ -110,7 +111,7 @@ func (p *Packet) size() int64 {
 func (h *Header) Size() int64 {
 	n := int64(preambleSize)
 	for i := range h.Packets {
-		n += h.Packets[i].size()
+		n += h.Packets[i].Size()
 	}
 	return n
 }
@@ -128,7 +129,7 @@ func (h *Header) Marshal() []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(h.Packets)))
 	for i := range h.Packets {
 		p := &h.Packets[i]
-		b = binary.LittleEndian.AppendUint32(b, uint32(p.size()))
+		b = binary.LittleEndian.AppendUint32(b, uint32(p.Size()))
 		b = binary.LittleEndian.AppendUint32(b, p.Method)
 		if p.Method == MethodX25519ChaCha20Poly1305 {
 			b = append(b, p.WriterPublicKey[:]...)
@@ -141,13 +142,15 @@ func (h *Header) Marshal() []byte {
 	return b
 }
 
-// WriteTo writes the marshaled header to w. It implements [io.WriterTo].
+// WriteTo writes the marshaled header to w. It implements [io.WriterTo];
+// errors of w are returned as they are.
 func (h *Header) WriteTo(w io.Writer) (int64, error) {
-	n, err := w.Write(h.Marshal())
-	if err != nil {
-		return int64(n), fmt.Errorf("failed to write header: %w", err)
+	b := h.Marshal()
+	n, err := w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
 	}
-	return int64(n), nil
+	return int64(n), err
 }
 
 var _ io.WriterTo = (*Header)(nil)

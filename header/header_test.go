@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -166,7 +167,7 @@ func TestNewEphemeralWriterAndErrors(t *testing.T) {
 	if _, err := New(&ks[0], []keys.PublicKey{pk}, nil, nil, nil); err == nil {
 		t.Error("New without a data key succeeded")
 	}
-	if _, err := New(&ks[0], []keys.PublicKey{pk}, &dataKey, make([]uint64, maxEditList+1), nil); err == nil {
+	if _, err := New(&ks[0], []keys.PublicKey{pk}, &dataKey, make([]uint64, edit.MaxEntries+1), nil); err == nil {
 		t.Error("New with an oversized edit list succeeded")
 	}
 	if _, err := New(&ks[0], []keys.PublicKey{{}}, &dataKey, nil, nil); !errors.Is(err, keys.ErrLowOrderPoint) {
@@ -228,7 +229,7 @@ func TestDecryptPayloads(t *testing.T) {
 		opened   []int
 	}{
 		{name: "padding tolerated",
-			h:    sealed(t, writer, rpk, append(DataKeyPayload(&k1), pad...), append(EditListPayload([]uint64{5, 6}), pad...)),
+			h:    sealed(t, writer, rpk, append(DataKeyPayload(&k1), pad...), append(mustEditList([]uint64{5, 6}), pad...)),
 			keys: [][32]byte{k1}, editList: []uint64{5, 6}, opened: []int{0, 1}},
 		{name: "keys in header order, duplicates removed",
 			h:    sealed(t, writer, rpk, DataKeyPayload(&k2), DataKeyPayload(&k1), DataKeyPayload(&k2)),
@@ -241,13 +242,13 @@ func TestDecryptPayloads(t *testing.T) {
 				sealed(t, writer, rpk, DataKeyPayload(&k1)).Packets[0], unknownMethod}},
 			keys: [][32]byte{k1}, opened: []int{2}},
 		{name: "empty edit list",
-			h:    sealed(t, writer, rpk, EditListPayload([]uint64{}), DataKeyPayload(&k1)),
+			h:    sealed(t, writer, rpk, mustEditList([]uint64{}), DataKeyPayload(&k1)),
 			keys: [][32]byte{k1}, editList: []uint64{}, opened: []int{0, 1}},
 		{name: "two edit lists",
-			h:   sealed(t, writer, rpk, DataKeyPayload(&k1), EditListPayload([]uint64{1}), EditListPayload([]uint64{1})),
+			h:   sealed(t, writer, rpk, DataKeyPayload(&k1), mustEditList([]uint64{1}), mustEditList([]uint64{1})),
 			err: ErrMultipleEditLists},
 		{name: "edit list only",
-			h:   sealed(t, writer, rpk, EditListPayload([]uint64{1})),
+			h:   sealed(t, writer, rpk, mustEditList([]uint64{1})),
 			err: ErrNoDataKey},
 		{name: "mixed data methods",
 			h:   sealed(t, writer, rpk, DataKeyPayload(&k1), rawPayload(PacketTypeDataKey, uint32(1), k2[:])),
@@ -464,4 +465,14 @@ func TestNoneOpensMessage(t *testing.T) {
 			t.Errorf("noneOpens(%d, %d, %d) = %q, want it to contain %q", tc.total, tc.other, tc.unknown, got, tc.want)
 		}
 	}
+}
+
+// mustEditList is EditListPayload for lists that the tests know to be
+// short enough.
+func mustEditList(list []uint64) []byte {
+	b, err := EditListPayload(list)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

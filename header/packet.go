@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"golang.org/x/crypto/chacha20poly1305"
 
+	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -103,18 +103,13 @@ func DataKeyPayload(key *[32]byte) []byte {
 	return append(b, key[:]...)
 }
 
-// maxEditList is the longest edit list whose packet fits in MaxPacketLength.
-const maxEditList = (maxPayload - 8) / 8
-
 // EditListPayload returns the payload of an edit-list packet
-// ([PacketTypeEditList]): the number of lengths and the lengths.
-//
-// The packet must fit in [MaxPacketLength], so the list may hold at most
-// about two million lengths; [New] checks this. EditListPayload panics on a
-// list longer than 2^32-1 lengths, which the format cannot express.
-func EditListPayload(list []uint64) []byte {
-	if uint64(len(list)) > math.MaxUint32 {
-		panic("header: edit list too long for its 32-bit count")
+// ([PacketTypeEditList]): the number of lengths and the lengths. A list of
+// more than [edit.MaxEntries] lengths, which no reader of this module
+// accepts, is an error wrapping [edit.ErrTooLong].
+func EditListPayload(list []uint64) ([]byte, error) {
+	if len(list) > edit.MaxEntries {
+		return nil, fmt.Errorf("%w: %d lengths, at most %d", edit.ErrTooLong, len(list), edit.MaxEntries)
 	}
 	b := make([]byte, 0, 4+4+8*len(list))
 	b = binary.LittleEndian.AppendUint32(b, PacketTypeEditList)
@@ -122,7 +117,7 @@ func EditListPayload(list []uint64) []byte {
 	for _, v := range list {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
-	return b
+	return b, nil
 }
 
 // payload is a parsed packet payload.
@@ -155,6 +150,9 @@ func parsePayload(b []byte) (payload, error) {
 		}
 		count := binary.LittleEndian.Uint32(rest)
 		rest = rest[4:]
+		if count > edit.MaxEntries {
+			return payload{}, fmt.Errorf("%w: %w: %d lengths, at most %d", ErrInvalidPacket, edit.ErrTooLong, count, edit.MaxEntries)
+		}
 		if uint64(count) > uint64(len(rest))/8 {
 			return payload{}, fmt.Errorf("%w: edit list claims %d lengths but its payload holds %d",
 				ErrInvalidPacket, count, len(rest)/8)

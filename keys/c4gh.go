@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/scrypt"
+
+	"github.com/c4gh-go/crypt4gh/internal/bcryptpbkdf"
 )
 
 // KDF names the key derivation function that protects a crypt4gh secret key
@@ -24,7 +26,7 @@ const (
 	// KDFScrypt is scrypt with N=2^14, r=8, p=1 (the rounds field is
 	// ignored and written as 0). It is the default of [MarshalSecretKey].
 	KDFScrypt KDF = "scrypt"
-	// KDFBcrypt is OpenSSH's bcrypt_pbkdf ([BcryptPBKDF]) with the stored
+	// KDFBcrypt is OpenSSH's bcrypt_pbkdf (bcrypt_pbkdf) with the stored
 	// rounds; [MarshalSecretKey] writes 100.
 	KDFBcrypt KDF = "bcrypt"
 	// KDFPBKDF2 is PBKDF2-HMAC-SHA256 with the stored rounds;
@@ -66,7 +68,7 @@ func deriveKey(kdf KDF, passphrase, salt []byte, rounds uint32) ([]byte, error) 
 		if rounds < 1 || rounds > maxBcryptRounds {
 			return nil, fmt.Errorf("bcrypt rounds %d outside 1…%d", rounds, maxBcryptRounds)
 		}
-		return BcryptPBKDF(passphrase, salt, int(rounds), chacha20poly1305.KeySize)
+		return bcryptpbkdf.Key(passphrase, salt, int(rounds), chacha20poly1305.KeySize)
 	case KDFPBKDF2:
 		if rounds < 1 || rounds > maxPBKDF2Rounds {
 			return nil, fmt.Errorf("pbkdf2 rounds %d outside 1…%d", rounds, maxPBKDF2Rounds)

@@ -35,14 +35,13 @@
 // # Passphrases
 //
 // [ParseSecretKey] takes a function that it calls only when the key is
-// protected; [ReadPassphrase] asks on the terminal. Derived keys and
+// protected (the crypt4gh command asks on the terminal). Derived keys and
 // decrypted buffers are cleared after use where Go allows it (the Blowfish
 // and scrypt states inside x/crypto, and the string that crypto/pbkdf2
 // takes, cannot be cleared).
 //
 // # KDFs
 //
-// [BcryptPBKDF] is OpenSSH's bcrypt_pbkdf, written on
-// golang.org/x/crypto/blowfish; it serves both OpenSSH keys and crypt4gh keys
-// with the "bcrypt" KDF.
+// OpenSSH's bcrypt_pbkdf, written on golang.org/x/crypto/blowfish, serves
+// both OpenSSH keys and crypt4gh keys with the "bcrypt" KDF.
 package keys

@@ -1,6 +1,6 @@
 package keys
 
-import "errors"
+import "github.com/c4gh-go/crypt4gh/internal/errkind"
 
 // Errors returned by the key parsers. They are wrapped with details (the
 // name of an unsupported KDF, the field that is truncated, …); test for them
@@ -9,19 +9,19 @@ var (
 	// ErrWrongPassphrase means that a protected secret key did not decrypt:
 	// the MAC failed (crypt4gh keys, OpenSSH keys with an AEAD cipher) or
 	// the check integers differ (OpenSSH keys with a CTR or CBC cipher).
-	ErrWrongPassphrase = errors.New("wrong passphrase")
+	ErrWrongPassphrase = errkind.New(errkind.Key, "wrong passphrase")
 
 	// ErrMalformedKey means that the data is damaged or truncated, or is not
 	// a key file at all.
-	ErrMalformedKey = errors.New("malformed key")
+	ErrMalformedKey = errkind.New(errkind.Key, "malformed key")
 
 	// ErrUnsupportedKey means that the key file is well formed but uses a
 	// key type, KDF or cipher that this package does not implement. The
 	// wrapping error names it.
-	ErrUnsupportedKey = errors.New("unsupported key")
+	ErrUnsupportedKey = errkind.New(errkind.Key, "unsupported key")
 
 	// ErrPassphraseRequired is returned by [ParseSecretKey] when the key is
 	// protected and no passphrase function was given, and by
 	// [MarshalSecretKey] when a KDF is asked for with an empty passphrase.
-	ErrPassphraseRequired = errors.New("passphrase required")
+	ErrPassphraseRequired = errkind.New(errkind.Key, "passphrase required")
 )

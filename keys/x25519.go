@@ -4,11 +4,12 @@ import (
 	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 
 	"golang.org/x/crypto/blake2b"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // KeySize is the size in bytes of X25519 public and secret keys.
@@ -56,7 +57,7 @@ func Generate(r io.Reader) (SecretKey, error) {
 
 // ErrLowOrderPoint is returned when a Diffie-Hellman exchange gives the
 // all-zero shared secret (the peer's public key is a low-order point).
-var ErrLowOrderPoint = errors.New("public key is a low-order point")
+var ErrLowOrderPoint = errkind.New(errkind.Key, "public key is a low-order point")
 
 func x25519(sk *SecretKey, pk *PublicKey) ([]byte, error) {
 	priv, err := ecdh.X25519().NewPrivateKey(sk[:])

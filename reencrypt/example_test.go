@@ -18,13 +18,13 @@ import (
 
 // exampleDecrypt returns the plaintext that file stands for, read with sk.
 func exampleDecrypt(file []byte, sk *keys.SecretKey) (string, error) {
-	f, err := c4gh.Open(bytes.NewReader(file), sk, nil)
+	f, err := c4gh.NewReader(bytes.NewReader(file), sk, nil)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	var out strings.Builder
-	_, err = f.Decrypt(&out, nil, 0)
+	_, err = io.Copy(&out, f)
 	return out.String(), err
 }
 

@@ -17,13 +17,13 @@
 package reencrypt
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -38,65 +38,34 @@ import (
 //
 // Header fails with [header.ErrNoDecryptablePacket] when reader opens no
 // packet, [header.ErrNoDataKey] when the packets it opens hold no data key,
-// and [ErrTooManyPackets] when the new header would hold more than
+// and [header.ErrTooManyPackets] when the new header would hold more than
 // [header.MaxPackets] packets.
 func Header(h *header.Header, reader *keys.SecretKey, recipients []keys.PublicKey, trim bool, rand io.Reader) (*header.Header, error) {
 	if len(recipients) == 0 {
-		return nil, errors.New("no recipient public key")
+		return nil, errkind.New(errkind.Usage, "no recipient public key")
 	}
 	c, err := h.Decrypt(reader, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Zero()
-	kept := 0
-	if !trim {
-		kept = len(h.Packets) - len(c.Opened)
-	}
-	out, err := seal(reader, recipients, c.Payloads, kept, rand)
+	out, err := header.Seal(reader, recipients, c.Payloads, rand)
 	if err != nil {
 		return nil, err
 	}
-	if !trim {
-		opened := make(map[int]bool, len(c.Opened))
-		for _, i := range c.Opened {
-			opened[i] = true
-		}
-		for i, p := range h.Packets {
-			if !opened[i] {
-				out.Packets = append(out.Packets, p)
-			}
-		}
+	if trim {
+		return out, nil
 	}
-	return out, nil
-}
-
-// ErrTooManyPackets is returned when a new header would hold more than
-// [header.MaxPackets] packets, which no reader accepts.
-var ErrTooManyPackets = errors.New("too many header packets")
-
-// seal encrypts each payload for each recipient, recipient by recipient,
-// into a header that has room for extra more packets.
-func seal(writer *keys.SecretKey, recipients []keys.PublicKey, payloads [][]byte, extra int, rand io.Reader) (*header.Header, error) {
-	unique := make([]keys.PublicKey, 0, len(recipients))
-	seen := make(map[keys.PublicKey]bool, len(recipients))
-	for _, r := range recipients {
-		if !seen[r] {
-			seen[r] = true
-			unique = append(unique, r)
-		}
+	if n := len(out.Packets) + len(h.Packets) - len(c.Opened); n > header.MaxPackets {
+		return nil, fmt.Errorf("%w: the new header would hold %d packets (limit %d)",
+			header.ErrTooManyPackets, n, header.MaxPackets)
 	}
-	if n := len(unique)*len(payloads) + extra; n > header.MaxPackets {
-		return nil, fmt.Errorf("%w: the new header would hold %d packets, at most %d",
-			ErrTooManyPackets, n, header.MaxPackets)
+	opened := make(map[int]bool, len(c.Opened))
+	for _, i := range c.Opened {
+		opened[i] = true
 	}
-	out := &header.Header{Packets: make([]header.Packet, 0, len(unique)*len(payloads)+extra)}
-	for _, r := range unique {
-		for _, payload := range payloads {
-			p, err := header.SealPacket(writer, r, payload, rand)
-			if err != nil {
-				return nil, err
-			}
+	for i, p := range h.Packets {
+		if !opened[i] {
 			out.Packets = append(out.Packets, p)
 		}
 	}
@@ -149,6 +118,9 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	if len(opts.Ranges) == 0 {
 		return fmt.Errorf("%w: no range to keep", edit.ErrEmpty)
 	}
+	if opts.Reader == nil {
+		return errkind.New(errkind.Usage, "no reader key")
+	}
 	ranges, err := edit.Normalize(opts.Ranges)
 	if err != nil {
 		return err
@@ -180,9 +152,6 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	// data that is present (a list may point past the end of the data).
 	var kept []edit.Interval
 	if c.HasEditList {
-		if err := edit.List(c.EditList).Check(); err != nil {
-			return err
-		}
 		kept = edit.Clip(edit.List(c.EditList).Intervals(), plainSize)
 	} else {
 		kept = edit.Clip([]edit.Interval{{Start: 0, End: edit.Unbounded}}, plainSize)
@@ -217,9 +186,13 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 		payloads = append(payloads, header.DataKeyPayload(&c.DataKeys[i]))
 	}
 	if plan.List != nil {
-		payloads = append(payloads, header.EditListPayload(plan.List))
+		el, err := header.EditListPayload(plan.List)
+		if err != nil {
+			return err
+		}
+		payloads = append(payloads, el)
 	}
-	nh, err := seal(opts.Reader, recipients, payloads, 0, nil)
+	nh, err := header.Seal(opts.Reader, recipients, payloads, nil)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -89,7 +90,11 @@ func build(t *testing.T, plain []byte, parts []part, editList []uint64, writer *
 			h.Packets = append(h.Packets, pkt)
 		}
 		if editList != nil {
-			pkt, err := header.SealPacket(writer, r, header.EditListPayload(editList), nil)
+			el, err := header.EditListPayload(editList)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkt, err := header.SealPacket(writer, r, el, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,13 +128,13 @@ func decrypt(t *testing.T, file []byte, sk *keys.SecretKey) []byte {
 }
 
 func tryDecrypt(file []byte, sk *keys.SecretKey) ([]byte, error) {
-	f, err := c4gh.Open(bytes.NewReader(file), sk, nil)
+	f, err := c4gh.NewReader(bytes.NewReader(file), sk, &c4gh.DecryptOptions{Jobs: 1})
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	var out bytes.Buffer
-	if _, err := f.Decrypt(&out, nil, 1); err != nil {
+	if _, err := io.Copy(&out, f); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
@@ -600,14 +605,24 @@ func TestSpliceEditListPastData(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.list), func(t *testing.T) {
 			file := encrypt(t, plain, tc.list, me, me.Public())
-			if got := decrypt(t, file, me); !bytes.Equal(got, tc.want) {
-				t.Fatal("fixture does not decrypt as expected")
+			// Decrypting the whole file fails (the data it stands for is
+			// not all there); random access reads what is.
+			if _, err := tryDecrypt(file, me); tc.list[len(tc.list)-1] != 30 && !errors.Is(err, c4gh.ErrMissingData) {
+				t.Fatalf("decrypt of the fixture: %v, want ErrMissingData", err)
+			}
+			ra, err := c4gh.NewReaderAt(bytes.NewReader(file), int64(len(file)), me, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, ra.Size())
+			if _, err := ra.ReadAt(got, 0); err != nil || !bytes.Equal(got, tc.want) {
+				t.Fatalf("fixture does not read as expected: %v", err)
 			}
 			n := int64(len(tc.want))
 			checkSplice(t, file, me, edit.Range{Start: 0, End: open})
 			checkSplice(t, file, me, edit.Range{Start: n / 2, End: n + 1000})
 			checkSplice(t, file, me, edit.Range{Start: n - 1, End: open}, edit.Range{Start: 0, End: 1})
-			_, err := spliceBytes(file, reencrypt.SpliceOptions{Reader: me, Ranges: []edit.Range{rg(n, open)}})
+			_, err = spliceBytes(file, reencrypt.SpliceOptions{Reader: me, Ranges: []edit.Range{rg(n, open)}})
 			if !errors.Is(err, edit.ErrBeyondEnd) {
 				t.Fatalf("range starting at the end: %v, want ErrBeyondEnd", err)
 			}
@@ -808,7 +823,7 @@ func TestHeader(t *testing.T) {
 		for i := range many {
 			many[i][0], many[i][1], many[i][2] = byte(i), byte(i>>8), 9
 		}
-		if _, err := reencrypt.Header(h, alice, many, true, nil); !errors.Is(err, reencrypt.ErrTooManyPackets) {
+		if _, err := reencrypt.Header(h, alice, many, true, nil); !errors.Is(err, header.ErrTooManyPackets) {
 			t.Fatalf("too many recipients: %v", err)
 		}
 	})

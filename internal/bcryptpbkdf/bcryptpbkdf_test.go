@@ -1,4 +1,4 @@
-package keys
+package bcryptpbkdf
 
 import (
 	"bytes"
@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestBcryptPBKDFVectors checks the OpenBSD regress vectors
+// TestVectors checks the OpenBSD regress vectors
 // (regress/lib/libutil/bcrypt_pbkdf, also in pyca/bcrypt's tests),
 // including outputs longer than one block, which exercise the interleaving.
-func TestBcryptPBKDFVectors(t *testing.T) {
+func TestVectors(t *testing.T) {
 	unhex := func(s string) []byte {
 		b, err := hex.DecodeString(s)
 		if err != nil {
@@ -40,7 +40,7 @@ func TestBcryptPBKDFVectors(t *testing.T) {
 	}
 	for i, tc := range tests {
 		want := unhex(tc.want)
-		got, err := BcryptPBKDF(tc.password, tc.salt, tc.rounds, len(want))
+		got, err := Key(tc.password, tc.salt, tc.rounds, len(want))
 		if err != nil {
 			t.Fatalf("vector %d: %v", i, err)
 		}
@@ -61,11 +61,11 @@ func TestBcryptPBKDFArguments(t *testing.T) {
 		{"password", "salt", 4, 0},
 		{"password", "salt", 4, 1025},
 	} {
-		if _, err := BcryptPBKDF([]byte(tc.pass), []byte(tc.salt), tc.rounds, tc.keyLen); err == nil {
-			t.Errorf("BcryptPBKDF(%q, %q, %d, %d) did not fail", tc.pass, tc.salt, tc.rounds, tc.keyLen)
+		if _, err := Key([]byte(tc.pass), []byte(tc.salt), tc.rounds, tc.keyLen); err == nil {
+			t.Errorf("Key(%q, %q, %d, %d) did not fail", tc.pass, tc.salt, tc.rounds, tc.keyLen)
 		}
 	}
-	if k, err := BcryptPBKDF([]byte("p"), []byte("s"), 1, 1024); err != nil || len(k) != 1024 {
+	if k, err := Key([]byte("p"), []byte("s"), 1, 1024); err != nil || len(k) != 1024 {
 		t.Errorf("1024-byte key: %d bytes, %v", len(k), err)
 	}
 }

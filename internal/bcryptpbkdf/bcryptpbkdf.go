@@ -1,4 +1,6 @@
-package keys
+// Package bcryptpbkdf is OpenSSH's bcrypt_pbkdf, which OpenSSH private keys
+// and crypt4gh keys with the "bcrypt" KDF use.
+package bcryptpbkdf
 
 import (
 	"crypto/sha512"
@@ -15,13 +17,13 @@ const bcryptHashMagic = "OxychromaticBlowfishSwatDynamite"
 // bcryptHashSize is the output size of one bcrypt_hash call.
 const bcryptHashSize = 32
 
-// BcryptPBKDF is OpenSSH's bcrypt_pbkdf (OpenBSD libutil): a PBKDF2-like
+// Key is OpenSSH's bcrypt_pbkdf (OpenBSD libutil): a PBKDF2-like
 // construction over a bcrypt-based hash, as used by OpenSSH private keys and
 // by crypt4gh keys with the "bcrypt" KDF. It returns keyLen bytes.
 //
 // Like OpenSSH it refuses an empty password or salt, rounds < 1, and keyLen
 // outside 1…1024.
-func BcryptPBKDF(password, salt []byte, rounds, keyLen int) ([]byte, error) {
+func Key(password, salt []byte, rounds, keyLen int) ([]byte, error) {
 	switch {
 	case rounds < 1:
 		return nil, errors.New("bcrypt_pbkdf: rounds must be at least 1")

@@ -1,0 +1,385 @@
+package c4gh
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// ErrMissingData means that the edit list of a file reaches past the end of
+// its body: whole segments were cut off the end (an incomplete transfer),
+// or the list is wrong. The bytes that are present decrypt; a read that
+// needs the missing ones fails with this error.
+var ErrMissingData = errkind.New(errkind.Data, "body truncated: the edit list reaches past its end")
+
+// DecryptOptions configures [NewReader] and [NewReaderAt]. The zero value
+// accepts packets from any writer.
+type DecryptOptions struct {
+	// Sender, when not nil, is the only writer whose header packets are
+	// accepted: the file must have been written by its secret key.
+	Sender *keys.PublicKey
+	// Jobs is the number of goroutines that open segments when a
+	// [Reader] is copied with WriteTo (as io.Copy does); 0 means one per
+	// CPU.
+	Jobs int
+}
+
+func (o *DecryptOptions) sender() *keys.PublicKey {
+	if o == nil {
+		return nil
+	}
+	return o.Sender
+}
+
+// opened is a header opened with a secret key.
+type opened struct {
+	size     int64 // bytes of the header: where the body starts
+	contents *header.Contents
+}
+
+func open(src io.Reader, key *keys.SecretKey, opts *DecryptOptions) (opened, error) {
+	if key == nil {
+		return opened{}, errkind.New(errkind.Usage, "no secret key")
+	}
+	h, err := header.Parse(src)
+	if err != nil {
+		return opened{}, err
+	}
+	c, err := h.Decrypt(key, opts.sender())
+	if err != nil {
+		return opened{}, err
+	}
+	return opened{size: h.Size(), contents: c}, nil
+}
+
+// HeaderSize returns the length of the header: the body starts at this
+// offset of the file.
+func (o *opened) HeaderSize() int64 { return o.size }
+
+// EditList returns the lengths of the file's edit list (skip, keep, skip,
+// …) and whether it has one. The caller must not modify the list.
+func (o *opened) EditList() ([]uint64, bool) {
+	return o.contents.EditList, o.contents.HasEditList
+}
+
+// kept returns what the file stands for, as intervals of the body
+// plaintext: its edit list, or nil for everything.
+func (o *opened) kept() []edit.Interval {
+	if !o.contents.HasEditList {
+		return nil
+	}
+	return edit.List(o.contents.EditList).Intervals()
+}
+
+// checkExtent returns ErrMissingData when the edit list reaches past a body
+// of plain bytes of plaintext.
+func (o *opened) checkExtent(plain int64) error {
+	if !o.contents.HasEditList {
+		return nil
+	}
+	if ext := edit.List(o.contents.EditList).Extent(); ext > plain {
+		return fmt.Errorf("%w (it needs %d bytes of plaintext, the body holds %d)", ErrMissingData, ext, plain)
+	}
+	return nil
+}
+
+func (o *opened) close() { o.contents.Zero() }
+
+// Reader decrypts a Crypt4GH stream. Create it with [NewReader].
+type Reader struct {
+	opened
+	src  io.Reader
+	jobs int
+	sel  []edit.Interval // what to yield, of the body plaintext; nil: everything
+	rng  *edit.Range     // the range given to Select, if any
+
+	stream io.Reader    // built by the first Read
+	count  *countReader // the body plaintext under stream
+	out    int64        // bytes yielded
+	err    error        // sticky
+}
+
+var (
+	_ io.Reader   = (*Reader)(nil)
+	_ io.WriterTo = (*Reader)(nil)
+)
+
+// NewReader reads the header of a Crypt4GH file from src and opens it with
+// key, then returns a Reader of the plaintext that the file stands for
+// (after its edit list). opts may be nil.
+//
+// NewReader fails with an error wrapping [header.ErrNoDecryptablePacket]
+// when key opens no packet (the file is for other readers, or opts.Sender
+// did not write it), and with the errors of [header.Parse] for input that
+// is not a valid header. Every segment is authenticated before any of its
+// plaintext is returned. The caller must call Close to erase the data keys.
+func NewReader(src io.Reader, key *keys.SecretKey, opts *DecryptOptions) (*Reader, error) {
+	o, err := open(src, key, opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{opened: o, src: src, sel: o.kept()}
+	if opts != nil {
+		r.jobs = opts.Jobs
+	}
+	return r, nil
+}
+
+// Select limits what r yields to bytes [rng.Start, rng.End) of the
+// plaintext that the file stands for; rng.End may be [edit.Unbounded]. An
+// End past the data is clipped; a Start at or past the end of the data
+// makes the first read fail with [edit.ErrBeyondEnd]. Segments after the
+// range are not read. Select must be called before the first Read or
+// WriteTo.
+func (r *Reader) Select(rng edit.Range) error {
+	if r.stream != nil || r.out > 0 || r.err != nil {
+		return errkind.New(errkind.Usage, "Select after reading")
+	}
+	r.sel = edit.Map(r.sel, rng.Start, rng.End)
+	r.rng = &rng
+	if len(r.sel) == 0 && rng.Start > 0 {
+		// The edit list ends before the range starts, whatever the body.
+		r.err = fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, edit.Size(r.keptOrAll(), edit.Unbounded))
+	}
+	return nil
+}
+
+// Read reads plaintext into p. It returns io.EOF at the end of the
+// selection.
+func (r *Reader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.stream == nil {
+		br, err := body.NewReader(r.src, r.contents.DataKeys)
+		if err != nil {
+			r.err = err
+			return 0, err
+		}
+		r.count = &countReader{r: br}
+		r.stream = r.count
+		if r.sel != nil {
+			r.stream = edit.NewReader(r.count, r.sel)
+		}
+	}
+	n, err := r.stream.Read(p)
+	r.out += int64(n)
+	if err == io.EOF && r.count.eof {
+		// The body ended: was everything there?
+		err = r.end(r.count.n)
+	}
+	if err != nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// end checks the stream at its end, when plain bytes of body plaintext
+// were decrypted, and returns io.EOF when it is complete.
+func (r *Reader) end(plain int64) error {
+	if r.rng != nil && r.out == 0 && r.rng.Start > 0 {
+		size := edit.Size(r.opened.keptOrAll(), plain)
+		return fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, size)
+	}
+	if err := r.checkExtent(plain); err != nil {
+		return err
+	}
+	return io.EOF
+}
+
+func (o *opened) keptOrAll() []edit.Interval {
+	if k := o.kept(); k != nil {
+		return k
+	}
+	return []edit.Interval{{Start: 0, End: edit.Unbounded}}
+}
+
+// WriteTo writes the rest of the plaintext to w, opening segments with
+// opts.Jobs goroutines when nothing was read yet, and returns the number
+// of bytes written. It returns nil at the end of the selection. When a
+// segment fails, what comes before it has been written and nothing from
+// it on.
+func (r *Reader) WriteTo(w io.Writer) (int64, error) {
+	if r.err != nil {
+		if r.err == io.EOF {
+			return 0, nil
+		}
+		return 0, r.err
+	}
+	if r.stream != nil {
+		// Reading has begun: go on one segment at a time.
+		n, err := io.Copy(w, struct{ io.Reader }{r})
+		return n, err
+	}
+	cw := &countWriter{w: w}
+	var dst io.Writer = cw
+	if r.sel != nil {
+		dst = edit.NewWriter(cw, r.sel)
+	}
+	plain, err := body.Decrypt(dst, r.src, r.contents.DataKeys, r.jobs)
+	r.out = cw.n
+	switch {
+	case errors.Is(err, edit.ErrDone):
+		// Everything selected was written before the body ended.
+		err = nil
+	case err == nil:
+		if err = r.end(plain); err == io.EOF {
+			err = nil
+		}
+	}
+	if err == nil {
+		r.err = io.EOF
+	} else {
+		r.err = err
+	}
+	return cw.n, err
+}
+
+// Close erases the data keys. It does not close the source.
+func (r *Reader) Close() error {
+	r.close()
+	if r.err == nil {
+		r.err = errkind.New(errkind.Usage, "read after Close")
+	}
+	return nil
+}
+
+// countReader counts the bytes read through it and notes the end.
+type countReader struct {
+	r   io.Reader
+	n   int64
+	eof bool
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	c.eof = c.eof || err == io.EOF
+	return n, err
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ReaderAt gives random access to the plaintext of a Crypt4GH file stored
+// in an [io.ReaderAt]. Create it with [NewReaderAt].
+type ReaderAt struct {
+	opened
+	body *body.ReaderAt
+	// kept are the intervals of the body plaintext that the file stands
+	// for, clipped to the body, and starts[i] is where kept[i] begins in
+	// the plaintext that ReadAt reads.
+	kept     []edit.Interval
+	starts   []int64
+	size     int64
+	complete error // ErrMissingData when the edit list reaches past the body
+}
+
+var _ io.ReaderAt = (*ReaderAt)(nil)
+
+// headerBuffer is how much is read at once while the header is parsed: a
+// header of a few recipients takes one read.
+const headerBuffer = 64 << 10
+
+// NewReaderAt opens the Crypt4GH file of size bytes stored in src with
+// key, and returns a ReaderAt of the plaintext that the file stands for
+// (after its edit list). It reads the header (in reads of up to 64 KiB)
+// and nothing of the body but, when the body ends with an empty segment,
+// that segment. opts may be nil; opts.Jobs is not used.
+//
+// ReadAt reads and decrypts only the segments that a read touches, may be
+// called from several goroutines at once, and returns a
+// [*body.SegmentError] for a segment that fails. The caller must not change
+// the file while the ReaderAt is in use, and must call Close to erase the
+// data keys.
+func NewReaderAt(src io.ReaderAt, size int64, key *keys.SecretKey, opts *DecryptOptions) (*ReaderAt, error) {
+	if size < 0 {
+		return nil, errkind.Errorf(errkind.Usage, "negative file size %d", size)
+	}
+	o, err := open(bufio.NewReaderSize(io.NewSectionReader(src, 0, size), headerBuffer), key, opts)
+	if err != nil {
+		return nil, err
+	}
+	bodySize := size - o.size
+	br, err := body.NewReaderAt(io.NewSectionReader(src, o.size, bodySize), bodySize, o.contents.DataKeys)
+	if err != nil {
+		o.close()
+		return nil, err
+	}
+	r := &ReaderAt{opened: o, body: br, complete: o.checkExtent(br.Size())}
+	var pos int64
+	for _, iv := range edit.Clip(o.keptOrAll(), br.Size()) {
+		r.kept = append(r.kept, iv)
+		r.starts = append(r.starts, pos)
+		pos += iv.Len()
+	}
+	r.size = pos
+	return r, nil
+}
+
+// Size returns the length of the plaintext that the file stands for, as
+// far as the body holds it.
+func (r *ReaderAt) Size() int64 { return r.size }
+
+// ReadAt reads len(p) bytes of plaintext starting at offset off. When it
+// returns fewer, the error says why: io.EOF at the end of the plaintext,
+// or [ErrMissingData] when the edit list needs bytes past the end of the
+// body.
+func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errkind.New(errkind.Usage, "negative offset")
+	}
+	if r.body == nil {
+		return 0, errkind.New(errkind.Usage, "read after Close")
+	}
+	// The interval that holds off: the last one starting at or before it.
+	i := sort.Search(len(r.starts), func(i int) bool { return r.starts[i] > off }) - 1
+	total := 0
+	for ; i < len(r.kept) && len(p) > 0 && i >= 0; i++ {
+		skip := off - r.starts[i]
+		n := min(int64(len(p)), r.kept[i].Len()-skip)
+		if n <= 0 {
+			continue
+		}
+		m, err := r.body.ReadAt(p[:n], r.kept[i].Start+skip)
+		total += m
+		if err != nil && !(err == io.EOF && int64(m) == n) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the body is shorter than it was
+			}
+			return total, err
+		}
+		p, off = p[n:], off+n
+	}
+	if len(p) > 0 {
+		if r.complete != nil {
+			return total, r.complete
+		}
+		return total, io.EOF
+	}
+	return total, nil
+}
+
+// Close erases the data keys; later reads fail.
+func (r *ReaderAt) Close() error {
+	r.close()
+	r.body = nil
+	return nil
+}

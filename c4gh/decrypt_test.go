@@ -1,0 +1,283 @@
+package c4gh
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"testing/iotest"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/reencrypt"
+)
+
+func testKey(t testing.TB) *keys.SecretKey {
+	t.Helper()
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &sk
+}
+
+func plaintext(n int) []byte {
+	b := make([]byte, n)
+	rand.NewChaCha8([32]byte{byte(n), byte(n >> 8), byte(n >> 16)}).Read(b)
+	return b
+}
+
+func encryptFor(t testing.TB, sk *keys.SecretKey, pt []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := Encrypt(&buf, bytes.NewReader(pt), EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// countingReaderAt counts the bytes that ReadAt returns.
+type countingReaderAt struct {
+	r     io.ReaderAt
+	bytes atomic.Int64
+	calls atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.bytes.Add(int64(n))
+	c.calls.Add(1)
+	return n, err
+}
+
+// TestReaderAtReadsOnlyTouchedSegments reads 1 MiB from the middle of a
+// 64 MiB file through NewReaderAt over a counting io.ReaderAt: it may read
+// the header, the segments the range touches and at most one segment of
+// read-ahead, nothing else.
+func TestReaderAtReadsOnlyTouchedSegments(t *testing.T) {
+	sk := testKey(t)
+	pt := plaintext(64 << 20)
+	file := encryptFor(t, sk, pt)
+	src := &countingReaderAt{r: bytes.NewReader(file)}
+	r, err := NewReaderAt(src, int64(len(file)), sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Size() != int64(len(pt)) {
+		t.Fatalf("Size %d, want %d", r.Size(), len(pt))
+	}
+	const start, n = 30<<20 + 12345, 1 << 20
+	got := make([]byte, n)
+	if _, err := io.ReadFull(io.NewSectionReader(r, start, n), got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, pt[start:start+n]) {
+		t.Fatal("wrong bytes")
+	}
+	touched := int64((start+n-1)/body.SegmentSize - start/body.SegmentSize + 1)
+	limit := r.HeaderSize() + (touched+1)*body.EncryptedSegmentSize
+	if read := src.bytes.Load(); read > limit {
+		t.Fatalf("read %d bytes of the file for %d touched segments; limit %d", read, touched, limit)
+	}
+	t.Logf("read %d bytes in %d calls for a 1 MiB range (%d segments, header %d bytes)",
+		src.bytes.Load(), src.calls.Load(), touched, r.HeaderSize())
+}
+
+func TestReaderAt(t *testing.T) {
+	sk := testKey(t)
+	for _, n := range []int{0, 1, 65535, 65536, 65537, 2*65536 + 500} {
+		pt := plaintext(n)
+		file := encryptFor(t, sk, pt)
+		r, err := NewReaderAt(bytes.NewReader(file), int64(len(file)), sk, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := iotest.TestReader(io.NewSectionReader(r, 0, r.Size()), pt); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		for _, off := range []int64{0, 1, 65535, 65536, 65537, int64(n) - 1, int64(n), int64(n) + 1} {
+			if off < 0 {
+				continue
+			}
+			buf := make([]byte, 70000)
+			m, err := r.ReadAt(buf, off)
+			want := pt[min(int(off), n):]
+			want = want[:min(len(want), len(buf))]
+			if m != len(want) || !bytes.Equal(buf[:m], want) {
+				t.Fatalf("%d bytes, ReadAt at %d: %d bytes, want %d", n, off, m, len(want))
+			}
+			if m < len(buf) && err != io.EOF {
+				t.Fatalf("%d bytes, ReadAt at %d: short read with %v", n, off, err)
+			}
+		}
+		r.Close()
+		if _, err := r.ReadAt(make([]byte, 1), 0); err == nil {
+			t.Fatal("ReadAt after Close succeeded")
+		}
+	}
+}
+
+// spliced returns a file that keeps bytes [start, end) of pt, as
+// reencrypt.Splice writes it, and the file it was cut from.
+func spliced(t testing.TB, sk *keys.SecretKey, pt []byte, ranges ...edit.Range) []byte {
+	t.Helper()
+	file := encryptFor(t, sk, pt)
+	var out bytes.Buffer
+	if err := reencrypt.Splice(&out, bytes.NewReader(file), reencrypt.SpliceOptions{Reader: sk, Ranges: ranges}); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+func TestEditListApplied(t *testing.T) {
+	sk := testKey(t)
+	pt := plaintext(5 * 65536)
+	ranges := []edit.Range{{Start: 10, End: 20}, {Start: 70000, End: 200000}, {Start: 300000, End: edit.Unbounded}}
+	var want []byte
+	for _, r := range ranges {
+		want = append(want, pt[r.Start:min(r.End, int64(len(pt)))]...)
+	}
+	file := spliced(t, sk, pt, ranges...)
+
+	r, err := NewReader(bytes.NewReader(file), sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iotest.TestReader(r, want); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = NewReader(bytes.NewReader(file), sk, &DecryptOptions{Jobs: 2})
+	var buf bytes.Buffer
+	if n, err := io.Copy(&buf, r); err != nil || n != int64(len(want)) || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("WriteTo: %d, %v", n, err)
+	}
+
+	ra, err := NewReaderAt(bytes.NewReader(file), int64(len(file)), sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.Size() != int64(len(want)) {
+		t.Fatalf("Size %d, want %d", ra.Size(), len(want))
+	}
+	if err := iotest.TestReader(io.NewSectionReader(ra, 0, ra.Size()), want); err != nil {
+		t.Fatal(err)
+	}
+
+	// A range over what the file stands for.
+	r, _ = NewReader(bytes.NewReader(file), sk, nil)
+	if err := r.Select(edit.Range{Start: 5, End: 15}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, want[5:15]) {
+		t.Fatalf("Select: %d bytes, %v", len(got), err)
+	}
+	r, _ = NewReader(bytes.NewReader(file), sk, nil)
+	r.Select(edit.Range{Start: int64(len(want)), End: edit.Unbounded})
+	if _, err := io.Copy(io.Discard, r); !errors.Is(err, edit.ErrBeyondEnd) {
+		t.Fatalf("Select past the end: %v", err)
+	}
+}
+
+// TestMissingData cuts the last segments off a file whose edit list keeps
+// them: whatever reads them fails with ErrMissingData, the rest reads.
+func TestMissingData(t *testing.T) {
+	sk := testKey(t)
+	pt := plaintext(4 * 65536)
+	file := spliced(t, sk, pt, edit.Range{Start: 100, End: 4*65536 - 100})
+	h, err := header.Parse(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := file[:h.Size()+2*body.EncryptedSegmentSize]
+
+	for _, jobs := range []int{1, 2} {
+		r, err := NewReader(bytes.NewReader(cut), sk, &DecryptOptions{Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, r); !errors.Is(err, ErrMissingData) {
+			t.Fatalf("WriteTo, jobs %d: %v", jobs, err)
+		}
+	}
+	r, _ := NewReader(bytes.NewReader(cut), sk, nil)
+	if _, err := io.ReadAll(r); !errors.Is(err, ErrMissingData) {
+		t.Fatalf("Read: %v", err)
+	}
+	// A range inside the data that is there reads.
+	r, _ = NewReader(bytes.NewReader(cut), sk, nil)
+	r.Select(edit.Range{Start: 0, End: 1000})
+	if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, pt[100:1100]) {
+		t.Fatalf("range inside the data: %d bytes, %v", len(got), err)
+	}
+
+	ra, err := NewReaderAt(bytes.NewReader(cut), int64(len(cut)), sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(2*65536 - 100); ra.Size() != want {
+		t.Fatalf("Size %d, want %d", ra.Size(), want)
+	}
+	buf := make([]byte, 1000)
+	if _, err := ra.ReadAt(buf, 0); err != nil || !bytes.Equal(buf, pt[100:1100]) {
+		t.Fatalf("ReadAt inside the data: %v", err)
+	}
+	if _, err := ra.ReadAt(buf, ra.Size()-10); !errors.Is(err, ErrMissingData) {
+		t.Fatalf("ReadAt past the data: %v", err)
+	}
+}
+
+func TestWriter(t *testing.T) {
+	sk := testKey(t)
+	for _, n := range []int{0, 1, 65535, 65536, 65537, 2*65536 + 500} {
+		pt := plaintext(n)
+		for _, step := range []int{1, 512, 65535, 65537} {
+			if step == 1 && n > 70000 {
+				continue
+			}
+			var file, hdr bytes.Buffer
+			w, err := NewWriter(&file, EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}, Header: &hdr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p := pt; len(p) > 0; {
+				k := min(step, len(p))
+				if _, err := w.Write(p[:k]); err != nil {
+					t.Fatal(err)
+				}
+				p = p[k:]
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write([]byte{1}); err == nil {
+				t.Fatal("Write after Close succeeded")
+			}
+			r, err := NewReader(io.MultiReader(&hdr, &file), sk, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := iotest.TestReader(r, pt); err != nil {
+				t.Fatalf("%d bytes, step %d: %v", n, step, err)
+			}
+		}
+	}
+	if _, err := NewWriter(io.Discard, EncryptOptions{}); err == nil {
+		t.Fatal("NewWriter without recipients succeeded")
+	}
+}
+
+// TestEncryptReadsFirst: an input that fails at once leaves the output
+// untouched.
+func TestEncryptReadsFirst(t *testing.T) {
+	sk := testKey(t)
+	var out bytes.Buffer
+	_, err := Encrypt(&out, iotest.ErrReader(errors.New("is a directory")), EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}})
+	if err == nil || out.Len() != 0 {
+		t.Fatalf("Encrypt of a failing input: %v, %d bytes written", err, out.Len())
+	}
+}
