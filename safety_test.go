@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/internal/ptytest"
 
 	"github.com/c4gh-go/crypt4gh/body"
@@ -54,11 +55,7 @@ func newSafetyEnv(t *testing.T) *safetyEnv {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
-	e := &safetyEnv{bin: filepath.Join(dir, "crypt4gh"), dir: dir}
-	build := exec.Command("go", "build", "-o", e.bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	e := &safetyEnv{bin: clitest.Binary(t), dir: dir}
 	skData, err := os.ReadFile(filepath.Join(interopDir, "keys", "dave.sec.pem"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +157,7 @@ func (e *safetyEnv) encryptFor(t *testing.T, name string, plain []byte) (string,
 	if _, err := c4gh.Encrypt(&buf, bytes.NewReader(plain), c4gh.EncryptOptions{Recipients: []keys.PublicKey{e.davePK}}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := c4gh.Open(bytes.NewReader(buf.Bytes()), &e.daveSK, nil)
+	f, err := c4gh.NewReader(bytes.NewReader(buf.Bytes()), &e.daveSK, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +166,7 @@ func (e *safetyEnv) encryptFor(t *testing.T, name string, plain []byte) (string,
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path, f.Header.Size()
+	return path, f.HeaderSize()
 }
 
 func randomBytes(n int, seed uint64) []byte {
@@ -290,7 +287,7 @@ func safetySignals(t *testing.T, e *safetyEnv) {
 			if _, err := os.Stat(partial); !os.IsNotExist(err) {
 				t.Errorf("partial output %s left behind", partial)
 			}
-			assertNoTempFiles(t, outDir)
+			clitest.EmptyDir(t, outDir)
 		})
 	}
 }
@@ -319,7 +316,7 @@ func safetyTamperedToStdout(t *testing.T, e *safetyEnv) {
 	outDir := t.TempDir()
 	r = e.run(t, nil, nil, "decrypt", "--sk", e.sk, "-i", enc, "-o", filepath.Join(outDir, "out"))
 	wantLines(t, r, exitData, "segment 3 failed authentication")
-	assertNoTempFiles(t, outDir)
+	clitest.EmptyDir(t, outDir)
 }
 
 // safetyTruncatedSegments ends a body with a segment of 5 and of 27
@@ -347,7 +344,7 @@ func safetyTruncatedSegments(t *testing.T, e *safetyEnv) {
 				r := e.run(t, nil, nil, "decrypt", "--sk", e.sk, "-i", path, "-o", filepath.Join(outDir, "out"))
 				wantLines(t, r, exitData, fmt.Sprintf("segment %d is truncated", wantSeg[name]),
 					"crypt4gh: hint: the file is truncated inside a segment")
-				assertNoTempFiles(t, outDir)
+				clitest.EmptyDir(t, outDir)
 				if r.elapsed > hangLimit {
 					t.Errorf("took %v", r.elapsed)
 				}
@@ -386,7 +383,10 @@ func (e *safetyEnv) sealedHeader(t *testing.T, payloads ...[]byte) []byte {
 func safetyHostileHeaders(t *testing.T, e *safetyEnv) {
 	var dataKey [32]byte
 	dataKeyPl := header.DataKeyPayload(&dataKey)
-	editPl := header.EditListPayload([]uint64{0, 10})
+	editPl, err := header.EditListPayload([]uint64{0, 10})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hugeEditList := hdrLE32(hdrLE32(nil, header.PacketTypeEditList), edit.MaxEntries+1)
 	hugeEditList = append(hugeEditList, make([]byte, 8*(edit.MaxEntries+1))...)
 
@@ -434,7 +434,7 @@ func safetyHostileHeaders(t *testing.T, e *safetyEnv) {
 			if gnuTime != "" && len(tc.input) <= 2<<20 && r.maxRSS > 16<<20 {
 				t.Errorf("max RSS %d MiB for %d bytes of input", r.maxRSS>>20, len(tc.input))
 			}
-			assertNoTempFiles(t, outDir)
+			clitest.EmptyDir(t, outDir)
 		})
 	}
 }

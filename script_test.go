@@ -9,13 +9,36 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/c4gh-go/crypt4gh/internal/cli"
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
+)
+
+// interopDir holds the vectors made by other implementations.
+const interopDir = "testdata/interop"
+
+// The exit codes of README's table, which the end-to-end tests check.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+	exitKey   = 3
+	exitData  = 4
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"crypt4gh":        func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
-		"crypt4gh-keygen": func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+	testscript.Main(cleanupAfter{m}, map[string]func(){
+		"crypt4gh":        func() { os.Exit(cli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"crypt4gh-keygen": func() { os.Exit(cli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
+}
+
+// cleanupAfter removes the binary that the end-to-end tests built.
+type cleanupAfter struct{ m *testing.M }
+
+func (c cleanupAfter) Run() int {
+	defer clitest.Cleanup()
+	return c.m.Run()
 }
 
 // TestScript runs the command-line scenarios in testdata/script: each

@@ -124,7 +124,7 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 			}
 			if err != nil {
 				r.plain = nil
-				r.fail(fmt.Errorf("failed to write plaintext: %w", err))
+				r.fail(err)
 				return total, r.err
 			}
 		}

@@ -172,14 +172,12 @@ func (w *Writer) seal(plaintext []byte) error {
 	return nil
 }
 
-// writeAll writes p to dst and turns a short write into an error.
+// writeAll writes p to dst and turns a short write into an error. Errors
+// of dst are returned as they are: dst knows what it is.
 func writeAll(dst io.Writer, p []byte) error {
 	n, err := dst.Write(p)
 	if err == nil && n != len(p) {
 		err = io.ErrShortWrite
 	}
-	if err != nil {
-		return fmt.Errorf("failed to write: %w", err)
-	}
-	return nil
+	return err
 }

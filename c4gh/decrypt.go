@@ -18,7 +18,7 @@ import (
 // its body: whole segments were cut off the end (an incomplete transfer),
 // or the list is wrong. The bytes that are present decrypt; a read that
 // needs the missing ones fails with this error.
-var ErrMissingData = errkind.New(errkind.Data, "body truncated: the edit list reaches past its end")
+var ErrMissingData = errkind.New(errkind.Data, "body truncated")
 
 // DecryptOptions configures [NewReader] and [NewReaderAt]. The zero value
 // accepts packets from any writer.
@@ -86,7 +86,7 @@ func (o *opened) checkExtent(plain int64) error {
 		return nil
 	}
 	if ext := edit.List(o.contents.EditList).Extent(); ext > plain {
-		return fmt.Errorf("%w (it needs %d bytes of plaintext, the body holds %d)", ErrMissingData, ext, plain)
+		return fmt.Errorf("%w: the edit list reaches past its %d bytes of plaintext", ErrMissingData, plain)
 	}
 	return nil
 }

@@ -97,8 +97,10 @@ func TestReaderAt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := iotest.TestReader(io.NewSectionReader(r, 0, r.Size()), pt); err != nil {
-			t.Fatalf("%d bytes: %v", n, err)
+		if n <= 65537 { // iotest reads in tiny steps: slow under -race beyond
+			if err := iotest.TestReader(io.NewSectionReader(r, 0, r.Size()), pt); err != nil {
+				t.Fatalf("%d bytes: %v", n, err)
+			}
 		}
 		for _, off := range []int64{0, 1, 65535, 65536, 65537, int64(n) - 1, int64(n), int64(n) + 1} {
 			if off < 0 {

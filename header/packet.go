@@ -150,12 +150,12 @@ func parsePayload(b []byte) (payload, error) {
 		}
 		count := binary.LittleEndian.Uint32(rest)
 		rest = rest[4:]
-		if count > edit.MaxEntries {
-			return payload{}, fmt.Errorf("%w: %w: %d lengths, at most %d", ErrInvalidPacket, edit.ErrTooLong, count, edit.MaxEntries)
-		}
 		if uint64(count) > uint64(len(rest))/8 {
 			return payload{}, fmt.Errorf("%w: edit list claims %d lengths but its payload holds %d",
 				ErrInvalidPacket, count, len(rest)/8)
+		}
+		if count > edit.MaxEntries {
+			return payload{}, fmt.Errorf("%w: %w: %d lengths, at most %d", ErrInvalidPacket, edit.ErrTooLong, count, edit.MaxEntries)
 		}
 		pl.editList = make([]uint64, count)
 		for i := range pl.editList {

@@ -1,0 +1,92 @@
+// Package cli is the crypt4gh command: one file per command, and one file
+// each for the shared parts (flags, key files, outputs, batch mode,
+// progress, signals, exit codes). main.go only calls [Run].
+package cli
+
+import (
+	"errors"
+	"io"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Run runs the command line args (args[0] is the program name) with the
+// given standard streams and returns the process exit code. Called as
+// crypt4gh-keygen (a link to the binary), it runs the keygen command, so
+// that scripts written for the reference tool's two programs keep working.
+// Each call builds its own app and flags: runs share no state.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && filepath.Base(args[0]) == "crypt4gh-keygen" {
+		args = append([]string{"crypt4gh", "keygen"}, args[1:]...)
+	}
+	app := newApp(stdin, stdout, stderr)
+	err := app.Run(args)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, syscall.EPIPE):
+		// The reader of stdout went away (crypt4gh … | head): end
+		// quietly, as the shell expects of a program killed by SIGPIPE.
+		return 128 + int(syscall.SIGPIPE)
+	}
+	report(stderr, err)
+	return exitCode(err)
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:                      "crypt4gh",
+		Usage:                     "encrypt and decrypt files in the GA4GH Crypt4GH format",
+		Version:                   version(),
+		Reader:                    stdin,
+		Writer:                    stdout,
+		ErrWriter:                 stderr,
+		DisableSliceFlagSeparator: true,
+		EnableBashCompletion:      true,
+		ExitErrHandler:            func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usage(err)
+		},
+		Commands: []*cli.Command{
+			keygenCommand(),
+			pubkeyCommand(),
+			encryptCommand(),
+			decryptCommand(),
+			reencryptCommand(),
+			rearrangeCommand(),
+			spliceCommand(),
+			inspectCommand(),
+			verifyCommand(),
+			completionCommand(),
+			manCommand(),
+		},
+	}
+	for _, cmd := range app.Commands {
+		// No command has subcommands: without this, urfave/cli adds a
+		// "help" subcommand to each, so that a FILE argument named "help"
+		// or "h" prints the help instead of being processed, and shell
+		// completion offers "help" where file names belong.
+		cmd.HideHelpCommand = true
+		// A bad flag of a command is a usage error too (exit 2), reported
+		// on stderr only: without this, urfave/cli prints the help to
+		// stdout.
+		if cmd.OnUsageError == nil {
+			name := cmd.Name
+			cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+				return withHint(usage(err), "run 'crypt4gh %s --help' for its flags", name)
+			}
+		}
+	}
+	return app
+}
+
+// version is the module version from the build info, or "(devel)".
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}

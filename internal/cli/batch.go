@@ -1,0 +1,352 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/urfave/cli/v2"
+)
+
+// Batch mode: "crypt4gh encrypt --recipient_pk P FILE…" writes FILE.c4gh
+// beside each FILE, "crypt4gh decrypt --sk K FILE.c4gh…" writes FILE. The
+// keys are read once; the files run in parallel within the --jobs budget;
+// a file that fails is reported on its own line and does not stop the
+// others.
+
+// c4ghSuffix is the name suffix that batch mode adds and removes.
+const c4ghSuffix = ".c4gh"
+
+// batchItem is one file of a batch: where it is read and where its result
+// goes. err, when set, is reported instead of processing the file.
+type batchItem struct {
+	in, out string
+	err     error
+}
+
+// batchArgs returns the FILE arguments of a batch, after checking that
+// the flags that name one input or output are not given with them.
+func batchArgs(c *cli.Context, singleOnly ...string) ([]string, error) {
+	if c.NArg() == 0 {
+		return nil, nil
+	}
+	for _, name := range append([]string{"input", "output"}, singleOnly...) {
+		if c.IsSet(name) {
+			return nil, usagef("--%s cannot be used with FILE arguments", name)
+		}
+	}
+	if err := flagsFirst(c); err != nil {
+		return nil, err
+	}
+	return c.Args().Slice(), nil
+}
+
+// encryptItems maps each FILE to FILE.c4gh. A FILE that already ends in
+// .c4gh is skipped, as gzip skips .gz files, and returned in skipped.
+func encryptItems(files []string) (items []batchItem, skipped []string, err error) {
+	for _, f := range files {
+		if strings.HasSuffix(f, c4ghSuffix) {
+			skipped = append(skipped, f)
+			continue
+		}
+		items = append(items, batchItem{in: f, out: f + c4ghSuffix})
+	}
+	return items, skipped, checkDistinct(items)
+}
+
+// decryptItems maps each FILE.c4gh to FILE; a name without the suffix is
+// an error for that file alone.
+func decryptItems(files []string) ([]batchItem, error) {
+	items := make([]batchItem, len(files))
+	for i, f := range files {
+		base, ok := strings.CutSuffix(f, c4ghSuffix)
+		switch {
+		case !ok:
+			items[i] = batchItem{in: f, err: usagef("the name does not end in %s; use -i and -o for this file", c4ghSuffix)}
+		case base == "" || strings.HasSuffix(base, string(filepath.Separator)):
+			items[i] = batchItem{in: f, err: usagef("the name is only %s", c4ghSuffix)}
+		default:
+			items[i] = batchItem{in: f, out: base}
+		}
+	}
+	return items, checkDistinct(items)
+}
+
+// checkDistinct refuses a batch in which two files would be written to
+// the same path, also through a symbolic link to a folder: the second
+// would replace the first.
+func checkDistinct(items []batchItem) error {
+	seen := map[string]string{}
+	for _, it := range items {
+		if it.err != nil {
+			continue
+		}
+		key := resolved(it.out)
+		if prev, ok := seen[key]; ok {
+			return usagef("%s and %s would both be written to %s", quoteName(prev), quoteName(it.in), quoteName(key))
+		}
+		seen[key] = it.in
+	}
+	return nil
+}
+
+// fileOp turns src into dst with jobs segment workers.
+type fileOp func(dst io.Writer, src io.Reader, jobs int) error
+
+// batchError ends a batch in which some files failed; each was already
+// reported on its own line. Its exit code is the highest of theirs.
+type batchError struct {
+	failed, total, code int
+}
+
+func (e batchError) Error() string {
+	return fmt.Sprintf("%d of %d files failed", e.failed, e.total)
+}
+
+func (e batchError) exitCode() int { return e.code }
+
+// runBatch runs op on every item, at most min(len(items), jobs) files at
+// once, each with jobs/that many segment workers. mode is the permission
+// of the outputs; srcIsPlain says which side of op is the plaintext, for
+// the checksum lines.
+func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, srcIsPlain bool, op fileOp) error {
+	jobs := body.Jobs(c.Int("jobs"))
+	workers := min(len(items), jobs)
+	perFile := max(1, jobs/workers)
+
+	var total int64
+	for _, it := range items {
+		if fi, err := os.Stat(it.in); it.err == nil && err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+	}
+	prog := newProgress(c, total, fmt.Sprintf("%s %d files", verb, len(items)))
+
+	var (
+		mu      sync.Mutex // guards the fields below and the writes to stdout and stderr
+		results = make([]string, len(items))
+		done    = make([]bool, len(items))
+		next    int
+		failed  int
+		code    int
+	)
+	finish := func(i int, lines string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			failed++
+			code = max(code, exitCode(err))
+			prog.print(func() { report(c.App.ErrWriter, fmt.Errorf("%s: %w", quoteName(items[i].in), err)) })
+		}
+		// Checksum lines come out in the order of the arguments, each as
+		// soon as the files before it are done.
+		results[i], done[i] = lines, true
+		for next < len(items) && done[next] {
+			if results[next] != "" {
+				prog.print(func() { io.WriteString(c.App.Writer, results[next]) })
+			}
+			next++
+		}
+	}
+
+	work := make(chan int)
+	var wg sync.WaitGroup
+	prog.start()
+	for range workers {
+		wg.Go(func() {
+			for i := range work {
+				lines, err := batchFile(c, items[i], mode, srcIsPlain, perFile, prog, op)
+				finish(i, lines, err)
+			}
+		})
+	}
+	for i := range items {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	prog.stop()
+	if failed > 0 {
+		return batchError{failed: failed, total: len(items), code: max(code, exitError)}
+	}
+	return nil
+}
+
+// batchFile runs op on one file and returns its checksum lines, if asked.
+func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, jobs int, prog *progress, op fileOp) (string, error) {
+	if it.err != nil {
+		return "", it.err
+	}
+	f, err := os.Open(it.in)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", usagef("no such file")
+		}
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path already starts the line
+		}
+		return "", fmt.Errorf("failed to open input: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return "", usagef("is a directory")
+	}
+	out, err := openOutput(it.out, c.App.Writer, outputOptions{force: c.Bool("force"), mode: mode, input: f})
+	if err != nil {
+		return "", err
+	}
+	// Reserve room for the output, as single-file mode does: the body's
+	// size when encrypting, and the input's size (an upper bound, which
+	// commit trims) when decrypting.
+	if size := reservable(f); srcIsPlain {
+		out.preallocate(body.EncryptedSize(size))
+	} else {
+		out.preallocate(size)
+	}
+	sums := newFileSums(c.Bool("checksum"))
+	err = out.finish(sums.run(out, prog.reader(f), jobs, op))
+	if err != nil {
+		return "", err
+	}
+	return sums.lines(it.in, it.out, srcIsPlain), nil
+}
+
+// fileSums hashes what one operation reads and what it writes, on the
+// fly. A nil *fileSums hashes nothing.
+type fileSums struct {
+	in, out hash.Hash
+}
+
+func newFileSums(on bool) *fileSums {
+	if !on {
+		return nil
+	}
+	return &fileSums{in: sha256.New(), out: sha256.New()}
+}
+
+// reader returns r, hashing what is read from it.
+func (s *fileSums) reader(r io.Reader) io.Reader {
+	if s == nil {
+		return r
+	}
+	return io.TeeReader(r, s.in)
+}
+
+// writer returns w, hashing what is written to it.
+func (s *fileSums) writer(w io.Writer) io.Writer {
+	if s == nil {
+		return w
+	}
+	return io.MultiWriter(w, s.out)
+}
+
+// drain reads r, the reader returned by s.reader, to its end so that the
+// sum covers the whole input, also the part after the last segment that
+// an edit list keeps (which decrypting does not read).
+func (s *fileSums) drain(r io.Reader) error {
+	if s == nil {
+		return nil
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return fmt.Errorf("failed to read input: %w", err)
+	}
+	return nil
+}
+
+// run runs op from src to dst, hashing both sides.
+func (s *fileSums) run(dst io.Writer, src io.Reader, jobs int, op fileOp) error {
+	src = s.reader(src)
+	if err := op(s.writer(dst), src, jobs); err != nil {
+		return err
+	}
+	return s.drain(src)
+}
+
+// lines returns the two sha256sum lines, the plaintext first. inName and
+// outName name the input and the output ("-" for stdio).
+func (s *fileSums) lines(inName, outName string, srcIsPlain bool) string {
+	if s == nil {
+		return ""
+	}
+	plain, cipher := s.out, s.in
+	plainName, cipherName := outName, inName
+	if srcIsPlain {
+		plain, cipher = s.in, s.out
+		plainName, cipherName = inName, outName
+	}
+	return sumLine(plain, plainName) + sumLine(cipher, cipherName)
+}
+
+// sumLine formats one line as sha256sum does, escaping a name that holds
+// a backslash or a newline the same way.
+func sumLine(h hash.Hash, name string) string {
+	sum := hex.EncodeToString(h.Sum(nil))
+	if strings.ContainsAny(name, "\\\n\r") {
+		r := strings.NewReplacer("\\", "\\\\", "\n", "\\n", "\r", "\\r")
+		return "\\" + sum + "  " + r.Replace(name) + "\n"
+	}
+	return sum + "  " + name + "\n"
+}
+
+// singleSumName is how a checksum line names the file at path ("" or "-"
+// is stdio).
+func singleSumName(path string) string {
+	if path == "" {
+		return "-"
+	}
+	return path
+}
+
+// checksumSingle checks that --checksum fits a run on one input: the sums
+// are printed on stdout, so the output must be a file, and they are of
+// whole files, so no --range or --header.
+func checksumSingle(c *cli.Context, rng *edit.Range) error {
+	if !c.Bool("checksum") || c.NArg() > 0 {
+		return nil
+	}
+	switch out := c.String("output"); {
+	case rng != nil:
+		return usagef("--checksum cannot be used with --range")
+	case c.String("header") != "":
+		return usagef("--checksum cannot be used with --header")
+	case out == "" || out == "-":
+		return withHint(usagef("--checksum prints on stdout, which the output would use"), "use -o FILE")
+	}
+	return nil
+}
+
+// decryptBatch decrypts every FILE.c4gh in files to FILE, with the secret
+// key (and its passphrase) read once.
+func decryptBatch(c *cli.Context, files []string) error {
+	items, err := decryptItems(files)
+	if err != nil {
+		return err
+	}
+	sk, sender, err := readReaderKeys(c)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	return runBatch(c, items, "decrypting", modeSecret, false, func(dst io.Writer, src io.Reader, jobs int) error {
+		r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs})
+		if err != nil {
+			return noPacketHint(err, sk, sender)
+		}
+		defer r.Close()
+		if _, err := r.WriteTo(dst); err != nil {
+			return decryptError(err, r.HeaderSize(), -1)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/urfave/cli/v2"
+)
+
+func decryptCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "decrypt",
+		Usage:     "decrypt a file with your secret key",
+		ArgsUsage: "[FILE.c4gh…]",
+		Description: "Reads a crypt4gh file from stdin (or -i) and writes the plaintext that it stands\n" +
+			"for, after its edit list, to stdout (or -o). With --range, only bytes\n" +
+			"[START, END) of that plaintext are written; on a file only the segments\n" +
+			"that the range needs are read. Given FILE.c4gh arguments (flags first),\n" +
+			"writes FILE beside each.",
+		Flags: []cli.Flag{
+			skFlag(),
+			senderFlag(),
+			&cli.StringFlag{Name: "range", Usage: "output only bytes [START, END) (`START-END`, or START for the rest)"},
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(),
+		},
+		Action: decrypt,
+	}
+}
+
+func decrypt(c *cli.Context) error {
+	files, err := batchArgs(c, "range")
+	if err != nil {
+		return err
+	}
+	if files != nil {
+		return decryptBatch(c, files)
+	}
+	rng, err := rangeFlag(c)
+	if err != nil {
+		return err
+	}
+	if err := checksumSingle(c, rng); err != nil {
+		return err
+	}
+	in, err := openInput(c.String("input"), c.App.Reader)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := openOutput(c.String("output"), c.App.Writer,
+		outputOptions{force: c.Bool("force"), mode: modeSecret, input: in.file})
+	if err != nil {
+		return err
+	}
+	lines, err := decryptOne(c, in, out, rng)
+	if err := out.finish(err); err != nil {
+		return err
+	}
+	_, err = io.WriteString(c.App.Writer, lines)
+	return err
+}
+
+// decryptOne decrypts in to out and returns the checksum lines, if asked.
+// The key is loaded, and its passphrase asked, only once the input is
+// known to start like a crypt4gh file.
+func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string, error) {
+	if rng != nil && in.regular() {
+		return "", decryptRangeAt(c, in, out, *rng)
+	}
+	var prog *progress
+	if rng == nil {
+		prog = newProgress(c, in.size(), "decrypting")
+	}
+	sums := newFileSums(c.Bool("checksum"))
+	src := bufio.NewReaderSize(prog.reader(sums.reader(in)), 64<<10)
+	if err := checkMagic(src); err != nil {
+		return "", err
+	}
+	r, err := openReader(c, src)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	if rng != nil {
+		if err := r.Select(*rng); err != nil {
+			return "", err
+		}
+	} else if _, has := r.EditList(); !has {
+		// What is left of the input is the body.
+		if n, err := body.PlaintextSize(reservable(in.file) + int64(src.Buffered())); err == nil {
+			out.preallocate(n)
+		}
+	}
+	prog.start()
+	_, err = r.WriteTo(sums.writer(out))
+	if err == nil {
+		err = sums.drain(src)
+	}
+	prog.stop()
+	if err != nil {
+		return "", decryptError(err, r.HeaderSize(), in.size())
+	}
+	return sums.lines(singleSumName(c.String("input")), c.String("output"), false), nil
+}
+
+// decryptRangeAt writes bytes rng of the regular file in to out, reading
+// only the header and the segments the range touches.
+func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) error {
+	off, err := in.file.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("failed to read input: %w", err)
+	}
+	size := in.size()
+	file := io.NewSectionReader(in.file, off, size)
+	if err := checkMagic(bufio.NewReader(io.NewSectionReader(file, 0, 16))); err != nil {
+		return err
+	}
+	sk, sender, err := readReaderKeys(c)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	r, err := c4gh.NewReaderAt(file, size, sk, &c4gh.DecryptOptions{Sender: sender})
+	if err != nil {
+		return noPacketHint(err, sk, sender)
+	}
+	defer r.Close()
+	if rng.Start > 0 && rng.Start >= r.Size() {
+		// At the end of the data there is either nothing more, or data
+		// that the edit list needs and the body lacks.
+		if _, err := r.ReadAt(make([]byte, 1), r.Size()); errors.Is(err, c4gh.ErrMissingData) {
+			return err
+		}
+		return fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.Size())
+	}
+	buf := make([]byte, 1<<20)
+	if _, err := io.CopyBuffer(out, io.NewSectionReader(r, rng.Start, rng.End-rng.Start), buf); err != nil {
+		return decryptError(err, r.HeaderSize(), size)
+	}
+	return nil
+}
+
+// openReader opens the header read from src with --sk, accepting only
+// packets from --sender_pk when it is given.
+func openReader(c *cli.Context, src io.Reader) (*c4gh.Reader, error) {
+	sk, sender, err := readReaderKeys(c)
+	if err != nil {
+		return nil, err
+	}
+	defer sk.Zero()
+	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs")})
+	return r, noPacketHint(err, sk, sender)
+}
+
+// checkMagic fails unless src starts like a crypt4gh file, without
+// consuming anything: a cheap check before a passphrase is asked.
+func checkMagic(src *bufio.Reader) error {
+	b, err := src.Peek(len(header.Magic))
+	switch {
+	case len(b) == 0 && err == io.EOF:
+		return fmt.Errorf("%w: expected a crypt4gh header", header.ErrEmptyInput)
+	case len(b) > 0 && string(b) != header.Magic[:len(b)]:
+		return fmt.Errorf("%w (bad magic %q)", header.ErrNotCrypt4GH, b)
+	case err != nil && err != io.EOF:
+		return fmt.Errorf("failed to read input: %w", err)
+	}
+	return nil
+}
+
+// decryptError names where a failed segment lies in the file, and says
+// when the failure is most likely a file cut short: the last segment of a
+// body whose length is not a whole number of segments. bodyEnd is the size
+// of the input, -1 when unknown.
+func decryptError(err error, headerSize, fileSize int64) error {
+	var se *body.SegmentError
+	if !errors.As(err, &se) {
+		return err
+	}
+	err = fmt.Errorf("failed to decrypt: %w (at byte %d of the file)", se, se.Offset(headerSize))
+	if bodySize := fileSize - headerSize; fileSize >= 0 && errors.Is(se, body.ErrAuth) &&
+		bodySize%body.EncryptedSegmentSize != 0 && se.Index == bodySize/body.EncryptedSegmentSize {
+		return withHint(err, "the encrypted data was modified or damaged; it is the last segment and shorter than a full one, so the file may also have been cut short in transfer")
+	}
+	return err
+}
+
+// rangeFlag parses --range.
+func rangeFlag(c *cli.Context) (*edit.Range, error) {
+	s := c.String("range")
+	if s == "" {
+		return nil, nil
+	}
+	r, err := edit.ParseRange(s)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// noPacketHint adds which public key was tried to an error saying that the
+// key opens no packet.
+func noPacketHint(err error, sk *keys.SecretKey, sender *keys.PublicKey) error {
+	if !errors.Is(err, header.ErrNoDecryptablePacket) {
+		return err
+	}
+	if sender != nil {
+		return withHint(err, "no packet for the public key %s was written by %s", sk.Public(), *sender)
+	}
+	return withHint(err, "the file has no packet for the public key %s", sk.Public())
+}

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// Exit codes. They are documented in README.md; keep them stable.
+const (
+	exitOK    = 0
+	exitError = 1 // I/O and other errors
+	exitUsage = 2 // bad flags, arguments or ranges
+	exitKey   = 3 // key problems: wrong passphrase, bad key file, no packet for this key
+	exitData  = 4 // not a crypt4gh file, corrupt, truncated or tampered data
+)
+
+// kindCodes maps the kind of an error to its exit code.
+var kindCodes = map[errkind.Kind]int{
+	errkind.Other: exitError,
+	errkind.Usage: exitUsage,
+	errkind.Key:   exitKey,
+	errkind.Data:  exitData,
+}
+
+// usagef returns a usage error (exit 2).
+func usagef(format string, args ...any) error {
+	return errkind.Errorf(errkind.Usage, format, args...)
+}
+
+// usage gives err the usage kind (exit 2).
+func usage(err error) error { return errkind.Wrap(errkind.Usage, err) }
+
+// keyError gives err the key kind (exit 3).
+func keyError(err error) error { return errkind.Wrap(errkind.Key, err) }
+
+// hinted attaches a hint for the user to an error.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (e hinted) Error() string { return e.err.Error() }
+func (e hinted) Unwrap() error { return e.err }
+
+func withHint(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return hinted{err, fmt.Sprintf(format, args...)}
+}
+
+// exitCoder is an error that carries its own exit code, such as the end
+// of a batch in which each failed file was already reported, or an
+// interruption by a signal.
+type exitCoder interface{ exitCode() int }
+
+// exitCode is the exit status for err: its own, or that of its kind.
+func exitCode(err error) int {
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		return ec.exitCode()
+	}
+	return kindCodes[errkind.Of(err)]
+}
+
+// report prints err, and a hint when one helps, on stderr: one line each.
+func report(w io.Writer, err error) {
+	fmt.Fprintf(w, "crypt4gh: error: %s\n", oneLine(err.Error()))
+	if h := hintFor(err); h != "" {
+		fmt.Fprintf(w, "crypt4gh: hint: %s\n", oneLine(h))
+	}
+}
+
+// hintFor returns the hint to print after err, if any.
+func hintFor(err error) string {
+	var h hinted
+	switch {
+	case errors.As(err, &h):
+		return h.hint
+	case errors.Is(err, keys.ErrWrongPassphrase):
+		return "check the passphrase given on the terminal, in C4GH_PASSPHRASE or with --passphrase-file"
+	case errors.Is(err, header.ErrNotCrypt4GH), errors.Is(err, header.ErrEmptyInput):
+		return "the input does not start with a crypt4gh header; was it encrypted with crypt4gh?"
+	case errors.Is(err, body.ErrTruncated):
+		return "the file is truncated inside a segment; was the transfer complete?"
+	case errors.Is(err, c4gh.ErrMissingData):
+		return "whole segments are missing at the end of the body, or the edit list is wrong; was the transfer complete?"
+	case errors.Is(err, body.ErrAuth):
+		return "the encrypted data was modified or damaged"
+	}
+	return ""
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// sentinelCodes is the exit code of every exported sentinel error of the
+// library, as README's table of exit codes gives it.
+var sentinelCodes = map[string]struct {
+	err  error
+	code int
+}{
+	"body.ErrAuth":                  {body.ErrAuth, exitData},
+	"body.ErrTruncated":             {body.ErrTruncated, exitData},
+	"c4gh.ErrMissingData":           {c4gh.ErrMissingData, exitData},
+	"edit.ErrTooLong":               {edit.ErrTooLong, exitData},
+	"edit.ErrEmpty":                 {edit.ErrEmpty, exitUsage},
+	"edit.ErrInvalidRange":          {edit.ErrInvalidRange, exitUsage},
+	"edit.ErrBeyondEnd":             {edit.ErrBeyondEnd, exitUsage},
+	"edit.ErrDone":                  {edit.ErrDone, exitError},
+	"edit.ErrOutOfRange":            {edit.ErrOutOfRange, exitUsage},
+	"header.ErrEmptyInput":          {header.ErrEmptyInput, exitData},
+	"header.ErrNotCrypt4GH":         {header.ErrNotCrypt4GH, exitData},
+	"header.ErrUnsupportedVersion":  {header.ErrUnsupportedVersion, exitData},
+	"header.ErrTruncated":           {header.ErrTruncated, exitData},
+	"header.ErrTooManyPackets":      {header.ErrTooManyPackets, exitData},
+	"header.ErrInvalidPacket":       {header.ErrInvalidPacket, exitData},
+	"header.ErrPacketAuth":          {header.ErrPacketAuth, exitKey},
+	"header.ErrNoDecryptablePacket": {header.ErrNoDecryptablePacket, exitKey},
+	"header.ErrNoDataKey":           {header.ErrNoDataKey, exitKey},
+	"header.ErrMultipleEditLists":   {header.ErrMultipleEditLists, exitData},
+	"header.ErrMixedDataMethods":    {header.ErrMixedDataMethods, exitData},
+	"keys.ErrLowOrderPoint":         {keys.ErrLowOrderPoint, exitKey},
+	"keys.ErrWrongPassphrase":       {keys.ErrWrongPassphrase, exitKey},
+	"keys.ErrMalformedKey":          {keys.ErrMalformedKey, exitKey},
+	"keys.ErrUnsupportedKey":        {keys.ErrUnsupportedKey, exitKey},
+	"keys.ErrPassphraseRequired":    {keys.ErrPassphraseRequired, exitKey},
+}
+
+// TestSentinelExitCodes checks the exit code of every sentinel, alone and
+// wrapped as the commands wrap them.
+func TestSentinelExitCodes(t *testing.T) {
+	for name, s := range sentinelCodes {
+		for _, err := range []error{s.err, fmt.Errorf("failed to read x: %w", s.err), withHint(fmt.Errorf("%w: more", s.err), "hint")} {
+			if got := exitCode(err); got != s.code {
+				t.Errorf("%s: exit code %d for %q, want %d", name, got, err, s.code)
+			}
+		}
+	}
+}
+
+// TestEverySentinelHasAClass walks the exported variables named Err… of
+// every library package (every top-level folder with Go code but the
+// scripts) and fails for one that is not made with errkind.New, or that
+// sentinelCodes does not list.
+func TestEverySentinelHasAClass(t *testing.T) {
+	root := filepath.Join("..", "..")
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, d := range dirs {
+		if !d.IsDir() || d.Name() == "scripts" || d.Name() == "internal" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") {
+			continue
+		}
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(root, d.Name()), func(fi os.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pkg := range pkgs {
+			for _, f := range pkg.Files {
+				for _, decl := range f.Decls {
+					gd, ok := decl.(*ast.GenDecl)
+					if !ok || gd.Tok != token.VAR {
+						continue
+					}
+					for _, spec := range gd.Specs {
+						vs := spec.(*ast.ValueSpec)
+						for i, n := range vs.Names {
+							if !n.IsExported() || !strings.HasPrefix(n.Name, "Err") {
+								continue
+							}
+							found++
+							name := pkg.Name + "." + n.Name
+							if _, ok := sentinelCodes[name]; !ok {
+								t.Errorf("%s is not in sentinelCodes: give it its exit code", name)
+							}
+							if i >= len(vs.Values) || !isErrkindNew(vs.Values[i]) {
+								t.Errorf("%s is not made with errkind.New: it has no class", name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if found < len(sentinelCodes) {
+		t.Errorf("found %d sentinels, sentinelCodes lists %d: a sentinel was removed or renamed", found, len(sentinelCodes))
+	}
+}
+
+func isErrkindNew(e ast.Expr) bool {
+	call, ok := e.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "errkind" && sel.Sel.Name == "New"
+}
+
+// TestREADMEExitCodes checks that README's table of exit codes has one row
+// per code the command uses, with the words of its class.
+func TestREADMEExitCodes(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for code, word := range map[int]string{exitOK: "success", exitError: "I/O", exitUsage: "usage", exitKey: "keys", exitData: "data"} {
+		row := regexp.MustCompile(fmt.Sprintf(`(?m)^\| %d \| %s`, code, regexp.QuoteMeta(word)))
+		if !row.Match(readme) {
+			t.Errorf("README has no exit code row \"| %d | %s…\"", code, word)
+		}
+	}
+}

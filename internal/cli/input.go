@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// input is what a command reads: stdin, or a file.
+type input struct {
+	io.Reader
+	name string   // for messages: the path, or "stdin"
+	file *os.File // the file (or stdin when it is one), nil for other readers
+	own  bool     // the file was opened here and is closed by Close
+}
+
+// openInput opens path for reading ("" or "-" is stdin). The caller must
+// call Close.
+func openInput(path string, stdin io.Reader) (*input, error) {
+	if path == "" || path == "-" {
+		f, _ := stdin.(*os.File)
+		return &input{Reader: stdin, name: "stdin", file: f}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, usagef("input file %q does not exist", path)
+		}
+		return nil, fmt.Errorf("failed to open input %s: %w", quoteName(path), pathErr(err))
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, usagef("input %s is a directory", quoteName(path))
+	}
+	return &input{Reader: f, name: path, file: f, own: true}, nil
+}
+
+// Close closes the file if openInput opened it.
+func (in *input) Close() error {
+	if in.own {
+		return in.file.Close()
+	}
+	return nil
+}
+
+// regular reports whether the input is a regular file.
+func (in *input) regular() bool {
+	if in.file == nil {
+		return false
+	}
+	fi, err := in.file.Stat()
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// size is the number of bytes left to read in the input, or -1 when it is
+// not a regular file.
+func (in *input) size() int64 {
+	if in.file == nil {
+		return -1
+	}
+	return remaining(in.file)
+}
+
+// remaining is the number of bytes left to read in f, or -1 when f is not
+// a regular file.
+func remaining(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return -1
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || off > fi.Size() {
+		return -1
+	}
+	return fi.Size() - off
+}
+
+// reservable is the size of f to reserve an output for: remaining(f),
+// or -1 when f is sparse, when its size says little about what it holds.
+func reservable(f *os.File) int64 {
+	if f == nil {
+		return -1
+	}
+	if fi, err := f.Stat(); err != nil || sparse(fi) {
+		return -1
+	}
+	return remaining(f)
+}

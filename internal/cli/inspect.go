@@ -1,0 +1,394 @@
+package cli
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/urfave/cli/v2"
+)
+
+func inspectCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "inspect",
+		Usage:     "describe a file's header and body without decrypting the body",
+		ArgsUsage: "[FILE]",
+		Description: "Reads a crypt4gh file (FILE, -i PATH or stdin) and prints its layout: version,\n" +
+			"header size, each header packet (length, encryption method, writer public\n" +
+			"key), body size, segment count, and the plaintext size that the body holds\n" +
+			"before any edit list. Without a key nobody can tell whether an edit list\n" +
+			"exists. With --sk it also prints which packets the key opens and what they\n" +
+			"hold (data keys are counted, never printed), the edit list, and the\n" +
+			"plaintext size that the file stands for after its edit list. The body is\n" +
+			"never decrypted; on a pipe it is read to count its bytes.\n" +
+			"\n" +
+			"With --json the same facts are printed as one JSON object. Fields (stable;\n" +
+			"null when unknown, or when they need --sk and none was given):\n" +
+			"  file                 the input path, \"-\" for stdin\n" +
+			"  version              format version (always 1)\n" +
+			"  header_size          bytes of the header, where the body starts\n" +
+			"  packet_count         number of header packets\n" +
+			"  packets              one object per packet, in file order:\n" +
+			"    index                position in the header, from 0\n" +
+			"    length               bytes of the packet, its length field included\n" +
+			"    method               packet encryption method number\n" +
+			"    method_name          X25519_chacha20_ietf_poly1305 for 0, unknown otherwise\n" +
+			"    writer_public_key    hex X25519 key of the writer (method 0), else null\n" +
+			"    opened               whether --sk opens the packet\n" +
+			"    type                 data_key, edit_list, unknown or invalid (opened packets)\n" +
+			"    type_code            the packet type number (opened packets)\n" +
+			"  body_size            bytes after the header\n" +
+			"  segment_count        encrypted segments in the body (a partial one counts)\n" +
+			"  body_plaintext_size  plaintext bytes the body holds, before any edit list;\n" +
+			"                       null when the body ends inside a segment\n" +
+			"  reader_public_key    hex public key of --sk\n" +
+			"  opened_packets       indices of the packets --sk opens\n" +
+			"  data_key_count       distinct data keys in those packets\n" +
+			"  has_edit_list        whether an edit list opened\n" +
+			"  edit_list            its lengths: skip, keep, skip, … (null when none)\n" +
+			"  edit_list_fits       whether the edit list stays within body_plaintext_size\n" +
+			"  plaintext_size       bytes the file stands for, after its edit list\n" +
+			"\n" +
+			"Exit status 4 (after the description is printed) when the body ends inside a\n" +
+			"segment; 3 when --sk opens no packet or the packets it opens are unusable.",
+		Flags: []cli.Flag{
+			skFlag(),
+			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)"},
+			passphraseFileFlag(), inputFlag(),
+		},
+		Action: inspect,
+	}
+}
+
+// Packet type names in the output of inspect.
+const (
+	typeDataKey  = "data_key"
+	typeEditList = "edit_list"
+	typeUnknown  = "unknown"
+	typeInvalid  = "invalid"
+)
+
+// methodName names the header packet encryption methods, as the
+// specification does.
+func methodName(m uint32) string {
+	if m == header.MethodX25519ChaCha20Poly1305 {
+		return "X25519_chacha20_ietf_poly1305"
+	}
+	return "unknown"
+}
+
+// inspectReport is what inspect finds out. It is printed as is with --json:
+// the field names are documented in README.md and in the command's
+// description, so keep them stable.
+type inspectReport struct {
+	File              string         `json:"file"`
+	Version           uint32         `json:"version"`
+	HeaderSize        int64          `json:"header_size"`
+	PacketCount       int            `json:"packet_count"`
+	Packets           []packetReport `json:"packets"`
+	BodySize          int64          `json:"body_size"`
+	SegmentCount      int64          `json:"segment_count"`
+	BodyPlaintextSize *int64         `json:"body_plaintext_size"`
+	ReaderPublicKey   *string        `json:"reader_public_key"`
+	OpenedPackets     []int          `json:"opened_packets"`
+	DataKeyCount      *int           `json:"data_key_count"`
+	HasEditList       *bool          `json:"has_edit_list"`
+	EditList          []uint64       `json:"edit_list"`
+	EditListFits      *bool          `json:"edit_list_fits"`
+	PlaintextSize     *int64         `json:"plaintext_size"`
+
+	// bodyErr says why BodyPlaintextSize is unknown.
+	bodyErr error
+}
+
+type packetReport struct {
+	Index           int     `json:"index"`
+	Length          int64   `json:"length"`
+	Method          uint32  `json:"method"`
+	MethodName      string  `json:"method_name"`
+	WriterPublicKey *string `json:"writer_public_key"`
+	Opened          *bool   `json:"opened"`
+	Type            *string `json:"type"`
+	TypeCode        *uint32 `json:"type_code"`
+}
+
+func inspect(c *cli.Context) error {
+	if err := flagsFirst(c); err != nil {
+		return err
+	}
+	path := c.String("input")
+	switch {
+	case c.NArg() > 1:
+		return usagef("inspect reads one file, got %d arguments", c.NArg())
+	case c.NArg() == 1 && path != "":
+		return usagef("give the input once: as FILE or with -i, not both")
+	case c.NArg() == 1:
+		path = c.Args().First()
+	}
+	in, err := openInput(path, c.App.Reader)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if path == "" && isTerminal(in.file) {
+		return withHint(usagef("no input: stdin is a terminal"), "give the file: crypt4gh inspect FILE")
+	}
+	h, err := header.Parse(in)
+	if err != nil {
+		return err
+	}
+	bodySize, err := bodyLength(in)
+	if err != nil {
+		return err
+	}
+	var sk *keys.SecretKey
+	if secretKeyPath(c) != "" {
+		if sk, err = readSecretKey(c); err != nil {
+			return err
+		}
+		defer sk.Zero()
+	}
+	r := describe(h, bodySize)
+	r.File = path
+	if r.File == "" {
+		r.File = "-"
+	}
+	var keyErr error
+	if sk != nil {
+		keyErr = r.open(h, sk)
+	}
+	if err := r.print(c.App.Writer, c.Bool("json")); err != nil {
+		return fmt.Errorf("failed to write output: %w", err)
+	}
+	if keyErr != nil {
+		return keyErr
+	}
+	return r.bodyErr
+}
+
+// bodyLength returns the number of bytes left in in: from the file size when
+// in is a regular file, else by reading them.
+func bodyLength(in *input) (int64, error) {
+	if n := in.size(); n >= 0 {
+		return n, nil
+	}
+	n, err := io.Copy(io.Discard, in)
+	if err != nil {
+		return 0, fmt.Errorf("failed to read body: %w", err)
+	}
+	return n, nil
+}
+
+// describe reports what the header and the body size tell without a key.
+func describe(h *header.Header, bodySize int64) *inspectReport {
+	r := &inspectReport{
+		Version:      header.Version,
+		HeaderSize:   h.Size(),
+		PacketCount:  len(h.Packets),
+		Packets:      make([]packetReport, len(h.Packets)),
+		BodySize:     bodySize,
+		SegmentCount: bodySize / body.EncryptedSegmentSize,
+	}
+	if bodySize%body.EncryptedSegmentSize != 0 {
+		r.SegmentCount++
+	}
+	for i := range h.Packets {
+		p := &h.Packets[i]
+		pr := packetReport{Index: i, Length: p.Size(), Method: p.Method, MethodName: methodName(p.Method)}
+		if p.Method == header.MethodX25519ChaCha20Poly1305 {
+			pk := hex.EncodeToString(p.WriterPublicKey[:])
+			pr.WriterPublicKey = &pk
+		}
+		r.Packets[i] = pr
+	}
+	if n, err := body.PlaintextSize(bodySize); err == nil {
+		r.BodyPlaintextSize = &n
+	} else {
+		var se *body.SegmentError
+		if errors.As(err, &se) {
+			err = fmt.Errorf("body %w: it ends inside segment %d, %d bytes into it (an encrypted segment has at least %d)",
+				se.Err, se.Index, bodySize-se.Index*body.EncryptedSegmentSize, body.Overhead)
+		}
+		r.bodyErr = err
+	}
+	return r
+}
+
+// open adds what sk opens to r. It returns the error of header.Decrypt,
+// if any: then only the packets are described.
+func (r *inspectReport) open(h *header.Header, sk *keys.SecretKey) error {
+	pk := sk.Public()
+	pkHex := hex.EncodeToString(pk[:])
+	r.ReaderPublicKey = &pkHex
+	r.OpenedPackets = []int{}
+	contents, err := h.Decrypt(sk, nil)
+	if err != nil && !errors.Is(err, header.ErrNoDecryptablePacket) {
+		return noPacketHint(err, sk, nil)
+	}
+	for i := range r.Packets {
+		opened := false
+		r.Packets[i].Opened = &opened
+	}
+	if err != nil {
+		return noPacketHint(err, sk, nil)
+	}
+	defer contents.Zero()
+	for k, i := range contents.Opened {
+		opened, code := true, contents.Types[k]
+		name := typeUnknown
+		switch code {
+		case header.PacketTypeDataKey:
+			name = typeDataKey
+		case header.PacketTypeEditList:
+			name = typeEditList
+		}
+		r.Packets[i].Opened, r.Packets[i].TypeCode, r.Packets[i].Type = &opened, &code, &name
+		r.OpenedPackets = append(r.OpenedPackets, i)
+	}
+	n := len(contents.DataKeys)
+	r.DataKeyCount = &n
+	has := contents.HasEditList
+	r.HasEditList = &has
+	if has {
+		r.EditList = append([]uint64{}, contents.EditList...)
+	}
+	if r.BodyPlaintextSize != nil {
+		size, fits := editedSize(r.EditList, has, *r.BodyPlaintextSize)
+		r.PlaintextSize = &size
+		if has {
+			r.EditListFits = &fits
+		}
+	}
+	return nil
+}
+
+// editedSize returns how many bytes the edit list list (when has is true)
+// keeps of a plaintext of plain bytes, and whether the list stays within
+// those bytes. A list that reaches past the end means that segments are
+// missing at the end of the body, or that the list is wrong.
+func editedSize(list []uint64, has bool, plain int64) (size int64, fits bool) {
+	if !has {
+		return plain, true
+	}
+	return edit.Size(edit.List(list).Intervals(), plain), edit.List(list).Extent() <= plain
+}
+
+func (r *inspectReport) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(tw, "%s:\t%s\n", label, fmt.Sprintf(format, args...))
+	}
+	name := r.File
+	if name == "-" {
+		name = "stdin"
+	}
+	line("file", "%s", name)
+	line("version", "%d", r.Version)
+	line("header", "%s, %s", bytesText(r.HeaderSize), plural(int64(r.PacketCount), "packet"))
+	for _, p := range r.Packets {
+		desc := fmt.Sprintf("%s, method %d (%s)", bytesText(p.Length), p.Method, p.MethodName)
+		switch {
+		case p.Opened == nil:
+		case !*p.Opened:
+			desc += ", not opened by this key"
+		case *p.Type == typeUnknown:
+			desc += fmt.Sprintf(", opened: unknown packet type %d", *p.TypeCode)
+		default:
+			desc += ", opened: " + strings.ReplaceAll(*p.Type, "_", " ")
+		}
+		line(fmt.Sprintf("  packet %d", p.Index), "%s", desc)
+		if p.WriterPublicKey != nil {
+			line("    writer key", "%s", *p.WriterPublicKey)
+		}
+	}
+	line("body", "%s, %s", bytesText(r.BodySize), plural(r.SegmentCount, "segment"))
+	if r.ReaderPublicKey != nil {
+		line("reader key", "%s (public key of --sk)", *r.ReaderPublicKey)
+		if len(r.OpenedPackets) == 0 {
+			line("opened packets", "none")
+		} else {
+			idx := make([]string, len(r.OpenedPackets))
+			for i, n := range r.OpenedPackets {
+				idx[i] = strconv.Itoa(n)
+			}
+			line("opened packets", "%s", strings.Join(idx, ", "))
+		}
+		if r.DataKeyCount != nil {
+			line("data keys", "%d", *r.DataKeyCount)
+		}
+		if r.HasEditList != nil {
+			line("edit list", "%s", editListText(r.EditList, *r.HasEditList))
+		}
+	}
+	switch {
+	case r.BodyPlaintextSize == nil:
+		line("plaintext size", "unknown: %v", r.bodyErr)
+	case r.PlaintextSize == nil:
+		line("plaintext size", "%s before any edit list (only a key that opens the header shows whether one applies)",
+			bytesText(*r.BodyPlaintextSize))
+	case r.HasEditList != nil && *r.HasEditList:
+		line("plaintext size", "%s after the edit list (%s before)",
+			bytesText(*r.PlaintextSize), bytesText(*r.BodyPlaintextSize))
+		if r.EditListFits != nil && !*r.EditListFits {
+			line("warning", "the edit list reaches past the end of the body: segments are missing, or the list is wrong")
+		}
+	default:
+		line("plaintext size", "%s (no edit list)", bytesText(*r.PlaintextSize))
+	}
+	return tw.Flush()
+}
+
+// editListHumanMax is how many lengths of an edit list the human output
+// shows; --json shows them all.
+const editListHumanMax = 32
+
+func editListText(list []uint64, has bool) string {
+	if !has {
+		return "none"
+	}
+	if len(list) == 0 {
+		return "empty (keeps everything)"
+	}
+	var parts []string
+	for i, n := range list[:min(len(list), editListHumanMax)] {
+		verb := "skip"
+		if i%2 == 1 {
+			verb = "keep"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", verb, n))
+	}
+	s := strings.Join(parts, ", ")
+	if len(list)%2 == 1 && len(list) <= editListHumanMax {
+		s += ", keep the rest"
+	}
+	if len(list) > editListHumanMax {
+		s += fmt.Sprintf(", … (%d lengths in all; --json lists them)", len(list))
+	}
+	return s
+}
+
+func bytesText(n int64) string { return plural(n, "byte") }
+
+func plural(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

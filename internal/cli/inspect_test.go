@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// inspectJSON mirrors the --json output of inspect as a script would read
+// it: with its own field tags, so that a renamed field breaks this test.
+type inspectJSON struct {
+	File        string `json:"file"`
+	Version     int    `json:"version"`
+	HeaderSize  int64  `json:"header_size"`
+	PacketCount int    `json:"packet_count"`
+	Packets     []struct {
+		Index           int     `json:"index"`
+		Length          int64   `json:"length"`
+		Method          int     `json:"method"`
+		MethodName      string  `json:"method_name"`
+		WriterPublicKey *string `json:"writer_public_key"`
+		Opened          *bool   `json:"opened"`
+		Type            *string `json:"type"`
+		TypeCode        *int    `json:"type_code"`
+	} `json:"packets"`
+	BodySize          int64    `json:"body_size"`
+	SegmentCount      int64    `json:"segment_count"`
+	BodyPlaintextSize *int64   `json:"body_plaintext_size"`
+	ReaderPublicKey   *string  `json:"reader_public_key"`
+	OpenedPackets     []int    `json:"opened_packets"`
+	DataKeyCount      *int     `json:"data_key_count"`
+	HasEditList       *bool    `json:"has_edit_list"`
+	EditList          []uint64 `json:"edit_list"`
+	EditListFits      *bool    `json:"edit_list_fits"`
+	PlaintextSize     *int64   `json:"plaintext_size"`
+}
+
+// inspectCase is the part of a manifest case that inspect can check.
+type inspectCase struct {
+	Name          string   `json:"name"`
+	File          string   `json:"file"`
+	BodyFile      string   `json:"body_file"`
+	Kind          string   `json:"kind"`
+	SecretKey     string   `json:"sk"`
+	Passphrase    *string  `json:"passphrase"`
+	Range         string   `json:"range"`
+	ExpectedLen   int64    `json:"expected_len"`
+	HeaderLen     int64    `json:"header_len"`
+	HeaderPackets int      `json:"header_packets"`
+	EditList      []uint64 `json:"edit_list"`
+}
+
+func loadInspectCases(t *testing.T) []inspectCase {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(interopDir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Cases []inspectCase `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Cases) == 0 {
+		t.Fatal("manifest has no cases")
+	}
+	return m.Cases
+}
+
+// runInspect runs inspect --json on file, with the unprotected secret key
+// sk unless it is "", and decodes its output.
+func runInspect(t *testing.T, file, sk string) inspectJSON {
+	t.Helper()
+	setPassphrase(t, nil)
+	args := []string{"crypt4gh", "inspect", "--json"}
+	if sk != "" {
+		args = append(args, "--sk", sk)
+	}
+	args = append(args, file)
+	var stdout, stderr bytes.Buffer
+	if code := Run(args, bytes.NewReader(nil), &stdout, &stderr); code != exitOK {
+		t.Fatalf("%s: exit %d: %s", strings.Join(args[1:], " "), code, stderr.String())
+	}
+	dec := json.NewDecoder(&stdout)
+	dec.DisallowUnknownFields() // every field must be documented here too
+	var r inspectJSON
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("bad JSON from inspect: %v\n%s", err, stdout.String())
+	}
+	return r
+}
+
+func setPassphrase(t *testing.T, passphrase *string) {
+	t.Setenv("C4GH_PASSPHRASE", "")
+	if passphrase != nil {
+		t.Setenv("C4GH_PASSPHRASE", *passphrase)
+	} else {
+		os.Unsetenv("C4GH_PASSPHRASE")
+	}
+}
+
+// TestInspectInterop checks inspect --json, with and without the reader's
+// key, against what manifest.json says of every file that decrypts.
+func TestInspectInterop(t *testing.T) {
+	seen := map[string]bool{}
+	plainKeys := newPlainKeys(t)
+	for _, tc := range loadInspectCases(t) {
+		if tc.Kind != "decrypt" || tc.HeaderLen == 0 {
+			continue
+		}
+		id := tc.File + "|" + tc.BodyFile + "|" + tc.SecretKey
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		t.Run(tc.Name, func(t *testing.T) {
+			file := filepath.Join(interopDir, tc.File)
+			if tc.BodyFile != "" {
+				file = concat(t, file, filepath.Join(interopDir, tc.BodyFile))
+			}
+			fi, err := os.Stat(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			bare := runInspect(t, file, "")
+			if bare.Version != 1 || bare.HeaderSize != tc.HeaderLen || bare.PacketCount != tc.HeaderPackets || len(bare.Packets) != tc.HeaderPackets {
+				t.Errorf("version %d, header_size %d, packet_count %d, %d packets; want 1, %d, %d",
+					bare.Version, bare.HeaderSize, bare.PacketCount, len(bare.Packets), tc.HeaderLen, tc.HeaderPackets)
+			}
+			sum := int64(16) // magic, version, packet count
+			for i, p := range bare.Packets {
+				sum += p.Length
+				if p.Index != i || p.Method != 0 || p.MethodName != "X25519_chacha20_ietf_poly1305" ||
+					p.WriterPublicKey == nil || len(*p.WriterPublicKey) != 64 || p.Opened != nil || p.Type != nil {
+					t.Errorf("packet %d without a key: %+v", i, p)
+				}
+			}
+			if sum != bare.HeaderSize {
+				t.Errorf("packet lengths add up to %d, header_size is %d", sum, bare.HeaderSize)
+			}
+			if bare.BodySize != fi.Size()-tc.HeaderLen {
+				t.Errorf("body_size %d, want %d", bare.BodySize, fi.Size()-tc.HeaderLen)
+			}
+			if want := (bare.BodySize + body.EncryptedSegmentSize - 1) / body.EncryptedSegmentSize; bare.SegmentCount != want {
+				t.Errorf("segment_count %d, want %d", bare.SegmentCount, want)
+			}
+			if bare.BodyPlaintextSize == nil {
+				t.Fatal("body_plaintext_size is null")
+			}
+			if bare.ReaderPublicKey != nil || bare.OpenedPackets != nil || bare.DataKeyCount != nil ||
+				bare.HasEditList != nil || bare.EditList != nil || bare.EditListFits != nil || bare.PlaintextSize != nil {
+				t.Errorf("key fields set without a key: %+v", bare)
+			}
+
+			r := runInspect(t, file, plainKeys.get(t, filepath.Join(interopDir, tc.SecretKey), tc.Passphrase))
+			if r.PlaintextSize == nil {
+				t.Fatal("plaintext_size is null with a key")
+			}
+			if tc.Range == "" && *r.PlaintextSize != tc.ExpectedLen {
+				t.Errorf("plaintext_size %d, want expected_len %d", *r.PlaintextSize, tc.ExpectedLen)
+			}
+			if *r.HasEditList != (tc.EditList != nil) || !slices.Equal(r.EditList, tc.EditList) {
+				t.Errorf("has_edit_list %v, edit_list %v; want %v", *r.HasEditList, r.EditList, tc.EditList)
+			}
+			if tc.EditList == nil && (*r.PlaintextSize != *r.BodyPlaintextSize || r.EditListFits != nil) {
+				t.Errorf("no edit list, but plaintext_size %d, body_plaintext_size %d, edit_list_fits %v",
+					*r.PlaintextSize, *r.BodyPlaintextSize, r.EditListFits)
+			}
+			if tc.EditList != nil && (r.EditListFits == nil || !*r.EditListFits) {
+				t.Errorf("edit_list_fits %v, want true", r.EditListFits)
+			}
+			if len(r.OpenedPackets) == 0 || r.DataKeyCount == nil || *r.DataKeyCount < 1 {
+				t.Errorf("opened_packets %v, data_key_count %v", r.OpenedPackets, r.DataKeyCount)
+			}
+			var opened []int
+			editLists := 0
+			for i, p := range r.Packets {
+				if p.Opened == nil {
+					t.Fatalf("packet %d: opened is null with a key", i)
+				}
+				if *p.Opened {
+					opened = append(opened, i)
+					if *p.Type == typeEditList {
+						editLists++
+					}
+				} else if p.Type != nil {
+					t.Errorf("packet %d not opened but has type %q", i, *p.Type)
+				}
+			}
+			wantEditLists := 0
+			if tc.EditList != nil {
+				wantEditLists = 1
+			}
+			if !slices.Equal(opened, r.OpenedPackets) || editLists != wantEditLists {
+				t.Errorf("packets opened %v (edit lists %d), opened_packets %v", opened, editLists, r.OpenedPackets)
+			}
+		})
+	}
+	if len(seen) < 10 {
+		t.Fatalf("only %d files checked", len(seen))
+	}
+}
+
+// plainKeys holds unprotected copies of passphrase-protected secret keys,
+// so that the inspect and verify tests do not pay for a slow KDF on every
+// case; the KDFs are tested in keys and through decrypt in TestInterop.
+type plainKeys struct {
+	dir   string
+	paths map[string]string
+}
+
+func newPlainKeys(t *testing.T) *plainKeys {
+	return &plainKeys{dir: t.TempDir(), paths: map[string]string{}}
+}
+
+// openedKeys caches the keys that plainKeys decrypted, for all tests.
+var openedKeys sync.Map // path → keys.SecretKey
+
+// get returns the path of an unprotected copy of the key at path, or path
+// itself when the key has no passphrase.
+func (p *plainKeys) get(t *testing.T, path string, passphrase *string) string {
+	t.Helper()
+	if passphrase == nil {
+		return path
+	}
+	if out, ok := p.paths[path]; ok {
+		return out
+	}
+	v, ok := openedKeys.Load(path)
+	if !ok {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk, err := keys.ParseSecretKey(data, func() ([]byte, error) { return []byte(*passphrase), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ = openedKeys.LoadOrStore(path, sk)
+	}
+	sk := v.(keys.SecretKey)
+	pem, err := keys.MarshalSecretKey(&sk, nil, keys.KDFNone, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(p.dir, fmt.Sprintf("key%d.sec", len(p.paths)))
+	if err := os.WriteFile(out, pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.paths[path] = out
+	return out
+}
+
+func TestEditedSize(t *testing.T) {
+	for _, tc := range []struct {
+		list  []uint64
+		has   bool
+		plain int64
+		size  int64
+		fits  bool
+	}{
+		{nil, false, 1000, 1000, true},
+		{[]uint64{}, true, 1000, 1000, true},
+		{[]uint64{100}, true, 1000, 900, true},
+		{[]uint64{1000}, true, 1000, 0, true},
+		{[]uint64{1001}, true, 1000, 0, false},
+		{[]uint64{10, 20}, true, 1000, 20, true},
+		{[]uint64{10, 20, 30, 40}, true, 1000, 60, true},
+		{[]uint64{10, 20, 30, 40, 50}, true, 1000, 60 + 850, true},
+		{[]uint64{900, 200}, true, 1000, 100, false},
+		{[]uint64{0, 1 << 63, 5}, true, 1000, 1000, false},
+		{[]uint64{1<<64 - 1, 1<<64 - 1}, true, 1000, 0, false},
+		{[]uint64{10, 20}, true, 0, 0, false},
+	} {
+		size, fits := editedSize(tc.list, tc.has, tc.plain)
+		if size != tc.size || fits != tc.fits {
+			t.Errorf("editedSize(%v, %v, %d) = %d, %v; want %d, %v", tc.list, tc.has, tc.plain, size, fits, tc.size, tc.fits)
+		}
+	}
+}

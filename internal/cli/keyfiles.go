@@ -1,0 +1,305 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/urfave/cli/v2"
+)
+
+// Every key file and passphrase is read here: one secret-key loader, one
+// passphrase chain, one public-key reader.
+
+// maxKeyFile is the most that is read of a key file or a passphrase file:
+// far more than any key, so that --sk /dev/zero fails at once.
+const maxKeyFile = 1 << 20
+
+// The variables that the other Crypt4GH tools read.
+const (
+	passphraseEnv    = "C4GH_PASSPHRASE"
+	newPassphraseEnv = "C4GH_NEW_PASSPHRASE"
+	secretKeyEnv     = "C4GH_SECRET_KEY"
+	publicKeyEnv     = "C4GH_PUBLIC_KEY"
+)
+
+// expandHome turns a leading "~" or "~/" of a key path into the home
+// folder, as the reference tool does (a shell does it only at the start of
+// a word, not in --sk=~/k or in a variable).
+func expandHome(path string) string {
+	if path != "~" && !strings.HasPrefix(path, "~/") {
+		return path
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return path
+	}
+	return filepath.Join(home, path[1:])
+}
+
+// readKeyFile reads a key file of at most maxKeyFile bytes. what names
+// it in messages ("secret key", "public key", "passphrase"). Every error
+// is a key error (exit 3): a missing, unreadable or oversized file, or a
+// folder.
+func readKeyFile(what, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, keyError(fmt.Errorf("%s file %q does not exist", what, path))
+		}
+		return nil, keyError(fmt.Errorf("failed to read %s %s: %w", what, quoteName(path), pathErr(err)))
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, keyError(fmt.Errorf("%s %s is a directory", what, quoteName(path)))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		clear(data)
+		return nil, keyError(fmt.Errorf("failed to read %s %s: %w", what, quoteName(path), pathErr(err)))
+	}
+	if len(data) > maxKeyFile {
+		clear(data)
+		return nil, keyError(fmt.Errorf("%s %s is larger than %d KiB: not a key file", what, quoteName(path), maxKeyFile>>10))
+	}
+	return data, nil
+}
+
+// warnReadable warns when group or others may read the regular file at
+// path, which holds a secret.
+func warnReadable(c *cli.Context, what, path string) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	warnf(c, "%s %s is readable by others (mode %04o); run chmod 600 %s", what, quoteName(path), fi.Mode().Perm(), quoteName(path))
+}
+
+// secretKeyPath is the --sk of a command, or C4GH_SECRET_KEY.
+func secretKeyPath(c *cli.Context) string { return expandHome(c.String("sk")) }
+
+// loadSecretKey reads the secret key named by --sk, asking for its
+// passphrase (through the chain of passphrase) only when it is protected,
+// and describes its file.
+func loadSecretKey(c *cli.Context) (*keys.SecretKey, keys.SecretKeyInfo, error) {
+	path := secretKeyPath(c)
+	if path == "" {
+		return nil, keys.SecretKeyInfo{}, usagef("no secret key: use --sk PATH or set %s", secretKeyEnv)
+	}
+	data, err := readKeyFile("secret key", path)
+	if err != nil {
+		return nil, keys.SecretKeyInfo{}, err
+	}
+	defer clear(data)
+	warnReadable(c, "secret key", path)
+	info, err := keys.InspectSecretKey(data)
+	if err != nil {
+		return nil, keys.SecretKeyInfo{}, fmt.Errorf("failed to read secret key %s: %w", quoteName(path), err)
+	}
+	// The key package does not keep the passphrase; erase it once the
+	// key is derived.
+	var pass []byte
+	sk, err := keys.ParseSecretKey(data, func() ([]byte, error) {
+		var err error
+		pass, err = passphrase(c, currentPassphrase, "Passphrase for "+quoteName(path)+": ")
+		return pass, err
+	})
+	clear(pass)
+	if err != nil {
+		return nil, keys.SecretKeyInfo{}, fmt.Errorf("failed to read secret key %s: %w", quoteName(path), err)
+	}
+	return &sk, info, nil
+}
+
+// readSecretKey is loadSecretKey for the commands that need only the key.
+func readSecretKey(c *cli.Context) (*keys.SecretKey, error) {
+	sk, _, err := loadSecretKey(c)
+	return sk, err
+}
+
+// readReaderKeys loads the secret key of --sk and, when --sender_pk is
+// given, the public key that every accepted packet must be written by.
+func readReaderKeys(c *cli.Context) (*keys.SecretKey, *keys.PublicKey, error) {
+	var sender *keys.PublicKey
+	if p := c.String("sender_pk"); p != "" {
+		pks, err := readPublicKeys([]string{p})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(pks) != 1 {
+			return nil, nil, usagef("--sender_pk %s holds %d keys; give the one writer", quoteName(p), len(pks))
+		}
+		sender = &pks[0]
+	}
+	sk, err := readSecretKey(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sk, sender, nil
+}
+
+// passSource says where one passphrase comes from.
+type passSource struct {
+	fileFlag string // the flag naming a file that holds it
+	env      string // the variable that holds it
+	// stdin: when the process has no terminal or stdin is not one, read
+	// the passphrase from stdin (for keygen, which reads no data there).
+	stdin bool
+	// confirm asks twice on the terminal (up to three times when the two
+	// differ) and reads two lines from stdin.
+	confirm bool
+	// emptyOK: an empty passphrase typed or piped means none.
+	emptyOK bool
+}
+
+var (
+	// currentPassphrase unlocks an existing secret key.
+	currentPassphrase = passSource{fileFlag: "passphrase-file", env: passphraseEnv}
+	// newKeyPassphrase protects a key made by keygen.
+	newKeyPassphrase = passSource{fileFlag: "passphrase-file", env: passphraseEnv, stdin: true, confirm: true, emptyOK: true}
+	// relockPassphrase protects the key written by keygen --convert and
+	// --relock, whose existing key takes currentPassphrase.
+	relockPassphrase = passSource{fileFlag: "new-passphrase-file", env: newPassphraseEnv, stdin: true, confirm: true, emptyOK: true}
+)
+
+// passphrase returns a passphrase from the file of src.fileFlag ("-" is
+// stdin), from the variable src.env, or from the terminal (or, with
+// src.stdin, from stdin when it is not a terminal), in that order. The
+// caller must clear it.
+func passphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
+	if path := c.String(src.fileFlag); path != "" {
+		return readPassphraseFile(c, path)
+	}
+	if p := os.Getenv(src.env); p != "" {
+		if !c.Bool("quiet") {
+			warnf(c, "using the passphrase in %s; environment variables can be read by other processes", src.env)
+		}
+		return []byte(p), nil
+	}
+	stdinFile, _ := c.App.Reader.(*os.File)
+	if src.stdin && !isTerminal(stdinFile) {
+		return readPassphraseLines(c.App.Reader, src.confirm)
+	}
+	tty, err := openTTY()
+	if err != nil {
+		hint := fmt.Sprintf("set %s or use --%s", src.env, src.fileFlag)
+		return nil, withHint(fmt.Errorf("%w: %v", keys.ErrPassphraseRequired, err), "%s", hint)
+	}
+	defer tty.Close()
+	for attempt := 1; ; attempt++ {
+		pass, err := readPassphrase(tty, prompt, src.confirm)
+		if errors.Is(err, errMismatch) && attempt < 3 {
+			fmt.Fprintln(tty, "The passphrases do not match; try again.")
+			continue
+		}
+		if errors.Is(err, errMismatch) {
+			return nil, withHint(usage(err), "type the same passphrase twice")
+		}
+		return pass, err
+	}
+}
+
+// readPassphraseFile returns the first line of the file at path ("-" is
+// stdin), without its line ending, and warns when others may read the file.
+func readPassphraseFile(c *cli.Context, path string) ([]byte, error) {
+	if path == "-" {
+		return readPassphraseLines(c.App.Reader, false)
+	}
+	data, err := readKeyFile("passphrase file", path)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(data)
+	warnReadable(c, "passphrase file", path)
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	return bytes.Clone(bytes.TrimSuffix(line, []byte("\r"))), nil
+}
+
+// readPassphraseLines reads a passphrase line from r, and with confirm a
+// second line that must be the same, as "printf 'pw\npw\n' | crypt4gh
+// keygen" gives them.
+func readPassphraseLines(r io.Reader, confirm bool) ([]byte, error) {
+	br := bufio.NewReaderSize(io.LimitReader(r, maxKeyFile), 4096)
+	line := func() ([]byte, error) {
+		b, err := br.ReadSlice('\n')
+		if err != nil && !(err == io.EOF && len(b) > 0) {
+			clear(b)
+			if err == io.EOF {
+				return nil, keyError(errors.New("no passphrase on stdin"))
+			}
+			return nil, keyError(fmt.Errorf("failed to read the passphrase from stdin: %w", err))
+		}
+		p := bytes.Clone(bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r")))
+		clear(b)
+		return p, nil
+	}
+	pass, err := line()
+	if err != nil || !confirm {
+		return pass, err
+	}
+	again, err := line()
+	if err != nil {
+		clear(pass)
+		return nil, err
+	}
+	defer clear(again)
+	if !bytes.Equal(pass, again) {
+		clear(pass)
+		return nil, usage(errMismatch)
+	}
+	return pass, nil
+}
+
+// newPassphrase returns the passphrase for a new secret key from src,
+// nil for none when it is empty and src allows it.
+func newPassphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
+	pass, err := passphrase(c, src, prompt)
+	if err != nil {
+		return nil, err
+	}
+	if len(pass) == 0 {
+		if !src.emptyOK || c.String(src.fileFlag) != "" {
+			return nil, usagef("empty passphrase: use --nocrypt for a key without passphrase")
+		}
+		warnf(c, "empty passphrase: the secret key is stored without protection")
+		return nil, nil
+	}
+	return pass, nil
+}
+
+// readPublicKeys loads every key of every public key file in paths, in
+// order, dropping duplicates. A file may hold several keys, one per
+// recipient.
+func readPublicKeys(paths []string) ([]keys.PublicKey, error) {
+	var out []keys.PublicKey
+	seen := map[keys.PublicKey]bool{}
+	for _, path := range paths {
+		path = expandHome(path)
+		data, err := readKeyFile("public key", path)
+		if err != nil {
+			return nil, err
+		}
+		pks, err := parsePublicKeysShim(data)
+		if err != nil {
+			return nil, fmt.Errorf("failed to read public key %s: %w", quoteName(path), err)
+		}
+		for _, pk := range pks {
+			if !seen[pk] {
+				seen[pk] = true
+				out = append(out, pk)
+			}
+		}
+	}
+	return out, nil
+}
+
+// warnf prints a warning on stderr.
+func warnf(c *cli.Context, format string, args ...any) {
+	fmt.Fprintf(c.App.ErrWriter, "crypt4gh: warning: "+format+"\n", args...)
+}

@@ -1,0 +1,421 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/urfave/cli/v2"
+)
+
+func keygenCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "keygen",
+		Usage: "generate a crypt4gh key pair, or derive, convert or relock an existing secret key",
+		UsageText: "crypt4gh keygen [--sk NEW.sec] [--pk NEW.pub] [--nocrypt] [--kdf NAME] [-C TEXT]\n" +
+			"crypt4gh keygen --derive --sk KEY --pk OUT.pub\n" +
+			"crypt4gh keygen --convert --sk KEY -o NEW.sec [--pk NEW.pub] [--nocrypt] [--kdf NAME] [-C TEXT]\n" +
+			"crypt4gh keygen --relock --sk KEY.sec [--nocrypt] [--kdf NAME] [-C TEXT]",
+		Description: "Without a mode flag, writes a new X25519 key pair in crypt4gh format, to --sk\n" +
+			"and --pk (default: ~/.c4gh/key and ~/.c4gh/key.pub). The secret key is\n" +
+			"protected with a passphrase, asked twice on the terminal (or read from stdin\n" +
+			"when it is not a terminal) or taken from C4GH_PASSPHRASE or --passphrase-file,\n" +
+			"unless --nocrypt is given or the passphrase typed is empty.\n" +
+			"\n" +
+			"With --derive, --convert or --relock, --sk names an existing secret key (crypt4gh,\n" +
+			"OpenSSH ed25519 or PKCS#8 X25519), unlocked with the passphrase from\n" +
+			"--passphrase-file, C4GH_PASSPHRASE or the terminal:\n" +
+			"  --derive   writes its public key to --pk (as \"crypt4gh pubkey\" does);\n" +
+			"  --convert  writes it in crypt4gh format to -o, and its public key to --pk if given;\n" +
+			"  --relock   changes the passphrase, KDF or comment of a crypt4gh secret key in\n" +
+			"             place (new file then rename; an OpenSSH or PKCS#8 key is never\n" +
+			"             overwritten: use --convert).\n" +
+			"The new passphrase of --convert and --relock is asked twice on the terminal, or\n" +
+			"taken from C4GH_NEW_PASSPHRASE or --new-passphrase-file; --nocrypt stores the key\n" +
+			"without one. They keep the KDF and the comment of a crypt4gh key unless --kdf or\n" +
+			"-C is given, and use scrypt otherwise.\n" +
+			"\n" +
+			"Secret keys are created with mode 0600 and public keys with mode 0666 minus the\n" +
+			"umask; an existing file is replaced only with -f, and only by a complete new key.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "sk", Usage: "the secret key `PATH`: written, or read with --derive, --convert and --relock", EnvVars: []string{secretKeyEnv}},
+			&cli.StringFlag{Name: "pk", Usage: "write the public key to `PATH`", EnvVars: []string{publicKeyEnv}},
+			&cli.BoolFlag{Name: "derive", Usage: "write the public key of the existing secret key --sk to --pk"},
+			&cli.BoolFlag{Name: "convert", Usage: "write the existing secret key --sk in crypt4gh format to --output"},
+			&cli.BoolFlag{Name: "relock", Usage: "change the passphrase, KDF or comment of the crypt4gh secret key --sk in place"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "with --convert: write the crypt4gh secret key to `PATH`"},
+			&cli.StringFlag{Name: "comment", Aliases: []string{"C"}, Usage: "store `TEXT` in clear in the secret key"},
+			&cli.BoolFlag{Name: "nocrypt", Usage: "do not protect the secret key with a passphrase"},
+			&cli.StringFlag{Name: "kdf", Value: string(keys.KDFScrypt), Usage: "passphrase KDF: scrypt, bcrypt or pbkdf2_hmac_sha256"},
+			passphraseFileFlag(),
+			&cli.StringFlag{Name: "new-passphrase-file", Usage: "with --convert and --relock: read the new passphrase from the first line of `PATH`"},
+			forceFlag(),
+		},
+		Action: keygen,
+	}
+}
+
+// defaultKeyDir is where keygen writes a key pair when no path is given,
+// as the reference tool does: ~/.c4gh/key and ~/.c4gh/key.pub.
+const defaultKeyDir = ".c4gh"
+
+func keygen(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("unexpected argument %q", c.Args().First())
+	}
+	var modes []string
+	for _, m := range []string{"derive", "convert", "relock"} {
+		if c.Bool(m) {
+			modes = append(modes, "--"+m)
+		}
+	}
+	if len(modes) > 1 {
+		return usagef("%s and %s cannot be used together", modes[0], modes[1])
+	}
+	if len(modes) == 0 && c.String("output") != "" {
+		return usagef("-o/--output is for --convert; a new key pair is written to --sk and --pk")
+	}
+	if _, err := kdfFlag(c); err != nil {
+		return err
+	}
+	switch {
+	case c.Bool("derive"):
+		return keygenDerive(c)
+	case c.Bool("convert"):
+		return keygenConvert(c)
+	case c.Bool("relock"):
+		return keygenRelock(c)
+	}
+	skPath, pkPath, err := newPairPaths(c)
+	if err != nil {
+		return err
+	}
+	files, err := openKeyOutputs(c, "--sk", skPath, "--pk", pkPath)
+	if err != nil {
+		return err
+	}
+	data, err := newSecretKey(c)
+	if err != nil {
+		files.abort()
+		return err
+	}
+	defer clear(data.marshaled)
+	defer data.sk.Zero()
+	return files.write(data.marshaled, keys.MarshalPublicKey(data.sk.Public()))
+}
+
+// newPairPaths returns where keygen writes a new pair: --sk and --pk (or
+// their variables), else ~/.c4gh/key and ~/.c4gh/key.pub, creating that
+// folder (0700) when it is missing.
+func newPairPaths(c *cli.Context) (string, string, error) {
+	skPath, pkPath := expandHome(c.String("sk")), expandHome(c.String("pk"))
+	switch {
+	case skPath != "" && pkPath != "":
+		return skPath, pkPath, nil
+	case skPath != "" || pkPath != "":
+		return "", "", usagef("keygen needs both --sk PATH and --pk PATH, or neither (for ~/%s/key)", defaultKeyDir)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", "", usagef("no --sk and --pk, and no home folder for ~/%s: %v", defaultKeyDir, err)
+	}
+	dir := filepath.Join(home, defaultKeyDir)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return "", "", fmt.Errorf("failed to create %s: %w", dir, pathErr(err))
+		}
+		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: created %s (mode 0700) for the new key pair\n", quoteName(dir))
+	}
+	return filepath.Join(dir, "key"), filepath.Join(dir, "key.pub"), nil
+}
+
+// newKey is a secret key made by keygen, and its file.
+type newKey struct {
+	sk        keys.SecretKey
+	marshaled []byte
+}
+
+// newSecretKey generates a key and marshals it with the passphrase of
+// newKeyPassphrase (none with --nocrypt or an empty one typed).
+func newSecretKey(c *cli.Context) (*newKey, error) {
+	kdf, _ := kdfFlag(c)
+	var pass []byte
+	if c.Bool("nocrypt") {
+		kdf = keys.KDFNone
+	} else {
+		var err error
+		pass, err = newPassphrase(c, newKeyPassphrase, "Passphrase for the new secret key: ")
+		if err != nil {
+			return nil, err
+		}
+		defer clear(pass)
+		if pass == nil {
+			kdf = keys.KDFNone
+		}
+	}
+	k := &newKey{}
+	var err error
+	if k.sk, err = keys.Generate(nil); err != nil {
+		return nil, err
+	}
+	if k.marshaled, err = keys.MarshalSecretKey(&k.sk, pass, kdf, c.String("comment"), nil); err != nil {
+		k.sk.Zero()
+		return nil, err
+	}
+	return k, nil
+}
+
+// keyOutputs are the files of one keygen run: a secret key and, when its
+// path is not empty, a public key. Both are opened (and checked) before a
+// passphrase is asked, and committed together.
+type keyOutputs struct {
+	sk, pk    *output
+	skPath    string
+	skExisted bool
+}
+
+// openKeyOutputs opens the secret key output skPath (0600) and the public
+// key output pkPath (0666 minus the umask, when not empty). They must be
+// different files, and different from the files named in also (pairs of
+// flag name and path: the keys read).
+func openKeyOutputs(c *cli.Context, skName, skPath, pkName, pkPath string, also ...string) (*keyOutputs, error) {
+	if err := distinctOutputs(append([]string{skName, skPath, pkName, pkPath}, also...)...); err != nil {
+		return nil, err
+	}
+	for _, p := range []string{skPath, pkPath} {
+		if isStdout(p) && p != "" {
+			return nil, usagef("keys are written to files, not to stdout (%s)", p)
+		}
+	}
+	k := &keyOutputs{skPath: skPath}
+	_, err := os.Lstat(skPath)
+	k.skExisted = err == nil
+	if k.sk, err = openKeyFile(c, skPath, modeSecret); err != nil {
+		return nil, err
+	}
+	if pkPath != "" {
+		if k.pk, err = openKeyFile(c, pkPath, modePublic); err != nil {
+			k.sk.abort()
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// openKeyFile opens a key output: only a regular file is ever replaced.
+func openKeyFile(c *cli.Context, path string, mode os.FileMode) (*output, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, usagef("%s is not a regular file; refusing to write a key to it", quoteName(path))
+	}
+	out, err := openOutput(path, nil, outputOptions{force: c.Bool("force"), mode: mode})
+	if err != nil {
+		var h hinted
+		if errors.As(err, &h) && !c.Bool("force") {
+			return nil, withHint(usagef("%s already exists", quoteName(path)), "use -f to replace it")
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+func (k *keyOutputs) abort() {
+	k.sk.abort()
+	if k.pk != nil {
+		k.pk.abort()
+	}
+}
+
+// write writes and commits the secret key, then the public key. When the
+// public key fails, a secret key that did not exist before is removed
+// again, so that a failed keygen leaves no half of a key pair behind (and
+// can simply be run again).
+func (k *keyOutputs) write(skData, pkData []byte) error {
+	_, err := k.sk.Write(skData)
+	if err == nil && k.pk != nil {
+		_, err = k.pk.Write(pkData)
+	}
+	if err != nil {
+		k.abort()
+		return err
+	}
+	if err := k.sk.commit(); err != nil {
+		if k.pk != nil {
+			k.pk.abort()
+		}
+		return err
+	}
+	if k.pk == nil {
+		return nil
+	}
+	if err := k.pk.commit(); err != nil {
+		if !k.skExisted {
+			os.Remove(k.sk.final)
+			return err
+		}
+		return withHint(err, "the new secret key is in %s; write its public key with: crypt4gh pubkey --sk %s -o PATH",
+			quoteName(k.skPath), quoteName(k.skPath))
+	}
+	return nil
+}
+
+// kdfFlag returns the KDF that --kdf names.
+func kdfFlag(c *cli.Context) (keys.KDF, error) {
+	kdf := keys.KDF(c.String("kdf"))
+	switch kdf {
+	case keys.KDFScrypt, keys.KDFBcrypt, keys.KDFPBKDF2:
+		return kdf, nil
+	}
+	return "", usagef("unknown --kdf %q: use scrypt, bcrypt or pbkdf2_hmac_sha256", kdf)
+}
+
+// keygenDerive writes the public key of an existing secret key.
+func keygenDerive(c *cli.Context) error {
+	if err := unusedWith(c, "--derive", "output", "comment", "nocrypt", "kdf", "new-passphrase-file"); err != nil {
+		return err
+	}
+	pkPath := expandHome(c.String("pk"))
+	if pkPath == "" {
+		return withHint(usagef("--derive needs --pk PATH"), "crypt4gh pubkey --sk KEY prints the public key instead")
+	}
+	if err := distinctOutputs("--sk", secretKeyPath(c), "--pk", pkPath); err != nil {
+		return err
+	}
+	out, err := openKeyFile(c, pkPath, modePublic)
+	if err != nil {
+		return err
+	}
+	sk, _, err := existingKey(c, "--derive")
+	if err != nil {
+		out.abort()
+		return err
+	}
+	defer sk.Zero()
+	_, err = out.Write(keys.MarshalPublicKey(sk.Public()))
+	return out.finish(err)
+}
+
+// keygenConvert writes an existing secret key of any format as a new
+// crypt4gh secret key, and optionally its public key.
+func keygenConvert(c *cli.Context) error {
+	out, pkPath := expandHome(c.String("output")), expandHome(c.String("pk"))
+	switch out {
+	case "":
+		return usagef("--convert needs -o PATH for the crypt4gh secret key")
+	case "-":
+		return usagef("--convert writes the secret key to a file, not to stdout")
+	}
+	if sameFile(secretKeyPath(c), out) {
+		return withHint(usagef("-o %s is the secret key being converted", quoteName(out)), "use --relock to change a crypt4gh key in place")
+	}
+	files, err := openKeyOutputs(c, "-o", out, "--pk", pkPath, "--sk", secretKeyPath(c))
+	if err != nil {
+		return err
+	}
+	sk, info, err := existingKey(c, "--convert")
+	if err != nil {
+		files.abort()
+		return err
+	}
+	defer sk.Zero()
+	data, err := marshalRelocked(c, sk, info)
+	if err != nil {
+		files.abort()
+		return err
+	}
+	defer clear(data)
+	return files.write(data, keys.MarshalPublicKey(sk.Public()))
+}
+
+// keygenRelock rewrites a crypt4gh secret key with a new passphrase, KDF or
+// comment. The new key is written to a temporary file that replaces the
+// old one only once it is complete.
+func keygenRelock(c *cli.Context) error {
+	if err := unusedWith(c, "--relock", "output"); err != nil {
+		return withHint(err, "--relock rewrites --sk in place; use --convert -o PATH to write a new file")
+	}
+	if pk := c.String("pk"); pk != "" && pk != os.Getenv(publicKeyEnv) {
+		return withHint(usagef("--relock does not write a public key"), "the public key does not change; use --derive --pk PATH to write it")
+	}
+	path := secretKeyPath(c)
+	sk, info, err := existingKey(c, "--relock")
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	if info.Format != keys.FormatCrypt4GH {
+		return withHint(usagef("%s is a key in %s format; --relock rewrites only crypt4gh keys", quoteName(path), info.Format),
+			"use --convert --sk %s -o NEW.sec to write it as a crypt4gh key; the original stays as it is", quoteName(path))
+	}
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return usagef("%s is not a regular file; refusing to rewrite it", quoteName(path))
+	}
+	data, err := marshalRelocked(c, sk, info)
+	if err != nil {
+		return err
+	}
+	defer clear(data)
+	// Replace the file a symbolic link points to, not the link.
+	out, err := openOutput(path, nil, outputOptions{force: true, mode: modeSecret})
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(data)
+	return out.finish(err)
+}
+
+// unusedWith returns a usage error when one of the named flags is given
+// with a mode that does not use it.
+func unusedWith(c *cli.Context, mode string, names ...string) error {
+	for _, n := range names {
+		if c.IsSet(n) {
+			return usagef("--%s has no effect with %s", n, mode)
+		}
+	}
+	return nil
+}
+
+// existingKey reads the secret key that --sk names for one of the modes
+// that work on an existing key, and describes its file.
+func existingKey(c *cli.Context, mode string) (*keys.SecretKey, keys.SecretKeyInfo, error) {
+	if secretKeyPath(c) == "" {
+		return nil, keys.SecretKeyInfo{}, usagef("%s needs the existing secret key: use --sk PATH", mode)
+	}
+	return loadSecretKey(c)
+}
+
+// marshalRelocked returns sk in crypt4gh format for --convert and --relock:
+// protected with the new passphrase unless --nocrypt, with the KDF of
+// --kdf or else of the original crypt4gh key (scrypt for other formats and
+// for unprotected keys), and with the comment of -C or else the original
+// one.
+func marshalRelocked(c *cli.Context, sk *keys.SecretKey, info keys.SecretKeyInfo) ([]byte, error) {
+	kdf := keys.KDFNone
+	var pass []byte
+	if !c.Bool("nocrypt") {
+		switch {
+		case c.IsSet("kdf"):
+			kdf, _ = kdfFlag(c)
+		case info.Format == keys.FormatCrypt4GH && info.KDF != keys.KDFNone:
+			kdf = info.KDF
+		default:
+			kdf = keys.KDFScrypt
+		}
+		var err error
+		if pass, err = newPassphrase(c, relockPassphrase, "New passphrase for the secret key: "); err != nil {
+			return nil, err
+		}
+		defer clear(pass)
+		if pass == nil {
+			kdf = keys.KDFNone
+		}
+	} else if err := unusedWith(c, "--nocrypt", "new-passphrase-file", "kdf"); err != nil {
+		return nil, err
+	}
+	comment := info.Comment
+	if c.IsSet("comment") {
+		comment = c.String("comment")
+	}
+	return keys.MarshalSecretKey(sk, pass, kdf, comment, nil)
+}

@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
+)
+
+// childEnv makes the test binary run the command line of its arguments
+// instead of the tests, so that a test can watch a real process.
+const childEnv = "CRYPT4GH_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		code := Run(append([]string{"crypt4gh"}, os.Args[1:]...), os.Stdin, os.Stdout, os.Stderr)
+		if report := os.Getenv(childEnv); report != "1" {
+			// Report what the process read, before anything else reads.
+			if io, err := os.ReadFile("/proc/self/io"); err == nil {
+				os.WriteFile(report, io, 0o600)
+			}
+		}
+		os.Exit(code)
+	}
+	code := m.Run()
+	clitest.Cleanup()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "FAIL")
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,431 @@
+package cli
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// Every file the tool creates, data or key, goes through output: it is
+// written to a temporary file in the target folder, fsynced, and then
+// committed under its name in a way that cannot replace a file that
+// appeared meanwhile (without --force), and the folder is fsynced. On any
+// failure, and on every catchable signal, the temporary file is removed.
+// Standard output, devices and named pipes are written in place.
+
+// Modes of created files: plaintext and secret keys are private; other
+// outputs get 0666 minus the umask, as the kernel applies it.
+const (
+	modeSecret = 0o600
+	modePublic = 0o666
+)
+
+// output is where a command writes one result.
+type output struct {
+	io.Writer
+	path  string   // the name the user gave; "" for stdout
+	final string   // where the file is committed
+	tmp   *os.File // the temporary file, until commit or abort
+	dev   *os.File // a device or named pipe written in place
+	force bool
+	// reserved: blocks may be reserved past what was written (preallocate),
+	// to be released by commit.
+	reserved bool
+}
+
+// outputOptions says how an output may be created.
+type outputOptions struct {
+	force  bool        // replace an existing file
+	binary bool        // refuse to write to a terminal unless path is "-"
+	mode   os.FileMode // modeSecret or modePublic
+	input  *os.File    // the input, which the output must not be
+}
+
+// isStdout reports whether path names standard output.
+func isStdout(path string) bool {
+	switch path {
+	case "", "-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1":
+		return true
+	}
+	return false
+}
+
+// openOutput opens path for writing (see isStdout for the names of
+// stdout). Nothing is created before every check has passed.
+func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, error) {
+	if isStdout(path) {
+		if opts.binary && path != "-" && isTerminal(stdout) {
+			return nil, withHint(usagef("refusing to write binary data to a terminal"),
+				"use -o FILE, or -o - to write to the terminal anyway")
+		}
+		return &output{Writer: stdout}, nil
+	}
+	final, err := checkOutput(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if final == "" {
+		// An existing device or named pipe: written in place.
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("failed to open output %s: %w", path, pathErr(err))
+		}
+		if opts.binary && term.IsTerminal(int(f.Fd())) {
+			f.Close()
+			return nil, withHint(usagef("refusing to write binary data to the terminal %s", path),
+				"use -o - to write to the terminal anyway")
+		}
+		return &output{Writer: f, path: path, dev: f}, nil
+	}
+	tmp, err := createTemp(final, opts.mode)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create output %s: %w", path, pathErr(err))
+	}
+	return &output{Writer: writeNamer{tmp, path}, path: path, final: final, tmp: tmp, force: opts.force}, nil
+}
+
+// checkOutput returns the path where the file for path will be committed:
+// path itself, or with --force the file that a symbolic link points to.
+// It returns "" for an existing device or named pipe, which is written in
+// place, and an error when the output may not be written.
+func checkOutput(path string, opts outputOptions) (string, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if _, lerr := os.Lstat(path); lerr == nil {
+			return "", usagef("output %s is a symbolic link to nothing", path)
+		}
+		return path, nil
+	case err != nil:
+		return "", fmt.Errorf("failed to check output %s: %w", path, pathErr(err))
+	}
+	if opts.input != nil {
+		if in, err := opts.input.Stat(); err == nil && os.SameFile(fi, in) {
+			return "", usagef("output file %s is the input file", path)
+		}
+	}
+	switch {
+	case fi.IsDir():
+		return "", usagef("output %s is a directory", path)
+	case !fi.Mode().IsRegular():
+		return "", nil
+	case !opts.force:
+		return "", withHint(usagef("output file %q already exists", path), "use --force to replace it")
+	}
+	// Through a symbolic link, replace the file it points to, not the link.
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("failed to resolve output %s: %w", path, pathErr(err))
+	}
+	return target, nil
+}
+
+// Write errors name the user's path, not the temporary file.
+type writeNamer struct {
+	f    *os.File
+	path string
+}
+
+func (w writeNamer) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	return n, w.rename(err)
+}
+
+// ReadFrom keeps io.Copy between files in the kernel (copy_file_range).
+func (w writeNamer) ReadFrom(r io.Reader) (int64, error) {
+	n, err := w.f.ReadFrom(r)
+	return n, w.rename(err)
+}
+
+func (w writeNamer) rename(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Path == w.f.Name() {
+		return &os.PathError{Op: pe.Op, Path: quoteName(w.path), Err: pe.Err}
+	}
+	return err
+}
+
+// pathErr drops the path from an *os.PathError: the message names the
+// file already, or the path is the temporary one that means nothing to the
+// user.
+func pathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// tempSuffix marks the temporary files of this tool: ".NAME.partial-XXXXXXXX".
+const tempSuffix = ".partial-"
+
+// maxName is the longest file name most file systems take.
+const maxName = 255
+
+// createTemp creates the temporary file for final in its folder, with
+// mode perm minus the umask. Its name is .NAME.partial-RANDOM, or
+// .crypt4gh.partial-RANDOM when that would be too long for the folder.
+func createTemp(final string, perm os.FileMode) (*os.File, error) {
+	dir, base := filepath.Split(final)
+	if dir == "" {
+		dir = "."
+	}
+	warnStale(dir)
+	prefix := "." + base
+	if len(prefix)+len(tempSuffix)+16 > maxName {
+		prefix = ".crypt4gh"
+	}
+	for range 10 {
+		var r [8]byte
+		rand.Read(r[:])
+		f, err := cleanup.create(filepath.Join(dir, prefix+tempSuffix+hex.EncodeToString(r[:])), perm)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, errors.New("failed to find a free temporary name")
+}
+
+// staleAge is the age after which a temporary file of this tool is
+// surely left over from a run that was killed.
+const staleAge = 24 * time.Hour
+
+// warnedStale remembers the folders already checked.
+var warnedStale = map[string]bool{}
+
+// warnStale says when dir holds temporary files of this tool older than a
+// day (a run killed with SIGKILL, or a crash, leaves them; they may hold
+// plaintext and reserved space). It never removes them: they may belong to
+// another process.
+func warnStale(dir string) {
+	cleanup.mu.Lock()
+	seen := warnedStale[dir]
+	warnedStale[dir] = true
+	cleanup.mu.Unlock()
+	if seen {
+		return
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, ".*"+tempSuffix+"*"))
+	for _, n := range names {
+		if fi, err := os.Lstat(n); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleAge {
+			fmt.Fprintf(os.Stderr, "crypt4gh: warning: %s was left by an interrupted run %s ago; remove it if no crypt4gh is running\n",
+				quoteName(n), time.Since(fi.ModTime()).Round(time.Hour))
+		}
+	}
+}
+
+// commit moves a file output into place. It must be called only after
+// everything was written successfully.
+func (o *output) commit() error {
+	if o.dev != nil {
+		err := o.dev.Close()
+		o.dev = nil
+		if err != nil {
+			return fmt.Errorf("failed to write %s: %w", o.path, pathErr(err))
+		}
+		return nil
+	}
+	if o.tmp == nil {
+		return nil
+	}
+	name := o.tmp.Name()
+	defer cleanup.forget(name)
+	err := o.release()
+	if err == nil {
+		err = o.tmp.Sync()
+	}
+	if cerr := o.tmp.Close(); err == nil {
+		err = cerr
+	}
+	o.tmp = nil
+	if err == nil {
+		err = place(name, o.final, o.force)
+	}
+	if err != nil {
+		os.Remove(name)
+		if errors.Is(err, os.ErrExist) {
+			return withHint(usagef("output file %q already exists (it appeared while this command ran)", o.path),
+				"use --force to replace it")
+		}
+		return fmt.Errorf("failed to write %s: %w", o.path, pathErr(err))
+	}
+	return syncDir(filepath.Dir(o.final))
+}
+
+// release frees the blocks reserved past what was written.
+func (o *output) release() error {
+	if !o.reserved {
+		return nil
+	}
+	o.reserved = false
+	fi, err := o.tmp.Stat()
+	if err == nil {
+		err = o.tmp.Truncate(fi.Size())
+	}
+	return err
+}
+
+// place gives the complete file tmp the name final. With force it
+// replaces whatever is there; without, it fails with an error wrapping
+// os.ErrExist when final exists, also when it appeared after the checks
+// at start-up.
+func place(tmp, final string, force bool) error {
+	if force {
+		return os.Rename(tmp, final)
+	}
+	err := renameNoReplace(tmp, final)
+	if !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
+	// No renameat2 here (an old kernel, another system, a file system
+	// without it): a hard link cannot replace anything either.
+	if err := os.Link(tmp, final); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return err
+		}
+		// A file system without hard links: check, then rename. Only
+		// here can a file that appears in between be replaced.
+		if _, serr := os.Lstat(final); serr == nil {
+			return os.ErrExist
+		}
+		return os.Rename(tmp, final)
+	}
+	return os.Remove(tmp)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil // nothing to sync with (a folder we may not read)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return fmt.Errorf("failed to sync folder %s: %w", dir, pathErr(err))
+	}
+	return nil
+}
+
+// abort removes a file output that was not committed (a device or named
+// pipe is only closed). It is safe to call after commit.
+func (o *output) abort() {
+	if o.dev != nil {
+		o.dev.Close()
+		o.dev = nil
+	}
+	if o.tmp == nil {
+		return
+	}
+	name := o.tmp.Name()
+	o.tmp.Close()
+	os.Remove(name)
+	cleanup.forget(name)
+	o.tmp = nil
+}
+
+// finish commits the output when err is nil and aborts it otherwise.
+func (o *output) finish(err error) error {
+	if err != nil {
+		o.abort()
+		return err
+	}
+	return o.commit()
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// sameFile reports whether the paths a and b name the same file: the same
+// cleaned path, the same existing file, or the same path once the symbolic
+// links of their folders are resolved.
+func sameFile(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, ea := os.Stat(a)
+	fb, eb := os.Stat(b)
+	if ea == nil && eb == nil {
+		return os.SameFile(fa, fb)
+	}
+	return resolved(a) == resolved(b)
+}
+
+// resolved is the absolute path of p with the symbolic links of its folder
+// resolved, or p itself when that fails.
+func resolved(p string) string {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, filepath.Base(p)))
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	return abs
+}
+
+// distinctOutputs refuses two outputs (or an output and an input) of one
+// command that are the same file: the second would replace the first. The
+// pairs are name, path, name, path, …; an empty path is skipped.
+func distinctOutputs(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		for j := i + 2; j+1 < len(pairs); j += 2 {
+			if isStdout(pairs[i+1]) || isStdout(pairs[j+1]) {
+				continue
+			}
+			if sameFile(pairs[i+1], pairs[j+1]) {
+				return usagef("%s and %s are the same file (%s)", pairs[i], pairs[j], pairs[j+1])
+			}
+		}
+	}
+	return nil
+}
+
+// quoteName escapes the control characters of a file name for a message
+// meant for people, as GNU tools do, so that a crafted name cannot move the
+// cursor or hide text.
+func quoteName(name string) string {
+	if !strings.ContainsFunc(name, isControl) {
+		return name
+	}
+	var b strings.Builder
+	for _, r := range name {
+		if isControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// preallocate reserves room for n bytes when the output is a new file and
+// n > 0, so that the writes cost less (see preallocate_linux.go). The size
+// of the file still grows only as it is written; commit releases whatever
+// was reserved and not written, if n was an overestimate.
+func (o *output) preallocate(n int64) {
+	if o.tmp != nil && n > 0 && preallocate(o.tmp, n) {
+		o.reserved = true
+	}
+}

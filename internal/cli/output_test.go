@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// A named pipe given as -o is written in place: it is neither refused as
+// an existing file nor replaced by a regular one (as /dev/null would be,
+// for root, by a rename).
+func TestOutputNamedPipe(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	got := make(chan []byte)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		got <- b
+	}()
+	out, err := openOutput(fifo, nil, outputOptions{mode: 0o600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Write([]byte("plaintext")); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; string(b) != "plaintext" {
+		t.Errorf("read %q from the pipe", b)
+	}
+	fi, err := os.Lstat(fifo)
+	if err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("the pipe was replaced: %v, %v", fi.Mode(), err)
+	}
+}
+
+// With --force, an output that is a symbolic link has the file it points
+// to replaced; the link stays.
+func TestOutputThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	link := filepath.Join(dir, "link")
+	if err := os.WriteFile(target, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openOutput(link, nil, outputOptions{mode: 0o600}); exitCode(err) != exitUsage {
+		t.Fatalf("without --force: %v, want a usage error", err)
+	}
+	out, err := openOutput(link, nil, outputOptions{force: true, mode: 0o600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Write([]byte("new"))
+	if err := out.finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode().Type() != os.ModeSymlink {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	if b, _ := os.ReadFile(target); !bytes.Equal(b, []byte("new")) {
+		t.Errorf("target holds %q", b)
+	}
+}
+
+// A directory is refused as input and as output, with or without --force,
+// as a usage error.
+func TestDirectoryInputOutput(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := openInput(dir, nil); exitCode(err) != exitUsage {
+		t.Errorf("input: %v (exit %d), want a usage error", err, exitCode(err))
+	}
+	for _, force := range []bool{false, true} {
+		_, err := openOutput(dir, nil, outputOptions{force: force, mode: 0o600})
+		if err == nil || exitCode(err) != exitUsage || !bytes.Contains([]byte(err.Error()), []byte("is a directory")) {
+			t.Errorf("output, force %v: %v, want a usage error saying it is a directory", force, err)
+		}
+	}
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package cli
+
+import "os"
+
+// preallocate reserves nothing on systems without fallocate.
+func preallocate(f *os.File, n int64) bool { return false }
+
+// sparse is false: without preallocation it does not matter.
+func sparse(fi os.FileInfo) bool { return false }

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package cli
+
+import "errors"
+
+// renameNoReplace is not available here: place falls back to link(2).
+func renameNoReplace(tmp, final string) error { return errors.ErrUnsupported }

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// The process may be interrupted at any moment: by Ctrl-C (SIGINT), by
+// kill (SIGTERM), by a closed terminal (SIGHUP), by Ctrl-\ (SIGQUIT) or by
+// a reader that went away (SIGPIPE, as in "crypt4gh … | head -1"). On each
+// of them the temporary files of uncommitted outputs are removed, the
+// terminal is restored if a passphrase prompt had changed it, and the
+// process exits with 128 + the signal number (SIGPIPE quietly: the reader
+// that left needs no message).
+
+// cleanup holds what to undo when the process is interrupted.
+var cleanup = &interrupts{files: map[string]bool{}, hooks: map[int]func(){}}
+
+type interrupts struct {
+	mu    sync.Mutex
+	files map[string]bool
+	hooks map[int]func()
+	next  int
+	once  sync.Once
+}
+
+// catchSignals are the signals after which the process cleans up and
+// exits.
+var catchSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE}
+
+// arm installs, once, the handler for catchSignals.
+func (t *interrupts) arm() {
+	t.once.Do(func() {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, catchSignals...)
+		go func() {
+			sig := <-c
+			t.mu.Lock() // held until exit: nothing new is created
+			for _, h := range t.hooks {
+				h()
+			}
+			for n := range t.files {
+				os.Remove(n)
+			}
+			num := int(sig.(syscall.Signal))
+			if sig != syscall.SIGPIPE {
+				fmt.Fprintf(os.Stderr, "\ncrypt4gh: error: interrupted (%v)\n", sig)
+			}
+			os.Exit(128 + num)
+		}()
+	})
+}
+
+// create makes a new file with os.OpenFile(name, O_CREATE|O_EXCL|O_RDWR,
+// perm) and records it for removal. The handler is installed first and
+// the file is created under the lock the handler takes, so that a signal
+// that arrives at any moment finds the file in the set.
+func (t *interrupts) create(name string, perm os.FileMode) (*os.File, error) {
+	t.arm()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, perm)
+	if err != nil {
+		return nil, err
+	}
+	t.files[name] = true
+	return f, nil
+}
+
+// forget stops tracking a file: it was committed or removed.
+func (t *interrupts) forget(name string) {
+	t.mu.Lock()
+	delete(t.files, name)
+	t.mu.Unlock()
+}
+
+// onInterrupt runs fn if the process is interrupted before the returned
+// function is called.
+func (t *interrupts) onInterrupt(fn func()) (done func()) {
+	t.arm()
+	t.mu.Lock()
+	id := t.next
+	t.next++
+	t.hooks[id] = fn
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		delete(t.hooks, id)
+		t.mu.Unlock()
+	}
+}

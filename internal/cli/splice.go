@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/reencrypt"
+	"github.com/urfave/cli/v2"
+)
+
+func rearrangeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rearrange",
+		Usage: "keep one range of a file, for your own key, without decrypting the body",
+		Description: "Writes a file that stands for bytes [START, END) of the input: a header with the\n" +
+			"data keys and an edit list, encrypted for the public key of --sk, and the\n" +
+			"segments that the range touches, copied unchanged. The input must be a file.",
+		Flags: []cli.Flag{
+			skFlag(),
+			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START (required)"},
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			if !c.IsSet("range") {
+				return usagef("no range: use --range START-END or --range START")
+			}
+			return splice(c, []string{c.String("range")}, nil)
+		},
+	}
+}
+
+func spliceCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "splice",
+		Usage: "keep several ranges of a file in one output, for new recipients, without decrypting the body",
+		Description: "Like rearrange, for several ranges at once: the output stands for the ranges\n" +
+			"in increasing order, overlapping or adjacent ranges merged. The header is\n" +
+			"for the --recipient_pk keys, or for the public key of --sk when none is given.",
+		Flags: []cli.Flag{
+			skFlag(),
+			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)"},
+			recipientFlag("write the header for the public key(s) in the file at `PATH` (repeatable)"),
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			if len(c.StringSlice("range")) == 0 {
+				return usagef("no range: use --range START-END or --range START (repeatable)")
+			}
+			return splice(c, c.StringSlice("range"), c.StringSlice("recipient_pk"))
+		},
+	}
+}
+
+func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
+	if c.NArg() > 0 {
+		return usagef("unexpected argument %q (use -i for the input file)", c.Args().First())
+	}
+	var ranges []edit.Range
+	for _, s := range rangeArgs {
+		r, err := edit.ParseRange(s)
+		if err != nil {
+			return err
+		}
+		ranges = append(ranges, r)
+	}
+	recipients, err := readPublicKeys(recipientPaths)
+	if err != nil {
+		return err
+	}
+	in, err := openInput(c.String("input"), c.App.Reader)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if !in.regular() {
+		return usagef("%s needs a file as input (-i PATH or a file on stdin), not a pipe", c.Command.Name)
+	}
+	out, err := openOutput(c.String("output"), c.App.Writer,
+		outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
+	if err != nil {
+		return err
+	}
+	sk, err := readSecretKey(c)
+	if err != nil {
+		out.abort()
+		return err
+	}
+	defer sk.Zero()
+	// out.Writer is the temporary *os.File (or stdout) and in.file an
+	// *os.File: Splice copies the segments with io.CopyN between them, which
+	// the kernel does with copy_file_range for a file output.
+	err = reencrypt.Splice(out.Writer, in.file, reencrypt.SpliceOptions{Reader: sk, Recipients: recipients, Ranges: ranges})
+	return out.finish(noPacketHint(err, sk, nil))
+}

@@ -1,0 +1,65 @@
+// Package clitest holds helpers shared by the tests that run the crypt4gh
+// command: in process or as the built binary.
+package clitest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// EmptyDir fails the test for every entry left in dir: a command that
+// failed must leave no output and no temporary file.
+func EmptyDir(t testing.TB, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("left behind in the output folder: %s", e.Name())
+	}
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	built     string
+	buildErr  error
+	buildOut  []byte
+)
+
+// Binary builds the crypt4gh command once per test process and returns the
+// path of the binary. Call Cleanup from TestMain to remove it.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "crypt4gh-bin-")
+		if buildErr != nil {
+			return
+		}
+		built = filepath.Join(buildDir, "crypt4gh")
+		if runtime.GOOS == "windows" {
+			built += ".exe"
+		}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		cmd := exec.Command("go", "build", "-o", built, ".")
+		cmd.Dir = root
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
+	}
+	return built
+}
+
+// Cleanup removes the binary built by Binary.
+func Cleanup() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}
