@@ -73,7 +73,7 @@ func TestDecryptRangeReadsLittle(t *testing.T) {
 		}
 	}
 	touched := int64((start+n-1)/body.SegmentSize - start/body.SegmentSize + 1)
-	const headerMax = 4096 // one recipient: about 200 bytes
+	const headerMax = 4096   // one recipient: about 200 bytes
 	const startup = 16 << 10 // what the process reads of its own (the runtime, /proc)
 	limit := headerMax + (touched+1)*body.EncryptedSegmentSize + int64(len(skData)) + startup
 	if rchar < 0 || rchar > limit {
