@@ -19,7 +19,14 @@
 //   - OpenSSH ed25519 keys: "ssh-ed25519 AAAA…" lines and "OPENSSH PRIVATE
 //     KEY" files, unencrypted or encrypted, converted to X25519 as
 //     libsodium does ([Ed25519SecretToX25519], [Ed25519PublicToX25519]);
-//   - X25519 keys as PKCS#8 "PRIVATE KEY" and PKIX "PUBLIC KEY" PEM.
+//   - X25519 keys as PKCS#8 "PRIVATE KEY" and PKIX "PUBLIC KEY" PEM, and
+//     as "ENCRYPTED PRIVATE KEY" PEM protected with PBES2 (PBKDF2 or
+//     scrypt, AES-CBC), as openssl writes them.
+//
+// A secret key is recognised by what its PEM armor holds, not by the
+// label: "c4gh-v1" inside is a crypt4gh key and "openssh-key-v1" an
+// OpenSSH key under any label (the crypt4gh Python package's own test
+// keys are crypt4gh keys labelled "ENCRYPTED PRIVATE KEY").
 //
 // [MarshalPublicKey] and [MarshalSecretKey] write the crypt4gh format,
 // byte for byte as crypt4gh 1.8.6 does (base64 on one line, scrypt rounds

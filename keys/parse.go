@@ -13,9 +13,10 @@ import (
 
 // PEM types of the PKCS#8 and PKIX key files.
 const (
-	pemPKCS8   = "PRIVATE KEY"
-	pemPKIX    = "PUBLIC KEY"
-	pemOpenSSH = "OPENSSH PRIVATE KEY"
+	pemPKCS8          = "PRIVATE KEY"
+	pemEncryptedPKCS8 = "ENCRYPTED PRIVATE KEY"
+	pemPKIX           = "PUBLIC KEY"
+	pemOpenSSH        = "OPENSSH PRIVATE KEY"
 )
 
 // ParsePublicKey reads a public key file in any of these formats:
@@ -37,22 +38,31 @@ func ParsePublicKey(data []byte) (PublicKey, error) {
 		}
 		return parseSSHPublicLine(data)
 	}
+	return parsePublicPEM(block)
+}
+
+// parsePublicPEM reads a public key from a PEM block. A block that holds a
+// secret key, by its label or its bytes, is an error that says so (a
+// crypt4gh public key is 32 bytes and could start with "c4gh-v1" only by
+// chance, so it is read first).
+func parsePublicPEM(block *pem.Block) (PublicKey, error) {
 	var pk PublicKey
-	switch block.Type {
-	case pemC4GHPublic:
-		if len(block.Bytes) != KeySize {
-			return PublicKey{}, malformed("crypt4gh public key of %d bytes, want %d", len(block.Bytes), KeySize)
-		}
+	switch {
+	case block.Type == pemC4GHPublic && len(block.Bytes) == KeySize:
 		copy(pk[:], block.Bytes)
-	case pemPKIX:
+	case bytes.HasPrefix(block.Bytes, []byte(c4ghMagic)), bytes.HasPrefix(block.Bytes, []byte(sshMagic)),
+		block.Type == pemC4GHPrivate, block.Type == pemC4GHEncryptedPrivate, block.Type == pemOpenSSH,
+		block.Type == pemPKCS8, block.Type == pemEncryptedPKCS8:
+		return PublicKey{}, fmt.Errorf("%w: %q holds a secret key, not a public key", ErrUnsupportedKey, printable([]byte(block.Type)))
+	case block.Type == pemC4GHPublic:
+		return PublicKey{}, malformed("crypt4gh public key of %d bytes, want %d", len(block.Bytes), KeySize)
+	case block.Type == pemPKIX:
 		var err error
 		if pk, err = parsePKIXPublic(block.Bytes); err != nil {
 			return PublicKey{}, err
 		}
-	case pemC4GHPrivate, pemC4GHEncryptedPrivate, pemOpenSSH, pemPKCS8:
-		return PublicKey{}, fmt.Errorf("%w: %q holds a secret key, not a public key", ErrUnsupportedKey, block.Type)
 	default:
-		return PublicKey{}, fmt.Errorf("%w: PEM type %q", ErrUnsupportedKey, block.Type)
+		return PublicKey{}, foreignPEM(block)
 	}
 	if pk == (PublicKey{}) {
 		return PublicKey{}, malformed("public key is all zeros")
@@ -62,63 +72,133 @@ func ParsePublicKey(data []byte) (PublicKey, error) {
 
 // ParseSecretKey reads a secret key file in any of these formats:
 //
-//   - crypt4gh: PEM armor "CRYPT4GH PRIVATE KEY" (crypt4gh Python) or
-//     "CRYPT4GH ENCRYPTED PRIVATE KEY" (neicnordic/crypt4gh), with any of
-//     the KDFs [KDFScrypt], [KDFBcrypt], [KDFPBKDF2] and [KDFNone];
-//   - OpenSSH: "OPENSSH PRIVATE KEY" holding one ed25519 key, unencrypted or
-//     encrypted with bcrypt_pbkdf and aes{128,192,256}-{ctr,cbc},
-//     aes{128,256}-gcm@openssh.com or chacha20-poly1305@openssh.com,
-//     converted to X25519 with [Ed25519SecretToX25519];
-//   - PKCS#8: PEM "PRIVATE KEY" holding an X25519 key (OID 1.3.101.110).
+//   - crypt4gh: "c4gh-v1" inside the PEM armor, with any of the KDFs
+//     [KDFScrypt], [KDFBcrypt], [KDFPBKDF2] and [KDFNone];
+//   - OpenSSH: "openssh-key-v1" inside the PEM armor, holding one ed25519
+//     key, unencrypted or encrypted with bcrypt_pbkdf and
+//     aes{128,192,256}-{ctr,cbc}, aes{128,256}-gcm@openssh.com or
+//     chacha20-poly1305@openssh.com, converted to X25519 with
+//     [Ed25519SecretToX25519];
+//   - PKCS#8: PEM "PRIVATE KEY" holding an X25519 key (OID 1.3.101.110), or
+//     PEM "ENCRYPTED PRIVATE KEY" holding one encrypted with PBES2 (see
+//     below).
+//
+// Keys are told apart by what the armor holds, not by its label: crypt4gh
+// 1.8.6 writes "CRYPT4GH PRIVATE KEY", neicnordic/crypt4gh "CRYPT4GH
+// ENCRYPTED PRIVATE KEY", and the test keys of the crypt4gh Python
+// package, which other projects copy, are crypt4gh keys labelled
+// "ENCRYPTED PRIVATE KEY"; all of them are read as crypt4gh keys, and an
+// OpenSSH key is read as such under any label too.
+//
+// An encrypted PKCS#8 key (as "openssl genpkey -algorithm X25519
+// -aes-256-cbc" or "openssl pkcs8 -topk8 [-scrypt]" write it) must use
+// PBES2 with PBKDF2 (HMAC-SHA1, -SHA224, -SHA256, -SHA384 or -SHA512) or
+// scrypt, and AES-128-CBC, AES-192-CBC or AES-256-CBC. So that a hostile
+// file cannot make the parser work for minutes or allocate gigabytes,
+// PBKDF2 may have at most 2^24 iterations (openssl writes 2048; 2^24 take
+// about 10 s on a 2020s server core) and scrypt at most N·r = 2^21 (256
+// MiB of memory; openssl writes N=2^14, r=8, 16 MiB) and N·r·p = 2^24;
+// beyond that the key gives [ErrUnsupportedKey]. PBES1, PKCS#12 PBE and
+// other ciphers give [ErrUnsupportedKey] with their name.
 //
 // passphrase is called at most once, and only for a protected key, after
 // the structure of the file has been checked; when it is nil, a protected
 // key gives [ErrPassphraseRequired]. ParseSecretKey does not modify or keep
 // the passphrase. A passphrase that does not decrypt the key gives
-// [ErrWrongPassphrase]; damaged input gives [ErrMalformedKey]; a key type,
-// KDF or cipher this package does not implement gives [ErrUnsupportedKey]
-// with its name. The all-zero key is refused.
+// [ErrWrongPassphrase] (for an encrypted PKCS#8 key: the CBC padding or
+// the decrypted DER is wrong); damaged input gives [ErrMalformedKey]; a key
+// type, KDF or cipher this package does not implement gives
+// [ErrUnsupportedKey] with its name. The all-zero key is refused.
 //
 // The caller should call [SecretKey.Zero] on the result when done with it.
 func ParseSecretKey(data []byte, passphrase func() ([]byte, error)) (SecretKey, error) {
-	format, der, err := decodeSecretPEM(data)
+	kind, der, err := decodeSecretPEM(data)
 	if err != nil {
 		return SecretKey{}, err
 	}
 	defer clear(der)
-	switch format {
-	case FormatCrypt4GH:
+	switch kind {
+	case secretC4GH:
 		return parseC4GHSecret(der, passphrase)
-	case FormatOpenSSH:
+	case secretOpenSSH:
 		return parseOpenSSHSecret(der, passphrase)
+	case secretEncryptedPKCS8:
+		return parseEncryptedPKCS8(der, passphrase)
 	}
-	return parsePKCS8Secret(der) // FormatPKCS8
+	return parsePKCS8Secret(der) // secretPKCS8
+}
+
+// secretKind is what a secret key file holds, as decodeSecretPEM tells it.
+type secretKind int
+
+const (
+	secretC4GH secretKind = iota
+	secretOpenSSH
+	secretPKCS8
+	secretEncryptedPKCS8
+)
+
+// foreignPEMTypes describes the PEM armors, other than the key files of
+// this package, that one is likely to be handed for a key.
+var foreignPEMTypes = map[string]string{
+	"RSA PRIVATE KEY":       "an RSA private key, PKCS#1",
+	"EC PRIVATE KEY":        "an EC private key, SEC 1",
+	"DSA PRIVATE KEY":       "a DSA private key",
+	"RSA PUBLIC KEY":        "an RSA public key, PKCS#1",
+	"CERTIFICATE":           "an X.509 certificate",
+	"PGP PRIVATE KEY BLOCK": "an OpenPGP private key",
+	"PGP PUBLIC KEY BLOCK":  "an OpenPGP public key",
 }
 
 // decodeSecretPEM finds the PEM armor of a secret key file and returns
-// its format and the bytes inside, which the caller should clear when done.
-// An armor of another type is an error.
-func decodeSecretPEM(data []byte) (SecretKeyFormat, []byte, error) {
+// what it holds and the bytes inside, which the caller should clear when
+// done. The bytes decide first: "c4gh-v1" starts a crypt4gh key and
+// "openssh-key-v1\0" an OpenSSH key, whatever the label; otherwise the
+// label does. An armor of another type is an error.
+func decodeSecretPEM(data []byte) (secretKind, []byte, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
 		if bytes.Contains(data, []byte("-----BEGIN")) {
-			return "", nil, malformed("damaged PEM armor")
+			return 0, nil, malformed("damaged PEM armor")
 		}
-		return "", nil, malformed("no PEM armored secret key found")
+		return 0, nil, malformed("no PEM armored secret key found")
+	}
+	switch {
+	case bytes.HasPrefix(block.Bytes, []byte(c4ghMagic)):
+		return secretC4GH, block.Bytes, nil
+	case bytes.HasPrefix(block.Bytes, []byte(sshMagic)):
+		return secretOpenSSH, block.Bytes, nil
 	}
 	switch block.Type {
 	case pemC4GHPrivate, pemC4GHEncryptedPrivate:
-		return FormatCrypt4GH, block.Bytes, nil
+		return secretC4GH, block.Bytes, nil // without the magic: the parser says so
 	case pemOpenSSH:
-		return FormatOpenSSH, block.Bytes, nil
+		return secretOpenSSH, block.Bytes, nil
 	case pemPKCS8:
-		return FormatPKCS8, block.Bytes, nil
+		return secretPKCS8, block.Bytes, nil
+	case pemEncryptedPKCS8:
+		return secretEncryptedPKCS8, block.Bytes, nil
 	}
 	clear(block.Bytes)
 	if block.Type == pemC4GHPublic || block.Type == pemPKIX {
-		return "", nil, fmt.Errorf("%w: %q holds a public key, not a secret key", ErrUnsupportedKey, block.Type)
+		return 0, nil, fmt.Errorf("%w: %q holds a public key, not a secret key", ErrUnsupportedKey, block.Type)
 	}
-	return "", nil, fmt.Errorf("%w: PEM type %q", ErrUnsupportedKey, block.Type)
+	return 0, nil, foreignPEM(block)
+}
+
+// foreignPEM is the error for a PEM block of a type that this package
+// does not read. It names what the block holds when the type is a common
+// one.
+func foreignPEM(block *pem.Block) error {
+	what := fmt.Sprintf("PEM type %q", printable([]byte(block.Type)))
+	if d, ok := foreignPEMTypes[block.Type]; ok {
+		what += " (" + d + ")"
+	}
+	if block.Headers["Proc-Type"] != "" {
+		// "Proc-Type: 4,ENCRYPTED" and DEK-Info, as openssl -traditional writes.
+		what += " with OpenSSL's traditional PEM encryption"
+	}
+	return fmt.Errorf("%w: %s", ErrUnsupportedKey, what)
 }
 
 // parseSSHPublicLine reads the first line of an OpenSSH public key file
@@ -225,14 +305,18 @@ func parsePKIXPublic(der []byte) (PublicKey, error) {
 	return pk, nil
 }
 
+// pkcs8Info is the start of a PKCS#8 PrivateKeyInfo (RFC 5958
+// OneAsymmetricKey); the optional attributes and public key that may
+// follow are not needed here.
+type pkcs8Info struct {
+	Version    int
+	Algorithm  pkix.AlgorithmIdentifier
+	PrivateKey []byte
+}
+
 // parsePKCS8Secret reads a DER PKCS#8 PrivateKeyInfo holding an X25519 key.
 func parsePKCS8Secret(der []byte) (SecretKey, error) {
-	var info struct {
-		Version    int
-		Algorithm  pkix.AlgorithmIdentifier
-		PrivateKey []byte
-		// Optional attributes and public key are not needed here.
-	}
+	var info pkcs8Info
 	if _, err := asn1.Unmarshal(der, &info); err != nil {
 		return SecretKey{}, malformed("PKCS#8 private key: bad DER")
 	}
