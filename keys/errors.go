@@ -25,4 +25,9 @@ var (
 	// protected and no passphrase function was given, and by
 	// [MarshalSecretKey] when a KDF is asked for with an empty passphrase.
 	ErrPassphraseRequired = errkind.New(errkind.Key, "passphrase required")
+
+	// ErrMultipleKeys is returned by [ParsePublicKey] for a file of
+	// several public keys, which is a list of recipients: read it with
+	// [ParsePublicKeys].
+	ErrMultipleKeys = errkind.New(errkind.Key, "several public keys where one is expected")
 )

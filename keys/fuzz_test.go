@@ -34,7 +34,7 @@ func checkKeyResult(t *testing.T, key [KeySize]byte, err error) {
 		t.Fatalf("key returned with error %v", err)
 	}
 	if err != nil && !errors.Is(err, ErrMalformedKey) && !errors.Is(err, ErrUnsupportedKey) &&
-		!errors.Is(err, ErrWrongPassphrase) && !errors.Is(err, ErrPassphraseRequired) {
+		!errors.Is(err, ErrWrongPassphrase) && !errors.Is(err, ErrPassphraseRequired) && !errors.Is(err, ErrMultipleKeys) {
 		t.Fatalf("error %v wraps none of the sentinels", err)
 	}
 }
@@ -90,15 +90,67 @@ func costlyKDF(data []byte) bool {
 	return false
 }
 
-func FuzzParsePublicKey(f *testing.F) {
+// seedPublicKeyFiles adds every key file of the test data to the corpus,
+// and the public ones concatenated, as a list of recipients.
+func seedPublicKeyFiles(f *testing.F) {
+	var all [][]byte
 	seedKeyFiles(f, func(data []byte, pass string) {
 		if pass != "wrong" {
 			f.Add(data)
 		}
+		if pass == "" && !bytes.Contains(data, []byte("PRIVATE")) {
+			all = append(all, data)
+		}
 	})
+	f.Add(bytes.Join(all, nil))
+	f.Add(bytes.Join(all, []byte("\r\n# comment\r\n\r\n")))
+}
+
+func FuzzParsePublicKey(f *testing.F) {
+	seedPublicKeyFiles(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pk, err := ParsePublicKey(data)
 		checkKeyResult(t, pk, err)
+	})
+}
+
+// FuzzParsePublicKeys checks that no key is zero, that errors wrap a
+// sentinel and come without keys, that ParsePublicKey agrees (the only key,
+// ErrMultipleKeys, or the same error), and that the keys written back as
+// crypt4gh files and concatenated read as the same list.
+func FuzzParsePublicKeys(f *testing.F) {
+	seedPublicKeyFiles(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pks, err := ParsePublicKeys(data)
+		one, oneErr := ParsePublicKey(data)
+		if err != nil {
+			checkKeyResult(t, PublicKey{}, err)
+			if pks != nil {
+				t.Fatalf("keys returned with error %v", err)
+			}
+			if oneErr == nil || oneErr.Error() != err.Error() {
+				t.Fatalf("ParsePublicKeys: %v; ParsePublicKey: %v", err, oneErr)
+			}
+			return
+		}
+		if len(pks) == 0 {
+			t.Fatal("no keys and no error")
+		}
+		var again []byte
+		for _, pk := range pks {
+			checkKeyResult(t, pk, nil)
+			again = append(again, MarshalPublicKey(pk)...)
+		}
+		switch {
+		case len(pks) == 1 && (oneErr != nil || one != pks[0]):
+			t.Fatalf("ParsePublicKey: %v, %v; ParsePublicKeys: %v", one, oneErr, pks)
+		case len(pks) > 1 && !errors.Is(oneErr, ErrMultipleKeys):
+			t.Fatalf("ParsePublicKey of %d keys: %v", len(pks), oneErr)
+		}
+		back, err := ParsePublicKeys(again)
+		if err != nil || !equalKeys(back, pks) {
+			t.Fatalf("written back: %v, %v; want %v", back, err, pks)
+		}
 	})
 }
 

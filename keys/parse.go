@@ -19,24 +19,106 @@ const (
 	pemOpenSSH        = "OPENSSH PRIVATE KEY"
 )
 
-// ParsePublicKey reads a public key file in any of these formats:
+// ParsePublicKey reads a public key file that holds one key, in any of
+// these formats:
 //
 //   - crypt4gh: PEM armor "CRYPT4GH PUBLIC KEY" around the 32-byte key;
 //   - OpenSSH: an "ssh-ed25519 AAAA… comment" line, converted to X25519 with
 //     [Ed25519PublicToX25519];
 //   - PKIX: PEM "PUBLIC KEY" holding an X25519 key (OID 1.3.101.110).
 //
-// Text before the PEM armor is ignored. A key of another type (ssh-rsa, an
-// RSA PKIX key, a secret key file, …) gives an error wrapping
-// [ErrUnsupportedKey] that names it; damaged input gives [ErrMalformedKey].
-// The all-zero key is refused.
+// The file is read as [ParsePublicKeys] reads it, and must hold exactly one
+// key: a file of several keys (a list of recipients) gives
+// [ErrMultipleKeys] rather than one of them. Blank lines and lines that
+// start with # may surround the key; any other text is an error.
+//
+// A key of another type (ssh-rsa, an RSA PKIX key, a secret key file, …)
+// gives an error wrapping [ErrUnsupportedKey] that names it; damaged input
+// gives [ErrMalformedKey]. The all-zero key is refused. Errors name the
+// line where the key at fault starts ("line 3: …").
 func ParsePublicKey(data []byte) (PublicKey, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		if bytes.Contains(data, []byte("-----BEGIN")) {
-			return PublicKey{}, malformed("damaged PEM armor")
+	pks, err := ParsePublicKeys(data)
+	if err != nil {
+		return PublicKey{}, err
+	}
+	if len(pks) != 1 {
+		return PublicKey{}, fmt.Errorf("%w: the file holds %d; a file of several keys is a list of recipients", ErrMultipleKeys, len(pks))
+	}
+	return pks[0], nil
+}
+
+// ParsePublicKeys reads a file of one or more public keys, such as a list
+// of recipients made with "cat alice.pub bob.pub > team.pub" or a file of
+// "ssh-ed25519 …" lines, and returns every key in the order of the file
+// (a key that appears twice is returned twice). Each key is in one of the
+// formats of [ParsePublicKey]; between keys there may be blank lines and
+// lines that start with # (comments).
+//
+// Anything else is an error that names its line ("line 7: …") and wraps
+// [ErrMalformedKey] (text that is not a key, damaged PEM armor) or
+// [ErrUnsupportedKey] (a key of another type, a secret key): no key is
+// returned then, not even the ones before it. A file without any key gives
+// [ErrMalformedKey].
+func ParsePublicKeys(data []byte) ([]PublicKey, error) {
+	var pks []PublicKey
+	for lineNo, rest := 0, data; len(rest) > 0; {
+		start := rest
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+		lineNo++
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
 		}
-		return parseSSHPublicLine(data)
+		first := lineNo
+		var pk PublicKey
+		var err error
+		if bytes.HasPrefix(line, []byte("-----BEGIN ")) {
+			// The armor runs to the first END line; pem.Decode checks
+			// that it matches.
+			var n int
+			if n, err = pemEnd(start); err == nil {
+				pk, err = parsePublicArmor(start[:len(start)-len(rest)+n])
+				lineNo += bytes.Count(rest[:n], []byte("\n"))
+				rest = rest[n:]
+			}
+		} else {
+			pk, err = parseSSHPublicLine(line)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", first, err)
+		}
+		pks = append(pks, pk)
+	}
+	if len(pks) == 0 {
+		return nil, malformed("no public key found")
+	}
+	return pks, nil
+}
+
+// pemEnd returns the length of the lines of armor that follow the first
+// line of armor, up to and including the first line that starts with
+// "-----END".
+func pemEnd(armor []byte) (int, error) {
+	_, rest, _ := bytes.Cut(armor, []byte("\n"))
+	for n := 0; n < len(rest); {
+		line, _, found := bytes.Cut(rest[n:], []byte("\n"))
+		n += len(line)
+		if found {
+			n++
+		}
+		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("-----END")) {
+			return n, nil
+		}
+	}
+	return 0, malformed("PEM armor without an END line")
+}
+
+// parsePublicArmor reads the one PEM block that armor holds.
+func parsePublicArmor(armor []byte) (PublicKey, error) {
+	block, rest := pem.Decode(armor)
+	if block == nil || len(bytes.TrimSpace(rest)) != 0 {
+		return PublicKey{}, malformed("damaged PEM armor")
 	}
 	return parsePublicPEM(block)
 }
@@ -201,31 +283,31 @@ func foreignPEM(block *pem.Block) error {
 	return fmt.Errorf("%w: %s", ErrUnsupportedKey, what)
 }
 
-// parseSSHPublicLine reads the first line of an OpenSSH public key file
-// that is neither empty nor a # comment ("type base64 comment").
-func parseSSHPublicLine(data []byte) (PublicKey, error) {
-	var line []byte
-	for rest := data; len(rest) > 0 && len(line) == 0; {
-		line, rest, _ = bytes.Cut(rest, []byte("\n"))
-		line = bytes.TrimSpace(line)
-		if bytes.HasPrefix(line, []byte("#")) {
-			line = nil
-		}
-	}
+// parseSSHPublicLine reads a line of an OpenSSH public key file
+// ("type base64 comment"), without its line break.
+func parseSSHPublicLine(line []byte) (PublicKey, error) {
 	fields := bytes.Fields(line)
-	if len(fields) < 2 {
-		return PublicKey{}, malformed("no public key found")
+	if len(fields) < 2 || !looksLikeSSHKeyType(fields[0]) {
+		return PublicKey{}, malformed("not a public key (neither PEM armor nor an OpenSSH key line)")
 	}
 	blob := make([]byte, base64.StdEncoding.DecodedLen(len(fields[1])))
 	n, err := base64.StdEncoding.Decode(blob, fields[1])
 	if err != nil {
 		return PublicKey{}, malformed("OpenSSH public key: bad base64")
 	}
-	pk, err := parseSSHPublicBlob(blob[:n])
-	if err != nil {
-		return PublicKey{}, err
+	return parseSSHPublicBlob(blob[:n])
+}
+
+// looksLikeSSHKeyType reports whether typ could start an OpenSSH public
+// key line: ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256, sk-ssh-ed25519@…
+// The key type that counts is the one inside the base64 blob.
+func looksLikeSSHKeyType(typ []byte) bool {
+	for _, p := range []string{"ssh-", "ecdsa-", "sk-"} {
+		if bytes.HasPrefix(typ, []byte(p)) {
+			return true
+		}
 	}
-	return pk, nil
+	return false
 }
 
 // parseSSHPublicBlob reads the wire form of an OpenSSH public key:
