@@ -135,6 +135,7 @@ func parsePublicPEM(block *pem.Block) (PublicKey, error) {
 	case bytes.HasPrefix(block.Bytes, []byte(c4ghMagic)), bytes.HasPrefix(block.Bytes, []byte(sshMagic)),
 		block.Type == pemC4GHPrivate, block.Type == pemC4GHEncryptedPrivate, block.Type == pemOpenSSH,
 		block.Type == pemPKCS8, block.Type == pemEncryptedPKCS8:
+		clear(block.Bytes)
 		return PublicKey{}, fmt.Errorf("%w: %q holds a secret key, not a public key", ErrUnsupportedKey, printable([]byte(block.Type)))
 	case block.Type == pemC4GHPublic:
 		return PublicKey{}, malformed("crypt4gh public key of %d bytes, want %d", len(block.Bytes), KeySize)
