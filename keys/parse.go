@@ -178,11 +178,12 @@ func parsePublicPEM(block *pem.Block) (PublicKey, error) {
 // PBES2 with PBKDF2 (HMAC-SHA1, -SHA224, -SHA256, -SHA384 or -SHA512) or
 // scrypt, and AES-128-CBC, AES-192-CBC or AES-256-CBC. So that a hostile
 // file cannot make the parser work for minutes or allocate gigabytes,
-// PBKDF2 may have at most 2^24 iterations (openssl writes 2048; 2^24 take
-// about 10 s on a 2020s server core) and scrypt at most N·r = 2^21 (256
-// MiB of memory; openssl writes N=2^14, r=8, 16 MiB) and N·r·p = 2^24;
-// beyond that the key gives [ErrUnsupportedKey]. PBES1, PKCS#12 PBE and
-// other ciphers give [ErrUnsupportedKey] with their name.
+// PBKDF2 may have at most 2^24 iterations (8192 times the 2048 that
+// openssl writes), and scrypt at most N·r = 2^21 (256 MiB of memory, 16
+// times openssl's N=2^14, r=8) and N·r·p = 2^24 (128 times openssl's
+// work); beyond that the key gives [ErrUnsupportedKey]
+// (BenchmarkEncryptedPKCS8 times openssl's settings). PBES1, PKCS#12 PBE
+// and other ciphers give [ErrUnsupportedKey] with their name.
 //
 // passphrase is called at most once, and only for a protected key, after
 // the structure of the file has been checked; when it is nil, a protected

@@ -21,9 +21,9 @@ import (
 // gigabytes. openssl writes 2048 PBKDF2 iterations, or scrypt with N=2^14,
 // r=8, p=1. ParseSecretKey documents them.
 const (
-	maxPKCS8Iterations = 1 << 24 // about 4 s with HMAC-SHA256, 13 s with HMAC-SHA512 (the slowest PRF)
-	maxScryptNr        = 1 << 21 // memory: 128·N·r bytes, 256 MiB
-	maxScryptNrp       = 1 << 24 // work: 128 times openssl's default, about 7 s
+	maxPKCS8Iterations = 1 << 24 // 8192 times openssl's 2048
+	maxScryptNr        = 1 << 21 // memory: 128·N·r bytes, 256 MiB, 16 times openssl's
+	maxScryptNrp       = 1 << 24 // work: 128 times openssl's
 )
 
 var (

@@ -523,3 +523,21 @@ func TestEncryptedPKCS8Damaged(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEncryptedPKCS8 opens the openssl keys, whose KDF settings are
+// openssl's defaults (2048 PBKDF2 iterations; scrypt N=2^14, r=8, p=1):
+// the limits of ParseSecretKey are 8192 times the PBKDF2 time and 128
+// times the scrypt time.
+func BenchmarkEncryptedPKCS8(b *testing.B) {
+	for _, k := range opensslKeys {
+		data := readFile(b, filepath.Join(sshKeysDir, k.file))
+		b.Run(k.file, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseSecretKey(data, constPass(k.pass)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
