@@ -20,8 +20,8 @@ type keyFile struct {
 	comment *string // crypt4gh secret keys: the stored comment
 }
 
-// allKeyFiles lists the interop keys and the ssh-keygen keys of
-// testdata/keys that this package supports.
+// allKeyFiles lists the interop keys, and the ssh-keygen, openssl and
+// relabelled keys of testdata/keys that this package supports.
 func allKeyFiles(t testing.TB) []keyFile {
 	var files []keyFile
 	for _, k := range loadManifestKeys(t) {
@@ -33,7 +33,7 @@ func allKeyFiles(t testing.TB) []keyFile {
 			keyFile{path: filepath.Join(sshKeysDir, c.file), secret: true, pass: &p},
 			keyFile{path: filepath.Join(sshKeysDir, c.file+".pub")})
 	}
-	return files
+	return append(files, newFormatKeyFiles()...)
 }
 
 func parseAny(kf keyFile, data []byte, pass func() ([]byte, error)) ([KeySize]byte, error) {

@@ -19,7 +19,21 @@
 //   - OpenSSH ed25519 keys: "ssh-ed25519 AAAA…" lines and "OPENSSH PRIVATE
 //     KEY" files, unencrypted or encrypted, converted to X25519 as
 //     libsodium does ([Ed25519SecretToX25519], [Ed25519PublicToX25519]);
-//   - X25519 keys as PKCS#8 "PRIVATE KEY" and PKIX "PUBLIC KEY" PEM.
+//   - X25519 keys as PKCS#8 "PRIVATE KEY" and PKIX "PUBLIC KEY" PEM, and
+//     as "ENCRYPTED PRIVATE KEY" PEM protected with PBES2 (PBKDF2 or
+//     scrypt, AES-CBC), as openssl writes them.
+//
+// A secret key is recognised by what its PEM armor holds, not by the
+// label: "c4gh-v1" inside is a crypt4gh key and "openssh-key-v1" an
+// OpenSSH key under any label (the crypt4gh Python package's own test
+// keys are crypt4gh keys labelled "ENCRYPTED PRIVATE KEY").
+//
+// [ParsePublicKeys] reads a list of recipients: a file of several public
+// keys, such as "cat alice.pub bob.pub > team.pub" makes, or several
+// "ssh-ed25519" lines, with # comments and blank lines between them, as
+// age reads a recipients file. Anything else in it is an error naming its
+// line. [ParsePublicKey] wants a file of exactly one key and refuses a
+// list with [ErrMultipleKeys] rather than take one of its keys.
 //
 // [MarshalPublicKey] and [MarshalSecretKey] write the crypt4gh format,
 // byte for byte as crypt4gh 1.8.6 does (base64 on one line, scrypt rounds
@@ -28,9 +42,9 @@
 // # Errors
 //
 // Errors wrap one of [ErrWrongPassphrase], [ErrMalformedKey],
-// [ErrUnsupportedKey] and [ErrPassphraseRequired]; test for them with
-// [errors.Is]. The parsers never panic on their input and never return an
-// all-zero key without an error.
+// [ErrUnsupportedKey], [ErrPassphraseRequired] and [ErrMultipleKeys]; test
+// for them with [errors.Is]. The parsers never panic on their input and
+// never return an all-zero key without an error.
 //
 // # Passphrases
 //

@@ -33,13 +33,13 @@ func ExampleParseSecretKey_formats() {
 		sk.Zero()
 	}
 	// Output:
-	// alice.sec.pem 7a05de6ac75ef95bebb39573da4b2940207d150582e88176a1d0ab7bd876f43e
-	// bob.sec.pem   4696ef7dfbe7bbf93200a1540cfa485350a2b4b9339bba7fd95ed96ca5df5e31
-	// carol.sec.pem b0a4096febd1b37a5924a7e473f189dc02a0d0de4e9df63b9c2801b7e8710b16
-	// dave.sec.pem  656cfe2a675c2b921f048ce55fd9b25a0307398c42e1ffaa94a5e9b89cabe869
-	// erin          1895bb4889dfd8d7bf5c5092892cc2405fe02c753e34a42d3ea2af58193aca74
-	// frank         1a34ebf9349d89b4e10e4d64f96e4b1b11e2a5dd04b85cd47889647093d63b51
-	// hank.sec.pem  070f35ce74b0d469f80424c3668e12e8206f681a17c53cd69f0a561aa4113712
+	// alice.sec.pem egXeasde+Vvrs5Vz2kspQCB9FQWC6IF2odCre9h29D4=
+	// bob.sec.pem   Rpbvffvnu/kyAKFUDPpIU1CitLkzm7p/2V7ZbKXfXjE=
+	// carol.sec.pem sKQJb+vRs3pZJKfkc/GJ3AKg0N5OnfY7nCgBt+hxCxY=
+	// dave.sec.pem  ZWz+KmdcK5IfBIzlX9myWgMHOYxC4f+qlKXpuJyr6Gk=
+	// erin          GJW7SInf2Ne/XFCSiSzCQF/gLHU+NKQtPqKvWBk6ynQ=
+	// frank         GjTr+TSdibThDk1k+W5LGxHipd0EuFzUeIlkcJPWO1E=
+	// hank.sec.pem  Bw81znSw1Gn4BCTDZo4S6CBvaBoXxTzWnwpWGqQRNxI=
 }
 
 // Find out how a secret key file is protected, and its comment, before

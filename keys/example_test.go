@@ -18,5 +18,5 @@ func ExampleParsePublicKey() {
 		log.Fatal(err)
 	}
 	fmt.Println(pk)
-	// Output: 7a05de6ac75ef95bebb39573da4b2940207d150582e88176a1d0ab7bd876f43e
+	// Output: egXeasde+Vvrs5Vz2kspQCB9FQWC6IF2odCre9h29D4=
 }

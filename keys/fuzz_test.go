@@ -2,16 +2,13 @@ package keys
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/pem"
 	"errors"
 	"os"
-	"strings"
 	"testing"
 )
 
 // seedKeyFiles adds every key file of the test data to the corpus with its
-// passphrase, and the interop keys with a wrong one too.
+// passphrase, and the protected ones with a wrong one too.
 func seedKeyFiles(f *testing.F, add func(data []byte, pass string)) {
 	for _, kf := range allKeyFiles(f) {
 		data, err := os.ReadFile(kf.path)
@@ -23,7 +20,7 @@ func seedKeyFiles(f *testing.F, add func(data []byte, pass string)) {
 			pass = *kf.pass
 		}
 		add(data, pass)
-		if kf.pass != nil && strings.HasPrefix(kf.path, interopDir) {
+		if kf.pass != nil {
 			add(data, "wrong")
 		}
 	}
@@ -37,7 +34,7 @@ func checkKeyResult(t *testing.T, key [KeySize]byte, err error) {
 		t.Fatalf("key returned with error %v", err)
 	}
 	if err != nil && !errors.Is(err, ErrMalformedKey) && !errors.Is(err, ErrUnsupportedKey) &&
-		!errors.Is(err, ErrWrongPassphrase) && !errors.Is(err, ErrPassphraseRequired) {
+		!errors.Is(err, ErrWrongPassphrase) && !errors.Is(err, ErrPassphraseRequired) && !errors.Is(err, ErrMultipleKeys) {
 		t.Fatalf("error %v wraps none of the sentinels", err)
 	}
 }
@@ -56,51 +53,104 @@ func FuzzParseSecretKey(f *testing.F) {
 	})
 }
 
-// costlyKDF reports whether data is a protected crypt4gh or OpenSSH key
-// whose KDF would take more than a few milliseconds: scrypt, or more
-// rounds than fuzzing can afford. The rounds caps of the parser allow
-// minutes of work per key (bcrypt at 1<<16 rounds), which would stall the
-// fuzzer on one input; for such keys the fuzz target withholds the
-// passphrase, so everything up to the KDF is still exercised.
+// costlyKDF reports whether data is a protected key whose KDF would take
+// more than a few milliseconds: scrypt, or more rounds than fuzzing can
+// afford. The limits of the parser allow seconds to minutes of work per key
+// (bcrypt at 1<<16 rounds, PBKDF2 at 1<<24 iterations), which would stall
+// the fuzzer on one input; for such keys the fuzz target withholds the
+// passphrase, so everything up to the KDF is still exercised. It tells the
+// formats apart as the parser does, by content first.
 func costlyKDF(data []byte) bool {
-	block, _ := pem.Decode(data)
-	if block == nil {
+	kind, der, err := decodeSecretPEM(data)
+	if err != nil {
 		return false
 	}
-	switch block.Type {
-	case pemC4GHPrivate, pemC4GHEncryptedPrivate:
-		rest, ok := bytes.CutPrefix(block.Bytes, []byte(c4ghMagic))
-		kdf, rest, ok2 := string16(rest)
-		opts, _, ok3 := string16(rest)
+	switch kind {
+	case secretC4GH:
+		f, err := decodeC4GHSecret(der)
 		switch {
-		case !ok || !ok2 || KDF(kdf) == KDFNone:
+		case err != nil || f.kdf == KDFNone:
 			return false
-		case KDF(kdf) == KDFScrypt || !ok3 || len(opts) < 4:
+		case f.kdf == KDFScrypt:
 			return true
 		}
-		rounds := binary.BigEndian.Uint32(opts)
-		return KDF(kdf) == KDFBcrypt && rounds > 4 || KDF(kdf) == KDFPBKDF2 && rounds > 4096
-	case pemOpenSSH:
-		rest, ok := bytes.CutPrefix(block.Bytes, []byte(sshMagic))
+		return f.kdf == KDFBcrypt && f.rounds > 4 || f.kdf == KDFPBKDF2 && f.rounds > 4096
+	case secretOpenSSH:
+		rest, ok := bytes.CutPrefix(der, []byte(sshMagic))
 		_, rest, ok2 := string32(rest)
 		_, rest, ok3 := string32(rest)
 		opts, _, ok4 := string32(rest)
 		_, opts, ok5 := string32(opts)
 		rounds, _, ok6 := uint32BE(opts)
 		return !ok || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || rounds > 4
+	case secretEncryptedPKCS8:
+		e, err := decodeEncryptedPKCS8(der)
+		return err == nil && (e.kdf == KDFScrypt || e.iterations > 4096)
 	}
 	return false
 }
 
-func FuzzParsePublicKey(f *testing.F) {
+// seedPublicKeyFiles adds every key file of the test data to the corpus,
+// and the public ones concatenated, as a list of recipients.
+func seedPublicKeyFiles(f *testing.F) {
+	var all [][]byte
 	seedKeyFiles(f, func(data []byte, pass string) {
 		if pass != "wrong" {
 			f.Add(data)
 		}
+		if pass == "" && !bytes.Contains(data, []byte("PRIVATE")) {
+			all = append(all, data)
+		}
 	})
+	f.Add(bytes.Join(all, nil))
+	f.Add(bytes.Join(all, []byte("\r\n# comment\r\n\r\n")))
+}
+
+func FuzzParsePublicKey(f *testing.F) {
+	seedPublicKeyFiles(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pk, err := ParsePublicKey(data)
 		checkKeyResult(t, pk, err)
+	})
+}
+
+// FuzzParsePublicKeys checks that no key is zero, that errors wrap a
+// sentinel and come without keys, that ParsePublicKey agrees (the only key,
+// ErrMultipleKeys, or the same error), and that the keys written back as
+// crypt4gh files and concatenated read as the same list.
+func FuzzParsePublicKeys(f *testing.F) {
+	seedPublicKeyFiles(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pks, err := ParsePublicKeys(data)
+		one, oneErr := ParsePublicKey(data)
+		if err != nil {
+			checkKeyResult(t, PublicKey{}, err)
+			if pks != nil {
+				t.Fatalf("keys returned with error %v", err)
+			}
+			if oneErr == nil || oneErr.Error() != err.Error() {
+				t.Fatalf("ParsePublicKeys: %v; ParsePublicKey: %v", err, oneErr)
+			}
+			return
+		}
+		if len(pks) == 0 {
+			t.Fatal("no keys and no error")
+		}
+		var again []byte
+		for _, pk := range pks {
+			checkKeyResult(t, pk, nil)
+			again = append(again, MarshalPublicKey(pk)...)
+		}
+		switch {
+		case len(pks) == 1 && (oneErr != nil || one != pks[0]):
+			t.Fatalf("ParsePublicKey: %v, %v; ParsePublicKeys: %v", one, oneErr, pks)
+		case len(pks) > 1 && !errors.Is(oneErr, ErrMultipleKeys):
+			t.Fatalf("ParsePublicKey of %d keys: %v", len(pks), oneErr)
+		}
+		back, err := ParsePublicKeys(again)
+		if err != nil || !equalKeys(back, pks) {
+			t.Fatalf("written back: %v, %v; want %v", back, err, pks)
+		}
 	})
 }
 

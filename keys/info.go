@@ -5,9 +5,9 @@ type SecretKeyFormat string
 
 // The secret key formats that [ParseSecretKey] reads.
 const (
-	FormatCrypt4GH SecretKeyFormat = "crypt4gh" // CRYPT4GH PRIVATE KEY (or ENCRYPTED PRIVATE KEY)
-	FormatOpenSSH  SecretKeyFormat = "openssh"  // OPENSSH PRIVATE KEY, ed25519
-	FormatPKCS8    SecretKeyFormat = "pkcs8"    // PRIVATE KEY, X25519
+	FormatCrypt4GH SecretKeyFormat = "crypt4gh" // "c4gh-v1" under any PEM label (CRYPT4GH PRIVATE KEY, ENCRYPTED PRIVATE KEY, …)
+	FormatOpenSSH  SecretKeyFormat = "openssh"  // "openssh-key-v1" under any PEM label, ed25519
+	FormatPKCS8    SecretKeyFormat = "pkcs8"    // PRIVATE KEY, or ENCRYPTED PRIVATE KEY with PBES2; X25519
 )
 
 // SecretKeyInfo describes a secret key file as far as it can be read
@@ -19,8 +19,10 @@ type SecretKeyInfo struct {
 	Protected bool
 	// KDF is the key derivation function of a crypt4gh key ([KDFNone]
 	// when it is not protected). For OpenSSH keys it is [KDFBcrypt] when
-	// the key is protected and [KDFNone] otherwise; for PKCS#8 keys it is
-	// always [KDFNone].
+	// the key is protected and [KDFNone] otherwise. For PKCS#8 keys it is
+	// [KDFNone] when they are not encrypted, and for encrypted ones
+	// [KDFPBKDF2] (with any of the PRFs that [ParseSecretKey] accepts, not
+	// only HMAC-SHA256) or [KDFScrypt] (with the parameters in the file).
 	KDF KDF
 	// Comment is the comment stored in clear in a crypt4gh key, or in an
 	// unprotected OpenSSH key. The comment of a protected OpenSSH key is
@@ -34,18 +36,24 @@ type SecretKeyInfo struct {
 // refuse a file that InspectSecretKey accepts. Errors wrap
 // [ErrMalformedKey] or [ErrUnsupportedKey].
 func InspectSecretKey(data []byte) (SecretKeyInfo, error) {
-	format, der, err := decodeSecretPEM(data)
+	kind, der, err := decodeSecretPEM(data)
 	if err != nil {
 		return SecretKeyInfo{}, err
 	}
 	defer clear(der)
-	switch format {
-	case FormatCrypt4GH:
+	switch kind {
+	case secretC4GH:
 		return inspectC4GH(der)
-	case FormatOpenSSH:
+	case secretOpenSSH:
 		return inspectOpenSSH(der)
+	case secretEncryptedPKCS8:
+		e, err := decodeEncryptedPKCS8(der)
+		if err != nil {
+			return SecretKeyInfo{}, err
+		}
+		return SecretKeyInfo{Format: FormatPKCS8, Protected: true, KDF: e.kdf}, nil
 	}
-	// FormatPKCS8: an X25519 key in clear, no comment.
+	// secretPKCS8: a key in clear, no comment.
 	return SecretKeyInfo{Format: FormatPKCS8, KDF: KDFNone}, nil
 }
 

@@ -3,6 +3,7 @@ package keys
 import (
 	"crypto/ecdh"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -24,8 +25,13 @@ type PublicKey [KeySize]byte
 // The caller should call [SecretKey.Zero] once the key is no longer needed.
 type SecretKey [KeySize]byte
 
-// String returns the public key in lowercase hexadecimal.
-func (pk PublicKey) String() string { return hex.EncodeToString(pk[:]) }
+// String returns the public key as it appears in a crypt4gh public key
+// file: the standard base64 of its 32 bytes, with padding (44 characters).
+func (pk PublicKey) String() string { return base64.StdEncoding.EncodeToString(pk[:]) }
+
+// Hex returns the public key in lowercase hexadecimal (64 characters), as
+// libsodium-based tools and the test vectors' manifests print it.
+func (pk PublicKey) Hex() string { return hex.EncodeToString(pk[:]) }
 
 // Public returns the public key that belongs to sk.
 func (sk *SecretKey) Public() PublicKey {
