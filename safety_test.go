@@ -648,7 +648,7 @@ func safetyMessages(t *testing.T, e *safetyEnv) {
 	t.Run("no_packet", func(t *testing.T) {
 		r := e.run(t, nil, nil, "decrypt", "--sk", hankCopy, "-i", vec("reject_base.c4gh"))
 		wantLines(t, r, exitKey, "no header packet can be decrypted with this key",
-			"crypt4gh: hint: the file has no packet for the public key 070f35ce74b0d469f80424c3668e12e8206f681a17c53cd69f0a561aa4113712")
+			"crypt4gh: hint: the file has no packet for the public key Bw81znSw1Gn4BCTDZo4S6CBvaBoXxTzWnwpWGqQRNxI=")
 	})
 	t.Run("not_crypt4gh", func(t *testing.T) {
 		r := e.run(t, nil, nil, "decrypt", "--sk", e.sk, "-i", vec("reject_bad_magic.c4gh"))

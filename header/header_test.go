@@ -458,7 +458,7 @@ func TestNoneOpensMessage(t *testing.T) {
 		{1, 1, 0, "the only packet does not open (it is from a writer other than "},
 		{2, 0, 0, "none of the 2 packets opens"},
 		{2, 2, 0, "none of the 2 packets opens (all are from a writer other than "},
-		{3, 1, 2, "none of the 3 packets opens (1 is from a writer other than 0000"},
+		{3, 1, 2, "none of the 3 packets opens (1 is from a writer other than AAAA"},
 		{3, 1, 2, "; 2 are of an unknown method)"},
 	} {
 		if got := noneOpens(tc.total, tc.other, tc.unknown, &sender); !strings.Contains(got, tc.want) {

@@ -49,6 +49,7 @@ var sentinelCodes = map[string]struct {
 	"keys.ErrMalformedKey":          {keys.ErrMalformedKey, exitKey},
 	"keys.ErrUnsupportedKey":        {keys.ErrUnsupportedKey, exitKey},
 	"keys.ErrPassphraseRequired":    {keys.ErrPassphraseRequired, exitKey},
+	"keys.ErrMultipleKeys":          {keys.ErrMultipleKeys, exitKey},
 }
 
 // TestSentinelExitCodes checks the exit code of every sentinel, alone and

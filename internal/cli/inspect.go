@@ -315,12 +315,12 @@ func (r *inspectReport) print(w io.Writer, asJSON bool) error {
 		}
 		line(fmt.Sprintf("  packet %d", p.Index), "%s", desc)
 		if p.WriterPublicKey != nil {
-			line("    writer key", "%s", *p.WriterPublicKey)
+			line("    writer key", "%s", keyText(*p.WriterPublicKey))
 		}
 	}
 	line("body", "%s, %s", bytesText(r.BodySize), plural(r.SegmentCount, "segment"))
 	if r.ReaderPublicKey != nil {
-		line("reader key", "%s (public key of --sk)", *r.ReaderPublicKey)
+		line("reader key", "%s (public key of --sk)", keyText(*r.ReaderPublicKey))
 		if len(r.OpenedPackets) == 0 {
 			line("opened packets", "none")
 		} else {
@@ -391,4 +391,15 @@ func plural(n int64, unit string) string {
 		return "1 " + unit
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// keyText shows a public key, hex in the JSON report, as key files do:
+// base64.
+func keyText(hexKey string) string {
+	var pk keys.PublicKey
+	if b, err := hex.DecodeString(hexKey); err == nil && len(b) == len(pk) {
+		copy(pk[:], b)
+		return pk.String()
+	}
+	return hexKey
 }

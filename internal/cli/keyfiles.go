@@ -285,7 +285,7 @@ func readPublicKeys(paths []string) ([]keys.PublicKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		pks, err := parsePublicKeysShim(data)
+		pks, err := keys.ParsePublicKeys(data)
 		if err != nil {
 			return nil, fmt.Errorf("failed to read public key %s: %w", quoteName(path), err)
 		}
