@@ -212,7 +212,7 @@ func safetySignals(t *testing.T, e *safetyEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			outDir := t.TempDir()
 			out := filepath.Join(outDir, "plain.out")

@@ -160,11 +160,15 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	for _, iv := range kept {
 		size += iv.End - iv.Start
 	}
+	// Each range as given must start inside the data, also one that
+	// merges with a range before it; the error names it as given.
+	for _, r := range opts.Ranges {
+		if r.Start >= size {
+			return fmt.Errorf("%w: range %s, but the data is %d bytes", edit.ErrBeyondEnd, r, size)
+		}
+	}
 	var selected []edit.Interval
 	for _, r := range ranges {
-		if r.Start >= size {
-			return fmt.Errorf("%w: range %s, but the data is %d bytes", edit.ErrBeyondEnd, edit.Range(r), size)
-		}
 		selected = append(selected, edit.Map(kept, r.Start, r.End)...)
 	}
 	plan, err := edit.PlanSegments(selected, plainSize, body.SegmentSize)

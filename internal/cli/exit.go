@@ -99,4 +99,7 @@ func hintFor(err error) string {
 	return ""
 }
 
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+// oneLine makes s one line that cannot move the cursor or hide text: a
+// newline becomes a space, other control characters (from a crafted file
+// name, say) are escaped.
+func oneLine(s string) string { return quoteName(strings.ReplaceAll(s, "\n", " ")) }

@@ -299,7 +299,7 @@ func (r *inspectReport) print(w io.Writer, asJSON bool) error {
 	if name == "-" {
 		name = "stdin"
 	}
-	line("file", "%s", name)
+	line("file", "%s", quoteName(name))
 	line("version", "%d", r.Version)
 	line("header", "%s, %s", bytesText(r.HeaderSize), plural(int64(r.PacketCount), "packet"))
 	for _, p := range r.Packets {

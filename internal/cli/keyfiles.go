@@ -301,5 +301,5 @@ func readPublicKeys(paths []string) ([]keys.PublicKey, error) {
 
 // warnf prints a warning on stderr.
 func warnf(c *cli.Context, format string, args ...any) {
-	fmt.Fprintf(c.App.ErrWriter, "crypt4gh: warning: "+format+"\n", args...)
+	fmt.Fprintf(c.App.ErrWriter, "crypt4gh: warning: %s\n", oneLine(fmt.Sprintf(format, args...)))
 }

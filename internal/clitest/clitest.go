@@ -63,3 +63,24 @@ func Cleanup() {
 		os.RemoveAll(buildDir)
 	}
 }
+
+// Missing reports a prerequisite of a test that this machine lacks (a
+// pseudo-terminal, FUSE, a server, a tool): the test is skipped with the
+// reason, except in CI (CI=true), where a missing prerequisite fails it.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("missing prerequisite (CI=true): "+format, args...)
+	}
+	t.Skipf("skipped, missing prerequisite: "+format, args...)
+}
+
+// Tool returns the path of the program name, or reports it Missing.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, "%s is not installed: %v", name, err)
+	}
+	return p
+}

@@ -1,0 +1,450 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
+	"github.com/c4gh-go/crypt4gh/internal/ptytest"
+)
+
+// The tests in this file check, on the built binary, how outputs are
+// committed: never over a file that appeared meanwhile, durably, with the
+// modes the umask allows, removed on every signal; and that the terminal
+// survives an interrupted passphrase prompt.
+
+// slowDecrypt starts "decrypt -o out" of a file fed slowly on stdin and
+// returns once a partial output holds plaintext. finish feeds the rest
+// and waits for the process.
+func slowDecrypt(t *testing.T, e *safetyEnv, out string, extra ...string) (cmd *exec.Cmd, stderr *bytes.Buffer, finish func()) {
+	t.Helper()
+	plain := randomBytes(2<<20, 9)
+	enc, hdrLen := e.encryptFor(t, "slow.c4gh", plain)
+	data, err := os.ReadFile(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(e.bin, append([]string{"decrypt", "--sk", e.sk, "-o", out}, extra...)...)
+	cmd.Env = cleanEnv()
+	cmd.Stdin = pr
+	stderr = new(bytes.Buffer)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	first := hdrLen + 9*body.EncryptedSegmentSize
+	if _, err := pw.Write(data[:first]); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		matches, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*.partial-*"))
+		if len(matches) > 0 {
+			if fi, err := os.Stat(matches[0]); err == nil && fi.Size() > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("no partial output appeared; stderr:\n%s", stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cmd, stderr, func() {
+		pw.Write(data[first:])
+		pw.Close()
+		cmd.Wait()
+	}
+}
+
+// TestNoClobberAtCommit: a file that appears at the output path while a
+// decrypt runs is not replaced; the decrypt exits 2 and leaves nothing of
+// its own. With --force it is replaced.
+func TestNoClobberAtCommit(t *testing.T) {
+	e := newSafetyEnv(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	cmd, stderr, finish := slowDecrypt(t, e, out)
+	if err := os.WriteFile(out, []byte("written meanwhile"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	finish()
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage {
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, exitUsage, stderr)
+	}
+	if !strings.Contains(stderr.String(), "already exists (it appeared while this command ran)") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "written meanwhile" {
+		t.Errorf("the file that appeared was replaced")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d entries in the folder, want only the file that appeared", len(entries))
+	}
+
+	// --force replaces it.
+	cmd, stderr, finish = slowDecrypt(t, e, out, "--force")
+	finish()
+	if code := cmd.ProcessState.ExitCode(); code != exitOK {
+		t.Fatalf("--force: exit %d; stderr:\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(out); len(b) != 2<<20 {
+		t.Errorf("--force: output of %d bytes", len(b))
+	}
+}
+
+// TestDurableCommit traces the system calls of a decrypt -o and of a
+// keygen: the file is fsynced before it gets its name, and the folder
+// after.
+func TestDurableCommit(t *testing.T) {
+	e := newSafetyEnv(t)
+	strace := clitest.Tool(t, "strace")
+	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(100000, 3))
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"decrypt", "--sk", e.sk, "-i", enc, "-o", filepath.Join(dir, "out")},
+		{"encrypt", "--recipient_pk", e.pk, "-i", enc, "-o", filepath.Join(dir, "out.c4gh")},
+		{"keygen", "--sk", filepath.Join(dir, "k.sec"), "--pk", filepath.Join(dir, "k.pub"), "--nocrypt"},
+	} {
+		log := filepath.Join(t.TempDir(), "trace")
+		cmd := exec.Command(strace, append([]string{"-f", "-qq", "-o", log, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,link,linkat", e.bin}, args...)...)
+		cmd.Env = cleanEnv()
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			if strings.Contains(string(msg), "ptrace") {
+				clitest.Missing(t, "strace cannot trace here: %s", msg)
+			}
+			t.Fatalf("%v: %v\n%s", args, err, msg)
+		}
+		trace, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Per commit: fsync(file), renameat2/link, fsync(folder).
+		var calls []string
+		for _, line := range strings.Split(string(trace), "\n") {
+			for _, name := range []string{"fsync(", "renameat2(", "linkat(", "link(", "rename("} {
+				if i := strings.Index(line, name); i >= 0 && !strings.Contains(line, "= -1") {
+					calls = append(calls, strings.TrimSuffix(name, "("))
+					break
+				}
+			}
+		}
+		seq := strings.Join(calls, " ")
+		want := "fsync renameat2 fsync"
+		if args[0] == "keygen" {
+			want = "fsync renameat2 fsync fsync renameat2 fsync"
+		}
+		if !strings.Contains(seq, want) {
+			t.Errorf("%s: calls %q, want %q", args[0], seq, want)
+		}
+	}
+}
+
+// TestUmask: outputs that are not secret get 0666 minus the umask;
+// plaintext and secret keys stay 0600.
+func TestUmask(t *testing.T) {
+	e := newSafetyEnv(t)
+	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(1000, 4))
+	for _, tc := range []struct {
+		umask          string
+		public, secret os.FileMode
+	}{{"077", 0o600, 0o600}, {"022", 0o644, 0o600}, {"027", 0o640, 0o600}, {"000", 0o666, 0o600}} {
+		dir := t.TempDir()
+		in := func(n string) string { return filepath.Join(dir, n) }
+		script := fmt.Sprintf(`umask %s
+set -e
+"$BIN" encrypt --recipient_pk "$PK" -i "$ENC" -o %[2]s/enc --header %[2]s/hdr
+"$BIN" reencrypt --sk "$SK" --recipient_pk "$PK" -i "$ENC" -o %[2]s/re
+"$BIN" rearrange --sk "$SK" --range 0-10 -i "$ENC" -o %[2]s/rearranged
+"$BIN" splice --sk "$SK" --range 0-10 -i "$ENC" -o %[2]s/spliced
+"$BIN" pubkey --sk "$SK" -o %[2]s/pub
+"$BIN" keygen --sk %[2]s/k.sec --pk %[2]s/k.pub --nocrypt
+"$BIN" decrypt --sk "$SK" -i "$ENC" -o %[2]s/plain
+`, tc.umask, dir)
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = cleanEnv("BIN="+e.bin, "PK="+e.pk, "SK="+e.sk, "ENC="+enc)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("umask %s: %v\n%s", tc.umask, err, msg)
+		}
+		for name, want := range map[string]os.FileMode{
+			"enc": tc.public, "hdr": tc.public, "re": tc.public, "rearranged": tc.public, "spliced": tc.public,
+			"pub": tc.public, "k.pub": tc.public, "k.sec": tc.secret, "plain": tc.secret,
+		} {
+			fi, err := os.Stat(in(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != want {
+				t.Errorf("umask %s: %s has mode %04o, want %04o", tc.umask, name, fi.Mode().Perm(), want)
+			}
+		}
+	}
+}
+
+// TestStdoutAliases: /dev/stdout, /dev/fd/1 and - are standard output,
+// written in place: a file that stdout is redirected to (even >>) is
+// appended to, not replaced.
+func TestStdoutAliases(t *testing.T) {
+	e := newSafetyEnv(t)
+	plain := randomBytes(70000, 5)
+	enc, _ := e.encryptFor(t, "in.c4gh", plain)
+	for _, name := range []string{"/dev/stdout", "/dev/fd/1", "-"} {
+		target := filepath.Join(t.TempDir(), "target")
+		if err := os.WriteFile(target, []byte("before\n"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.Stat(target)
+		f, err := os.OpenFile(target, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(e.bin, "decrypt", "--sk", e.sk, "-i", enc, "-o", name, "--force")
+		cmd.Env = cleanEnv()
+		cmd.Stdout = f
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err = cmd.Run()
+		msg := stderr.Bytes()
+		f.Close()
+		if err != nil {
+			t.Fatalf("-o %s: %v\n%s", name, err, msg)
+		}
+		after, _ := os.Stat(target)
+		got, _ := os.ReadFile(target)
+		if !os.SameFile(before, after) || !bytes.Equal(got, append([]byte("before\n"), plain...)) {
+			t.Errorf("-o %s: the file stdout goes to was replaced or not appended to (%d bytes)", name, len(got))
+		}
+		if after.Mode().Perm() != 0o640 {
+			t.Errorf("-o %s: mode changed to %04o", name, after.Mode().Perm())
+		}
+	}
+
+	// Binary output to a terminal is refused whatever names it.
+	ptmx, pts := ptytest.Open(t)
+	go io.Copy(io.Discard, ptmx)
+	for _, name := range []string{"/dev/stdout", "/dev/fd/1", pts.Name()} {
+		cmd := exec.Command(e.bin, "encrypt", "--recipient_pk", e.pk, "-i", enc, "-o", name)
+		cmd.Env = cleanEnv()
+		cmd.Stdout = pts
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != exitUsage || !strings.Contains(stderr.String(), "refusing to write binary data to") {
+			t.Errorf("-o %s on a terminal: exit %d, stderr %q", name, code, stderr.String())
+		}
+	}
+}
+
+// TestSIGPIPE: "encrypt --checksum a b c | head -1" ends quietly with
+// 128+SIGPIPE once the reader is gone, and leaves no temporary file.
+func TestSIGPIPE(t *testing.T) {
+	e := newSafetyEnv(t)
+	dir := t.TempDir()
+	var files []string
+	for i := range 4 {
+		p := filepath.Join(dir, fmt.Sprintf("f%d", i))
+		if err := os.WriteFile(p, randomBytes(8<<20, uint64(10+i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	cmd := exec.Command(e.bin, append([]string{"encrypt", "--recipient_pk", e.pk, "--checksum", "--jobs", "1"}, files...)...)
+	cmd.Env = cleanEnv()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Close() // as head -1 does
+	err = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGPIPE) {
+		t.Errorf("exit %d (%v), want %d", code, err, 128+int(syscall.SIGPIPE))
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr: %q, want nothing", stderr.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.partial-*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// TestKeygenForceKeepsOldKey: keygen -f whose write fails (here the file
+// size limit, as a full disk would) leaves the old key as it was.
+func TestKeygenForceKeepsOldKey(t *testing.T) {
+	e := newSafetyEnv(t)
+	dir := t.TempDir()
+	sk, pk := filepath.Join(dir, "k.sec"), filepath.Join(dir, "k.pub")
+	cmd := exec.Command(e.bin, "keygen", "--sk", sk, "--pk", pk, "--nocrypt")
+	cmd.Env = cleanEnv()
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	old, _ := os.ReadFile(sk)
+	oldPub, _ := os.ReadFile(pk)
+	cmd = exec.Command("sh", "-c", `trap "" XFSZ; ulimit -f 0; exec "$BIN" keygen --sk "$SK" --pk "$PK" --nocrypt -f`)
+	cmd.Env = cleanEnv("BIN="+e.bin, "SK="+sk, "PK="+pk)
+	msg, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("keygen -f under ulimit -f 0 succeeded:\n%s", msg)
+	}
+	if !strings.Contains(string(msg), "file too large") {
+		t.Errorf("stderr: %s", msg)
+	}
+	if b, _ := os.ReadFile(sk); !bytes.Equal(b, old) {
+		t.Error("the old secret key was lost")
+	}
+	if b, _ := os.ReadFile(pk); !bytes.Equal(b, oldPub) {
+		t.Error("the old public key was lost")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%d entries in the folder, want the two keys", len(entries))
+	}
+}
+
+// TestPromptRestoresTerminal interrupts a passphrase prompt with SIGTERM
+// and SIGINT: the terminal has its echo back.
+func TestPromptRestoresTerminal(t *testing.T) {
+	e := newSafetyEnv(t)
+	dir := t.TempDir()
+	sk := filepath.Join(dir, "locked.sec")
+	cmd := exec.Command(e.bin, "keygen", "--sk", sk, "--pk", sk+".pub")
+	cmd.Env = cleanEnv("C4GH_PASSPHRASE=pw")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(100, 6))
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		ptmx, pts := ptytest.Open(t)
+		go io.Copy(io.Discard, ptmx)
+		cmd := exec.Command(e.bin, "decrypt", "--sk", sk, "-i", enc, "-o", filepath.Join(dir, "out"))
+		cmd.Env = cleanEnv()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Wait for the prompt to turn echo off.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, err := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Lflag&unix.ECHO == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatal("echo never turned off")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(sig) {
+			t.Errorf("%v: exit %d, want %d", sig, code, 128+int(sig))
+		}
+		st, err := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Lflag&unix.ECHO == 0 {
+			t.Errorf("%v at the prompt left the terminal with echo off", sig)
+		}
+	}
+}
+
+// TestControlCharactersEscaped: a crafted file name cannot make a failed
+// verify look like a success on a terminal.
+func TestControlCharactersEscaped(t *testing.T) {
+	e := newSafetyEnv(t)
+	good, _ := e.encryptFor(t, "good.c4gh", randomBytes(100, 7))
+	dir := t.TempDir()
+	evil := filepath.Join(dir, "x\r\x1b[2Kgood.c4gh: OK\x1b[8m")
+	data, _ := os.ReadFile(good)
+	data[len(data)-1] ^= 1
+	if err := os.WriteFile(evil, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(t, nil, nil, "verify", "--sk", e.sk, good, evil)
+	for _, out := range []string{r.stdout, r.stderr} {
+		if strings.ContainsAny(out, "\r\x1b") {
+			t.Errorf("raw control characters printed: %q", out)
+		}
+	}
+	if !strings.Contains(r.stderr, `x\x0d\x1b[2Kgood.c4gh: OK\x1b[8m`) || !strings.Contains(r.stderr, "1 of 2 files failed") {
+		t.Errorf("stderr: %q", r.stderr)
+	}
+	r = e.run(t, nil, nil, "inspect", evil)
+	if strings.ContainsAny(r.stdout+r.stderr, "\r\x1b") {
+		t.Errorf("inspect printed raw control characters: %q", r.stdout)
+	}
+}
+
+// TestStaleTemporaryWarned: a temporary file of this tool older than a day
+// in the output folder (a run killed with SIGKILL leaves it) is named in
+// a warning, and not removed.
+func TestStaleTemporaryWarned(t *testing.T) {
+	e := newSafetyEnv(t)
+	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(100, 8))
+	dir := t.TempDir()
+	stale := filepath.Join(dir, ".old.partial-0123456789abcdef")
+	if err := os.WriteFile(stale, []byte("plaintext"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(stale, old, old)
+	r := e.run(t, nil, nil, "decrypt", "--sk", e.sk, "-i", enc, "-o", filepath.Join(dir, "out"))
+	if r.code != exitOK || !strings.Contains(r.stderr, "warning: "+stale+" was left by an interrupted run") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Errorf("the stale file was removed: %v", err)
+	}
+}
+
+// TestWriteErrorNamesOutput: a failed write names the output the user
+// gave, not the temporary file, and leaves nothing.
+func TestWriteErrorNamesOutput(t *testing.T) {
+	e := newSafetyEnv(t)
+	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(200000, 11))
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", `trap "" XFSZ; ulimit -f 64; exec "$BIN" decrypt --sk "$SK" -i "$ENC" -o "$OUT"`)
+	cmd.Env = cleanEnv("BIN="+e.bin, "SK="+e.sk, "ENC="+enc, "OUT="+filepath.Join(dir, "out"))
+	msg, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("decrypt under ulimit -f 64 succeeded")
+	}
+	if !strings.Contains(string(msg), "write "+filepath.Join(dir, "out")+": file too large") || strings.Contains(string(msg), "partial") {
+		t.Errorf("stderr: %s", msg)
+	}
+	clitest.EmptyDir(t, dir)
+}
