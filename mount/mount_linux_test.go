@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -431,5 +432,53 @@ func TestManyOpen(t *testing.T) {
 	for range 400 {
 		i := r.IntN(files)
 		preadCheck(t, open[i], plains[i], r.Int64N(int64(len(plains[i]))), 1+r.IntN(seg/2))
+	}
+}
+
+// TestConcurrentReads reads one file from several goroutines at once, each
+// with its own descriptor and one shared, around the page cache.
+func TestConcurrentReads(t *testing.T) {
+	alice := newKey(t)
+	src := t.TempDir()
+	plain := random(8*seg+321, 17)
+	writeFile(t, filepath.Join(src, "f.c4gh"), encrypt(t, plain, nil, alice))
+	mp, log := mountDir(t, src, mount.Options{Key: alice})
+	shared, err := os.OpenFile(filepath.Join(mp, "f"), os.O_RDONLY|syscall.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			f, err := os.OpenFile(filepath.Join(mp, "f"), os.O_RDONLY|syscall.O_DIRECT, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			r := rand.New(rand.NewPCG(uint64(g), 99))
+			buf := make([]byte, 3*seg)
+			for i := range 200 {
+				use := f
+				if i%2 == 1 {
+					use = shared
+				}
+				off, n := r.Int64N(int64(len(plain))), 1+r.IntN(len(buf))
+				got, err := use.ReadAt(buf[:n], off)
+				if want := min(n, len(plain)-int(off)); got != want || (err != nil && err != io.EOF) {
+					t.Errorf("pread(%d, %d): %d bytes, %v; want %d", off, n, got, err, want)
+					return
+				}
+				if !bytes.Equal(buf[:got], plain[off:off+int64(got)]) {
+					t.Errorf("pread(%d, %d): wrong bytes", off, n)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if log.String() != "" {
+		t.Errorf("log:\n%s", log)
 	}
 }

@@ -6,11 +6,15 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +34,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func mounter() int {
+func mounter() (code int) {
 	var sk keys.SecretKey
 	if b, err := hex.DecodeString(os.Getenv("C4GH_TEST_KEY")); err != nil || len(b) != len(sk) {
 		fmt.Fprintln(os.Stderr, "mounter: bad C4GH_TEST_KEY")
@@ -40,6 +44,32 @@ func mounter() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if n, err := strconv.Atoi(os.Getenv("C4GH_TEST_MAXREAD")); err == nil {
+		mount.SetMaxRead(n)
+	}
+	if n, err := strconv.Atoi(os.Getenv("C4GH_TEST_BLKSIZE")); err == nil {
+		mount.SetBlksize(n)
+	}
+	if os.Getenv("C4GH_TEST_READSIZES") == "1" {
+		// For the benchmarks: how long are the reads that the kernel
+		// sends? Printed on stderr at the end.
+		var mu sync.Mutex
+		sizes := map[int]int{}
+		mount.ObserveReads(func(n int) {
+			mu.Lock()
+			sizes[n]++
+			mu.Unlock()
+		})
+		defer func() {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(os.Stderr, "readsizes:")
+			for _, n := range slices.Sorted(maps.Keys(sizes)) {
+				fmt.Fprintf(os.Stderr, " %d:%d", n, sizes[n])
+			}
+			fmt.Fprintln(os.Stderr)
+		}()
+	}
 	srv, err := mount.Mount(mount.Dir(os.Getenv("C4GH_TEST_SOURCE")), os.Getenv("C4GH_TEST_MOUNTPOINT"), mount.Options{Key: &sk})
 	sk.Zero()
 	if err != nil {
@@ -55,7 +85,7 @@ func mounter() int {
 }
 
 // startMounter runs the mounter on src and returns once it has mounted.
-func startMounter(t *testing.T, src string, key *keys.SecretKey) (*exec.Cmd, string, *bytes.Buffer) {
+func startMounter(t testing.TB, src string, key *keys.SecretKey, env ...string) (*exec.Cmd, string, *bytes.Buffer) {
 	t.Helper()
 	requireFUSE(t)
 	mp := t.TempDir()
@@ -66,6 +96,7 @@ func startMounter(t *testing.T, src string, key *keys.SecretKey) (*exec.Cmd, str
 		"C4GH_TEST_MOUNTPOINT="+mp,
 		"C4GH_TEST_KEY="+hex.EncodeToString(key[:]),
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	// Should the test die, the mounter unmounts.
@@ -96,7 +127,7 @@ func startMounter(t *testing.T, src string, key *keys.SecretKey) (*exec.Cmd, str
 
 // waitExit waits up to 20 s for the mounter to end, and checks that it
 // ended well and left nothing mounted.
-func waitExit(t *testing.T, cmd *exec.Cmd, mp string, stderr *bytes.Buffer) {
+func waitExit(t testing.TB, cmd *exec.Cmd, mp string, stderr *bytes.Buffer) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -270,7 +271,7 @@ func (f *file) readPlain(p []byte, off int64) error {
 			if off+int64(len(p)) == f.size {
 				whole = len(p) // up to the end, whose block is short
 			}
-			if err := f.readFull(p[:whole], off); err != nil {
+			if err := f.readBlocks(p[:whole], off); err != nil {
 				return err
 			}
 			p, off = p[whole:], off+int64(whole)
@@ -298,6 +299,40 @@ func (f *file) readPlain(p []byte, off int64) error {
 			}
 		}
 		p, off = p[m:], off+int64(m)
+	}
+	return nil
+}
+
+// readBlocks reads whole blocks of plaintext into p, which starts at off,
+// a block boundary: split among the CPUs when there are several blocks,
+// since the kernel waits for each read before it sends the next.
+func (f *file) readBlocks(p []byte, off int64) error {
+	blocks := (len(p) + blockSize - 1) / blockSize
+	parts := min(runtime.GOMAXPROCS(0), blocks)
+	if parts <= 1 {
+		return f.readFull(p, off)
+	}
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	start := 0
+	for i := range parts {
+		end := min(len(p), start+(blocks-start/blockSize)/(parts-i)*blockSize)
+		if i == parts-1 {
+			end = len(p)
+		}
+		part, at := p[start:end], off+int64(start)
+		if i == parts-1 {
+			errs[i] = f.readFull(part, at)
+		} else {
+			wg.Go(func() { errs[i] = f.readFull(part, at) })
+		}
+		start = end
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
