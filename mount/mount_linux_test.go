@@ -482,3 +482,35 @@ func TestConcurrentReads(t *testing.T) {
 		t.Errorf("log:\n%s", log)
 	}
 }
+
+// TestMountErrors: Mount fails before mounting anything when it cannot
+// work, and says why.
+func TestMountErrors(t *testing.T) {
+	alice := newKey(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	writeFile(t, file, []byte("x"))
+	for _, c := range []struct {
+		src, mp string
+		opts    mount.Options
+		want    string
+	}{
+		{dir, t.TempDir(), mount.Options{}, "no secret key"},
+		{dir, filepath.Join(dir, "nowhere"), mount.Options{Key: alice}, "no such file"},
+		{dir, file, mount.Options{Key: alice}, "is not a folder"},
+		{filepath.Join(dir, "nowhere"), t.TempDir(), mount.Options{Key: alice}, "failed to read source"},
+	} {
+		srv, err := mount.Mount(mount.Dir(c.src), c.mp, c.opts)
+		if err == nil {
+			srv.Unmount()
+			t.Errorf("Mount(%s, %s) succeeded", c.src, c.mp)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Mount(%s, %s): %v, want %q", c.src, c.mp, err, c.want)
+		}
+		if m, _ := mountInfo(t, c.mp); m {
+			t.Errorf("%s mounted after an error", c.mp)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package mount
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -64,7 +63,7 @@ func (d dirSource) String() string { return d.root }
 func (d dirSource) ReadDir(ctx context.Context, dir string) ([]Entry, error) {
 	list, err := os.ReadDir(d.path(dir))
 	if err != nil {
-		return nil, fmt.Errorf("failed to list folder: %w", err)
+		return nil, err // names the folder and what failed
 	}
 	out := make([]Entry, 0, len(list))
 	for _, de := range list {

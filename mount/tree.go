@@ -400,7 +400,7 @@ func (l *lazyFile) acquire(ctx context.Context) (bool, error) {
 	if first {
 		f, err := l.src.Open(ctx, l.name)
 		if err != nil {
-			return false, fmt.Errorf("failed to open: %w", err)
+			return false, err
 		}
 		l.f = f
 	}
