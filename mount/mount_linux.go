@@ -1,0 +1,399 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+// This file shows a tree through FUSE, with github.com/hanwen/go-fuse.
+
+const (
+	// timeout is how long the kernel may keep names and attributes: the
+	// source does not change while it is mounted.
+	timeout = 24 * time.Hour
+)
+
+// maxRead is the largest read that the kernel may send (max_read) and the
+// readahead asked for (the kernel allows 128 KiB at most). 512 KiB lets
+// cat's reads of 256 KiB reach the file system whole: BenchmarkMount
+// found them faster than 128 KiB ones in most runs. At 1 MiB go-fuse
+// cannot splice a reply into a pipe and says so for every read. A
+// variable so that the benchmarks can try others.
+var maxRead = 512 << 10
+
+// blksize is the block size that stat reports, which tools such as cat
+// take as the size of their reads.
+var blksize uint32 = 128 << 10
+
+// readObserver, when set by a test, sees the length of every read that
+// the kernel sends.
+var readObserver func(n int)
+
+// Server is a mounted file system. Create it with [Mount]; the caller must
+// call Wait or Unmount.
+type Server struct {
+	srv        *fuse.Server
+	tree       *tree
+	mountpoint string
+	done       chan struct{} // closed when serving has ended
+
+	mu sync.Mutex // serialises Unmount
+}
+
+// Mount shows src at mountpoint, an existing folder, and serves the file
+// system in the background until it is unmounted. It lists the top folder
+// of src before mounting, so that an unreadable source fails here.
+//
+// Every regular file and folder of src is shown read-only, under its own
+// name, except the Crypt4GH files named NAME.c4gh: each that opts.Key opens
+// is shown as NAME, decrypted, with the size of the plaintext that it
+// stands for (its edit list applied). A Crypt4GH file that the key does not
+// open, and one whose NAME is also an entry of the same folder, is left out
+// and logged to opts.Log. See the package documentation for the details.
+func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
+	if opts.Key == nil {
+		return nil, errNoKey
+	}
+	if src == nil {
+		return nil, errNoSource
+	}
+	mp, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return nil, fmt.Errorf("failed to find mountpoint: %w", err)
+	}
+	if fi, err := os.Stat(mp); err != nil {
+		return nil, fmt.Errorf("failed to find mountpoint: %w", err)
+	} else if !fi.IsDir() {
+		return nil, errkind.Errorf(errkind.Usage, "mountpoint %s is not a folder", mp)
+	}
+	logw := opts.Log
+	if logw == nil {
+		logw = os.Stderr
+	}
+	t := newTree(src, opts.Key, opts.Sender, logw)
+	top, err := t.list(context.Background(), "")
+	if err != nil {
+		t.close()
+		return nil, fmt.Errorf("failed to read source: %w", err)
+	}
+
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	fsys := &fsys{tree: t, uid: uid, gid: gid, fileMode: 0o400, dirMode: 0o500}
+	if opts.AllowOther {
+		fsys.fileMode, fsys.dirMode = 0o444, 0o555
+	}
+	root := &dirNode{fsys: fsys, node: node{dir: true, modTime: time.Now()}, nodes: top, loaded: true}
+	ttl := timeout
+	mo := fuse.MountOptions{
+		AllowOther:    opts.AllowOther,
+		Options:       []string{"default_permissions"},
+		FsName:        "crypt4gh",
+		Name:          "crypt4gh",
+		MaxWrite:      maxRead,
+		MaxReadAhead:  maxRead,
+		DisableXAttrs: true,
+		// What go-fuse has to say goes where the caller wants our lines.
+		Logger: log.New(logw, "crypt4gh: mount: fuse: ", 0),
+	}
+	if os.Geteuid() == 0 {
+		// Mount directly, with no need for fusermount3; "ro" is a flag
+		// then, not an option.
+		mo.DirectMount = true
+		mo.DirectMountFlags = syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV
+	} else {
+		mo.Options = append(mo.Options, "ro")
+	}
+	srv, err := fs.Mount(mp, root, &fs.Options{
+		MountOptions:    mo,
+		EntryTimeout:    &ttl,
+		AttrTimeout:     &ttl,
+		NegativeTimeout: &ttl,
+		UID:             uid,
+		GID:             gid,
+	})
+	if err != nil {
+		t.close()
+		return nil, fmt.Errorf("failed to mount %s: %w", mp, err)
+	}
+	s := &Server{srv: srv, tree: t, mountpoint: mp, done: make(chan struct{})}
+	go func() {
+		srv.Wait()
+		t.close()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// Wait blocks until the file system is unmounted, by [Server.Unmount] or
+// from outside (fusermount3 -u, umount), or until ctx is done: then it
+// unmounts it. It returns nil unless unmounting failed. A command passes a
+// ctx that signals cancel (signal.NotifyContext with os.Interrupt and
+// syscall.SIGTERM).
+func (s *Server) Wait(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return s.Unmount()
+	}
+}
+
+// Unmount unmounts the file system. When processes still have files open
+// in it, it is detached instead (a lazy unmount): it leaves the file tree
+// at once and is gone when the last file closes; reads of those files
+// fail once the program ends. It returns nil when the file system is
+// already unmounted.
+func (s *Server) Unmount() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	if err := s.srv.Unmount(); err == nil {
+		<-s.done
+		return nil
+	}
+	if err := detach(s.mountpoint); err != nil {
+		return fmt.Errorf("failed to unmount %s: %w", s.mountpoint, err)
+	}
+	return nil
+}
+
+// detach makes a lazy unmount of mountpoint.
+func detach(mountpoint string) error {
+	err := unix.Unmount(mountpoint, unix.MNT_DETACH)
+	if err == nil || !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	bin, err := exec.LookPath("fusermount3")
+	if err != nil {
+		if bin, err = exec.LookPath("fusermount"); err != nil {
+			return err
+		}
+	}
+	if out, err := exec.Command(bin, "-u", "-z", mountpoint).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %w: %s", filepath.Base(bin), err, out)
+	}
+	return nil
+}
+
+// fsys holds what every node needs.
+type fsys struct {
+	tree              *tree
+	uid, gid          uint32
+	fileMode, dirMode uint32
+}
+
+// attr fills in the attributes of n.
+func (f *fsys) attr(n *node, out *fuse.Attr) {
+	out.Uid, out.Gid = f.uid, f.gid
+	out.SetTimes(nil, &n.modTime, &n.modTime)
+	out.Blksize = blksize
+	if n.dir {
+		out.Mode = syscall.S_IFDIR | f.dirMode
+		out.Nlink = 2
+		return
+	}
+	out.Mode = syscall.S_IFREG | f.fileMode
+	out.Nlink = 1
+	out.Size = uint64(n.file.size)
+	out.Blocks = (out.Size + 511) / 512
+}
+
+// dirNode is a folder, listed the first time it is looked at.
+type dirNode struct {
+	fs.Inode
+	fsys *fsys
+	path string // in the source
+	node node   // of the parent's listing; the zero node for the top
+
+	mu     sync.Mutex
+	loaded bool
+	nodes  []node
+	added  bool // nodes are children of the inode
+}
+
+var (
+	_ fs.NodeLookuper  = (*dirNode)(nil)
+	_ fs.NodeReaddirer = (*dirNode)(nil)
+	_ fs.NodeGetattrer = (*dirNode)(nil)
+	_ fs.NodeStatfser  = (*dirNode)(nil)
+)
+
+// load lists the folder once and adds its entries to the inode.
+func (d *dirNode) load(ctx context.Context) ([]node, syscall.Errno) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.loaded {
+		// A listing is kept for good: let no interrupt cut it short.
+		nodes, err := d.fsys.tree.list(context.WithoutCancel(ctx), d.path)
+		if err != nil {
+			d.fsys.tree.log.printf("%s: failed to list: %v", quote(display(d.path)), err)
+			return nil, syscall.EIO
+		}
+		d.nodes, d.loaded = nodes, true
+	}
+	if !d.added {
+		for i := range d.nodes {
+			n := &d.nodes[i]
+			var ops fs.InodeEmbedder
+			mode := uint32(syscall.S_IFREG)
+			if n.dir {
+				ops, mode = &dirNode{fsys: d.fsys, path: path.Join(d.path, n.name), node: *n}, syscall.S_IFDIR
+			} else {
+				ops = &fileNode{fsys: d.fsys, node: *n}
+			}
+			d.AddChild(n.name, d.NewPersistentInode(ctx, ops, fs.StableAttr{Mode: mode}), false)
+		}
+		d.added = true
+	}
+	return d.nodes, 0
+}
+
+func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	nodes, errno := d.load(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	i := searchNodes(nodes, name)
+	if i < 0 {
+		return nil, syscall.ENOENT
+	}
+	ch := d.GetChild(name)
+	if ch == nil {
+		return nil, syscall.ENOENT
+	}
+	d.fsys.attr(&nodes[i], &out.Attr)
+	return ch, 0
+}
+
+// searchNodes returns the index of name in nodes, sorted by name, or -1.
+func searchNodes(nodes []node, name string) int {
+	lo, hi := 0, len(nodes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if nodes[m].name < name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(nodes) && nodes[lo].name == name {
+		return lo
+	}
+	return -1
+}
+
+func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	nodes, errno := d.load(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	list := make([]fuse.DirEntry, 0, 2+len(nodes))
+	list = append(list, fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR}, fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR})
+	for i := range nodes {
+		e := fuse.DirEntry{Name: nodes[i].name, Mode: syscall.S_IFREG}
+		if nodes[i].dir {
+			e.Mode = syscall.S_IFDIR
+		}
+		list = append(list, e)
+	}
+	return fs.NewListDirStream(list), 0
+}
+
+func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n := d.node
+	n.dir = true
+	d.fsys.attr(&n, &out.Attr)
+	return 0
+}
+
+func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	out.Bsize = blksize
+	out.Frsize = blksize
+	out.NameLen = 255
+	return 0
+}
+
+// fileNode is a file.
+type fileNode struct {
+	fs.Inode
+	fsys *fsys
+	node node
+}
+
+var (
+	_ fs.NodeOpener    = (*fileNode)(nil)
+	_ fs.NodeGetattrer = (*fileNode)(nil)
+)
+
+func (f *fileNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	f.fsys.attr(&f.node, &out.Attr)
+	return 0
+}
+
+func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		return nil, 0, syscall.EROFS
+	}
+	file := f.node.file
+	if err := file.open(context.WithoutCancel(ctx)); err != nil {
+		file.report(err)
+		return nil, 0, syscall.EIO
+	}
+	// The kernel may keep what it read across opens: the source does not
+	// change while it is mounted.
+	return &handle{file: file}, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// handle is an open file.
+type handle struct {
+	file *file
+}
+
+var (
+	_ fs.FileReader   = (*handle)(nil)
+	_ fs.FileFlusher  = (*handle)(nil)
+	_ fs.FileReleaser = (*handle)(nil)
+)
+
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if readObserver != nil {
+		readObserver(len(dest))
+	}
+	n, err := h.file.readAt(dest, off)
+	if err != nil {
+		return nil, syscall.EIO
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// Flush answers ENOSYS, which tells the kernel that no close needs to
+// wait for the file system: a read-only one has nothing to write back.
+// (A process that mounts and reads its own mount may then exit while it
+// has files open without hanging in close.)
+func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	return syscall.ENOSYS
+}
+
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.file.release()
+	return 0
+}

@@ -1,0 +1,38 @@
+package mount
+
+import (
+	"io"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// Options configures [Mount].
+type Options struct {
+	// Key is the reader's secret key; it is required. Mount keeps a copy
+	// in memory, erased with the data keys of every file when the file
+	// system is unmounted: the caller may erase its own once Mount has
+	// returned.
+	Key *keys.SecretKey
+	// Sender, when not nil, is the only writer whose files are shown
+	// decrypted: a Crypt4GH file written by another key is left out.
+	Sender *keys.PublicKey
+	// AllowOther lets every user of the machine read the plaintext: files
+	// are then shown with mode 0444 and folders 0555 instead of 0400 and
+	// 0500, and the mount is made with allow_other, which an unprivileged
+	// user may ask for only when /etc/fuse.conf has user_allow_other.
+	AllowOther bool
+	// Log receives one line for each entry of the source that is left out
+	// and for each read error (once per damaged segment). Nil means
+	// os.Stderr.
+	Log io.Writer
+}
+
+// ErrNotSupported is returned by [Mount] on systems where this package
+// cannot mount a file system: every system but Linux.
+var ErrNotSupported = errkind.New(errkind.Other, "mounting is not supported on this system (it needs Linux and FUSE)")
+
+var (
+	errNoKey    = errkind.New(errkind.Usage, "no secret key")
+	errNoSource = errkind.New(errkind.Usage, "no source")
+)

@@ -1,0 +1,99 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+)
+
+// Source is a read-only tree of files that [Mount] shows: a local folder
+// ([Dir]) or, through an adapter, the objects under a prefix of an object
+// store. Paths are slash-separated and relative to the top of the tree,
+// which is "" (never ".", never starting or ending with a slash).
+//
+// A Source must not change while it is mounted: the mount lists each
+// folder once, the first time it is looked at, and reads files at the
+// sizes it listed. Its methods may be called from several goroutines at
+// once.
+type Source interface {
+	// ReadDir lists the folder at dir. The entries need not be sorted;
+	// their names are single path elements.
+	ReadDir(ctx context.Context, dir string) ([]Entry, error)
+	// Open opens the file at name for reading. The mount calls Close when
+	// the last process that had it open closes it.
+	Open(ctx context.Context, name string) (File, error)
+}
+
+// Entry is one entry of a folder of a [Source].
+type Entry struct {
+	Name    string    // a single path element
+	Dir     bool      // a folder; otherwise a regular file
+	Size    int64     // of a file, in bytes
+	ModTime time.Time // shown as the time of the file or folder
+}
+
+// File is an open file of a [Source]. ReadAt may be called from several
+// goroutines at once.
+type File interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// Dir returns the local folder at root, its subfolders included, as a
+// [Source]. Symbolic links are followed; entries that are neither regular
+// files nor folders (devices, pipes, sockets, broken links) are left out.
+func Dir(root string) Source {
+	return dirSource{root: root}
+}
+
+type dirSource struct{ root string }
+
+func (d dirSource) path(name string) string {
+	return filepath.Join(d.root, filepath.FromSlash(name))
+}
+
+// String returns the folder, as given to [Dir].
+func (d dirSource) String() string { return d.root }
+
+func (d dirSource) ReadDir(ctx context.Context, dir string) ([]Entry, error) {
+	list, err := os.ReadDir(d.path(dir))
+	if err != nil {
+		return nil, err // names the folder and what failed
+	}
+	out := make([]Entry, 0, len(list))
+	for _, de := range list {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(d.path(path.Join(dir, de.Name())))
+		if err != nil {
+			continue // a link to nowhere, or removed since
+		}
+		switch {
+		case fi.IsDir():
+			out = append(out, Entry{Name: de.Name(), Dir: true, ModTime: fi.ModTime()})
+		case fi.Mode().IsRegular():
+			out = append(out, Entry{Name: de.Name(), Size: fi.Size(), ModTime: fi.ModTime()})
+		}
+	}
+	return out, nil
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+func (d dirSource) Open(ctx context.Context, name string) (File, error) {
+	p := d.path(name)
+	// Refuse what turned into a pipe since it was listed: opening one
+	// would block.
+	if fi, err := os.Stat(p); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: errNotRegular}
+	}
+	return os.Open(p)
+}

@@ -1,0 +1,461 @@
+package mount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// This file is the decrypted view of a Source, apart from FUSE: which
+// names a folder shows, the size of each file, and how its bytes are read.
+
+// Suffix ends the names of the Crypt4GH files that the mount shows
+// decrypted, under their name without it.
+const Suffix = ".c4gh"
+
+// headerJobs is how many headers of one folder are opened at once: for an
+// object store, each is a request.
+const headerJobs = 4
+
+// tree is the view of a Source through a secret key.
+type tree struct {
+	src    Source
+	key    keys.SecretKey
+	opts   c4gh.DecryptOptions
+	log    *logger
+	budget atomic.Int64 // cache blocks that may still be taken, all files together
+
+	mu     sync.Mutex
+	opened []*file // encrypted files whose header was opened
+	closed bool
+}
+
+func newTree(src Source, key *keys.SecretKey, sender *keys.PublicKey, log io.Writer) *tree {
+	t := &tree{src: src, key: *key, log: &logger{w: log}}
+	if sender != nil {
+		s := *sender
+		t.opts.Sender = &s
+	}
+	t.budget.Store(maxBlocks)
+	return t
+}
+
+// node is an entry of a folder of the view.
+type node struct {
+	name    string // as shown
+	dir     bool
+	modTime time.Time
+	file    *file // for a file
+}
+
+// list returns the entries that the folder dir of the source shows, sorted
+// by name. It opens the header of every Crypt4GH file in it, and logs each
+// entry that it leaves out.
+func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
+	entries, err := t.src.ReadDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		names[e.Name] = true
+	}
+	out := make([]node, 0, len(entries))
+	var enc []Entry
+	for _, e := range entries {
+		p := path.Join(dir, e.Name)
+		shown := strings.TrimSuffix(e.Name, Suffix)
+		switch {
+		case !validName(e.Name):
+			t.log.printf("%s: left out: not a valid file name", quote(p))
+		case e.Dir || shown == e.Name || shown == "":
+			f := (*file)(nil)
+			if !e.Dir {
+				f = &file{t: t, path: p, size: e.Size, src: lazyFile{src: t.src, name: p}}
+			}
+			out = append(out, node{name: e.Name, dir: e.Dir, modTime: e.ModTime, file: f})
+		case names[shown]:
+			t.log.printf("%s: left out: %s is beside it", quote(p), quote(path.Join(dir, shown)))
+		case e.Size < 0:
+			t.log.printf("%s: left out: negative size %d", quote(p), e.Size)
+		default:
+			enc = append(enc, e)
+		}
+	}
+
+	// Open the headers, a few at a time.
+	files := make([]*file, len(enc))
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for range min(headerJobs, len(enc)) {
+		wg.Go(func() {
+			for i := range jobs {
+				p := path.Join(dir, enc[i].Name)
+				f, err := t.openHeader(ctx, p, enc[i].Size)
+				if err != nil {
+					t.log.printf("%s: left out: %v", quote(p), err)
+					continue
+				}
+				files[i] = f
+			}
+		})
+	}
+	for i := range enc {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	for i, f := range files {
+		if f != nil {
+			out = append(out, node{name: strings.TrimSuffix(enc[i].Name, Suffix), modTime: enc[i].ModTime, file: f})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// validName reports whether a source gave a name that a folder can show.
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
+// openHeader opens the header of the Crypt4GH file at p, of size bytes,
+// and returns the file that stands for its plaintext.
+func (t *tree) openHeader(ctx context.Context, p string, size int64) (*file, error) {
+	f := &file{t: t, path: p, src: lazyFile{src: t.src, name: p}}
+	if _, err := f.src.acquire(ctx); err != nil {
+		return nil, err
+	}
+	r, err := c4gh.NewReaderAt(&f.src, size, &t.key, &t.opts)
+	f.src.release()
+	if err != nil {
+		return nil, err
+	}
+	f.enc = r
+	f.size = r.Size()
+	if full := standsFor(r, size); full != f.size {
+		// Segments were cut off the end: show the size that the edit
+		// list says, so that a read of what is missing fails instead
+		// of finding the end of the file early.
+		t.log.printf("%s: %v: the last %d of its %d bytes cannot be read", quote(p), c4gh.ErrMissingData, full-f.size, full)
+		f.size = full
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		r.Close()
+		return nil, errClosed
+	}
+	t.opened = append(t.opened, f)
+	return f, nil
+}
+
+// standsFor returns the length of the plaintext that the edit list of r
+// stands for, for a file of size bytes: more than r.Size() when the body
+// lacks bytes that the list keeps.
+func standsFor(r *c4gh.ReaderAt, size int64) int64 {
+	list, ok := r.EditList()
+	plain, err := body.PlaintextSize(size - r.HeaderSize())
+	if !ok || err != nil {
+		return r.Size()
+	}
+	var n int64
+	for _, iv := range edit.List(list).Intervals() {
+		if iv.End != edit.Unbounded {
+			n += iv.Len() // disjoint intervals below the largest int64
+		} else if plain > iv.Start {
+			n += plain - iv.Start
+		}
+	}
+	return n
+}
+
+// close erases the data keys of every file and the secret key.
+func (t *tree) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, f := range t.opened {
+		f.enc.Close()
+	}
+	t.opened = nil
+	t.closed = true
+	t.key.Zero()
+}
+
+var errClosed = errkind.New(errkind.Usage, "file system closed")
+
+// file is a file that the view shows: a plain file of the source, or the
+// plaintext of a Crypt4GH file.
+type file struct {
+	t     *tree
+	path  string // in the source
+	size  int64  // as shown
+	enc   *c4gh.ReaderAt
+	src   lazyFile
+	cache blockCache
+
+	errMu  sync.Mutex
+	errors map[string]bool // the read errors logged
+}
+
+// open prepares f for reading; each successful open must be followed by a
+// release.
+func (f *file) open(ctx context.Context) error {
+	first, err := f.src.acquire(ctx)
+	if first {
+		f.cache.open()
+	}
+	return err
+}
+
+// release ends an open; the last one closes the source file and frees the
+// cache.
+func (f *file) release() {
+	if f.src.release() {
+		f.cache.drop(&f.t.budget)
+	}
+}
+
+// readAt reads the bytes of f at off into p, as far as f goes, and returns
+// how many it read: len(p) unless f ends first. An error is logged (once
+// for each segment) and means that no byte of p can be trusted.
+func (f *file) readAt(p []byte, off int64) (int, error) {
+	if off >= f.size || len(p) == 0 {
+		return 0, nil
+	}
+	p = p[:min(int64(len(p)), f.size-off)]
+	var err error
+	if f.enc == nil {
+		var n int
+		n, err = f.src.ReadAt(p, off)
+		if err == io.EOF || err == nil {
+			return n, nil // shorter now than when it was listed
+		}
+	} else {
+		err = f.readPlain(p, off)
+	}
+	if err != nil {
+		f.report(err)
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// readPlain reads exactly len(p) bytes of plaintext at off: whole blocks
+// straight into p, parts of blocks through the cache.
+func (f *file) readPlain(p []byte, off int64) error {
+	for len(p) > 0 {
+		index := off / blockSize
+		start := index * blockSize
+		n := int(min(blockSize, f.size-start)) // length of the block
+		skip := int(off - start)
+		if skip == 0 && len(p) >= n {
+			whole := len(p) / blockSize * blockSize
+			if off+int64(len(p)) == f.size {
+				whole = len(p) // up to the end, whose block is short
+			}
+			if err := f.readBlocks(p[:whole], off); err != nil {
+				return err
+			}
+			p, off = p[whole:], off+int64(whole)
+			continue
+		}
+		m, ok := f.cache.copyOut(p, index, skip)
+		if !ok {
+			m = min(len(p), n-skip)
+			buf := f.cache.take(&f.t.budget)
+			if buf == nil {
+				// No room in the cache: read just the part.
+				if err := f.readFull(p[:m], off); err != nil {
+					return err
+				}
+			} else if err := f.readFull(buf[:n], start); err != nil {
+				f.cache.giveBack(buf, &f.t.budget)
+				// The block may hold a damaged segment that the part
+				// does not touch.
+				if err := f.readFull(p[:m], off); err != nil {
+					return err
+				}
+			} else {
+				copy(p, buf[skip:n])
+				f.cache.put(index, buf, n, &f.t.budget)
+			}
+		}
+		p, off = p[m:], off+int64(m)
+	}
+	return nil
+}
+
+// readBlocks reads whole blocks of plaintext into p, which starts at off,
+// a block boundary: split among the CPUs when there are several blocks,
+// since the kernel waits for each read before it sends the next.
+func (f *file) readBlocks(p []byte, off int64) error {
+	blocks := (len(p) + blockSize - 1) / blockSize
+	parts := min(runtime.GOMAXPROCS(0), blocks)
+	if parts <= 1 {
+		return f.readFull(p, off)
+	}
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	start := 0
+	for i := range parts {
+		end := min(len(p), start+(blocks-start/blockSize)/(parts-i)*blockSize)
+		if i == parts-1 {
+			end = len(p)
+		}
+		part, at := p[start:end], off+int64(start)
+		if i == parts-1 {
+			errs[i] = f.readFull(part, at)
+		} else {
+			wg.Go(func() { errs[i] = f.readFull(part, at) })
+		}
+		start = end
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFull reads exactly len(p) bytes of plaintext at off.
+func (f *file) readFull(p []byte, off int64) error {
+	n, err := f.enc.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = fmt.Errorf("failed to read: %w", io.ErrUnexpectedEOF) // the file shrank
+	}
+	return err
+}
+
+// maxLogged is how many different read errors of one file are logged.
+const maxLogged = 16
+
+// report logs a read error of f, unless the same one was logged before.
+func (f *file) report(err error) {
+	what := err.Error()
+	var se *body.SegmentError
+	switch {
+	case errors.As(err, &se):
+		what = fmt.Sprintf("segment %d", se.Index)
+	case errors.Is(err, c4gh.ErrMissingData):
+		what = "missing"
+	}
+	f.errMu.Lock()
+	defer f.errMu.Unlock()
+	if f.errors[what] || len(f.errors) > maxLogged {
+		return
+	}
+	if f.errors == nil {
+		f.errors = make(map[string]bool)
+	}
+	f.errors[what] = true
+	if len(f.errors) > maxLogged {
+		f.t.log.printf("%s: more read errors, not logged", quote(f.path))
+		return
+	}
+	f.t.log.printf("%s: %v: reads that need it fail with EIO", quote(f.path), err)
+}
+
+// lazyFile is a file of the source, open while it is in use: an
+// io.ReaderAt that the ReaderAt of an encrypted file keeps, and that holds
+// no open file between uses.
+type lazyFile struct {
+	src  Source
+	name string
+
+	mu   sync.RWMutex
+	f    File
+	refs int
+}
+
+var _ io.ReaderAt = (*lazyFile)(nil)
+
+// acquire opens the file unless it is open, and reports whether it did.
+func (l *lazyFile) acquire(ctx context.Context) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := l.refs == 0
+	if first {
+		f, err := l.src.Open(ctx, l.name)
+		if err != nil {
+			return false, err
+		}
+		l.f = f
+	}
+	l.refs++
+	return first, nil
+}
+
+// release reports whether it closed the file.
+func (l *lazyFile) release() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refs--
+	if l.refs > 0 {
+		return false
+	}
+	l.f.Close() // opened for reading: nothing to lose
+	l.f = nil
+	return true
+}
+
+func (l *lazyFile) ReadAt(p []byte, off int64) (int, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.f == nil {
+		return 0, errClosed
+	}
+	return l.f.ReadAt(p, off)
+}
+
+// logger writes one line per message.
+type logger struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *logger) printf(format string, args ...any) {
+	line := "crypt4gh: mount: " + fmt.Sprintf(format, args...) + "\n"
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	io.WriteString(l.w, line) // nowhere to report a failure
+}
+
+// display returns a path of the source as it is shown in messages.
+func display(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// quote returns a path as it can be printed: quoted when it holds control
+// characters or is not UTF-8.
+func quote(p string) string {
+	if !utf8.ValidString(p) || strings.IndexFunc(p, unicode.IsControl) >= 0 {
+		return strconv.Quote(p)
+	}
+	return p
+}
