@@ -14,6 +14,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/mount"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
@@ -23,10 +24,7 @@ import (
 // there, and skips it elsewhere, with the reason.
 func need(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and "+format, args...)
-	}
-	t.Skipf(format, args...)
+	clitest.Missing(t, format, args...)
 }
 
 // requireFUSE stops the test when this machine cannot mount a FUSE file

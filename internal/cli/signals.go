@@ -25,6 +25,7 @@ type interrupts struct {
 	hooks map[int]func()
 	next  int
 	once  sync.Once
+	ch    chan os.Signal
 }
 
 // catchSignals are the signals after which the process cleans up and
@@ -35,6 +36,7 @@ var catchSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sy
 func (t *interrupts) arm() {
 	t.once.Do(func() {
 		c := make(chan os.Signal, 1)
+		t.ch = c
 		signal.Notify(c, catchSignals...)
 		go func() {
 			sig := <-c
@@ -91,4 +93,12 @@ func (t *interrupts) onInterrupt(fn func()) (done func()) {
 		delete(t.hooks, id)
 		t.mu.Unlock()
 	}
+}
+
+// stop hands the signals back, for a command that handles them itself
+// from now on (mount unmounts on SIGINT and SIGTERM). Nothing may be
+// recorded for cleanup after it.
+func (t *interrupts) stop() {
+	t.arm()
+	signal.Stop(t.ch)
 }

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/c4gh-go/crypt4gh/mount"
+	"github.com/urfave/cli/v2"
+)
+
+func mountCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "mount",
+		Usage:     "show the decrypted files of a folder, read-only, at a mount point",
+		ArgsUsage: "SOURCE MOUNTPOINT",
+		Description: "Mounts a read-only view of SOURCE (a folder) at MOUNTPOINT: every NAME.c4gh\n" +
+			"that --sk opens appears as NAME, decrypted as it is read; other files appear\n" +
+			"as they are. Nothing decrypted is written to disk. Files for other keys are\n" +
+			"left out and named once on stderr; a damaged segment makes the read that\n" +
+			"needs it fail (EIO). Runs in the foreground until Ctrl-C, SIGTERM or\n" +
+			"fusermount3 -u MOUNTPOINT. Linux only (FUSE).",
+		Flags: []cli.Flag{
+			skFlag(),
+			senderFlag(),
+			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)"},
+			passphraseFileFlag(), quietFlag(),
+		},
+		Action: mountAction,
+	}
+}
+
+func mountAction(c *cli.Context) error {
+	if err := flagsFirst(c); err != nil {
+		return err
+	}
+	if c.NArg() != 2 {
+		return usagef("mount needs SOURCE and MOUNTPOINT, got %d arguments", c.NArg())
+	}
+	source, mountpoint := c.Args().Get(0), c.Args().Get(1)
+	for _, p := range []string{source, mountpoint} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return usagef("%s: %v", quoteName(p), pathErr(err))
+		}
+		if !fi.IsDir() {
+			return usagef("%s is not a folder", quoteName(p))
+		}
+	}
+	sk, sender, err := readReaderKeys(c)
+	if err != nil {
+		return err
+	}
+	// Mount keeps a copy of the key, erased at unmount.
+	defer sk.Zero()
+	// From here on the signals unmount: the passphrase prompt is over.
+	cleanup.stop()
+	srv, err := mount.Mount(mount.Dir(source), mountpoint, mount.Options{
+		Key: sk, Sender: sender, AllowOther: c.Bool("allow-other"), Log: c.App.ErrWriter,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	return srv.Wait(ctx)
+}
