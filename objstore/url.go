@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -107,10 +108,9 @@ func checkBucket(b string) error {
 func parseHTTP(s string) (Location, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		// url.Error repeats the URL, password included: give only the reason.
+		// A url.Error repeats the URL, password included: give only why.
 		var ue *url.Error
-		if e, ok := err.(*url.Error); ok {
-			ue = e
+		if errors.As(err, &ue) {
 			return Location{}, invalidURL(displayRaw(s), ue.Err.Error())
 		}
 		return Location{}, invalidURL(displayRaw(s), "malformed URL")
