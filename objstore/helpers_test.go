@@ -113,7 +113,7 @@ func (e *env) noUploads(t *testing.T) {
 }
 
 // write writes data to key with a Writer, in writes of step bytes.
-func write(t *testing.T, c *objstore.Client, key string, data []byte, step int, opts *objstore.WriterOptions) error {
+func write(t testing.TB, c *objstore.Client, key string, data []byte, step int, opts *objstore.WriterOptions) error {
 	t.Helper()
 	w, err := c.NewWriter(context.Background(), bucket, key, opts)
 	if err != nil {
@@ -129,7 +129,7 @@ func write(t *testing.T, c *objstore.Client, key string, data []byte, step int, 
 }
 
 // readAll reads all of key with a parallel Reader.
-func readAll(t *testing.T, c *objstore.Client, key string, opts *objstore.ReaderOptions) ([]byte, error) {
+func readAll(t testing.TB, c *objstore.Client, key string, opts *objstore.ReaderOptions) ([]byte, error) {
 	t.Helper()
 	o, err := c.Open(context.Background(), bucket, key)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 //
 // Object implements io.ReaderAt, and ReadAt is safe for concurrent use.
 // Small reads that follow each other are served from a read-ahead cache of
-// at most [ReadAheadSize] × [readAheadWindows] bytes, so that reading a
+// at most 4 × [ReadAheadSize] bytes, so that reading a
 // header a few bytes at a time does not cost a request each; a read that
 // does not continue the previous one fetches only what it asks for. For
 // streaming a large range, NewReader fetches chunks in parallel.

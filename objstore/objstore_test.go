@@ -5,7 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"os/exec"
+	"runtime"
+	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -570,4 +574,72 @@ func readAllWith(c *objstore.Client, key string) ([]byte, error) {
 	p := make([]byte, o.Size())
 	_, err = o.ReadAt(p, 0)
 	return p, err
+}
+
+// TestMemory checks the bound on memory of the Writer and the Reader: the
+// bytes allocated while 48 MiB pass are about Concurrency buffers, not the
+// data.
+func TestMemory(t *testing.T) {
+	e := newEnv(t, time.Minute)
+	data := random(48*MiB, 30)
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	var err error
+	n := allocated(func() {
+		err = write(t, e.c, "mem", data, 1<<20, &objstore.WriterOptions{PartSize: objstore.MinPartSize, Concurrency: 2, Size: int64(len(data))})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Writer, 2 buffers of 5 MiB: %.1f MiB allocated for 48 MiB", float64(n)/MiB)
+	if n > 2*objstore.MinPartSize+8*MiB {
+		t.Errorf("Writer: %d bytes allocated", n)
+	}
+	n = allocated(func() {
+		o, err := e.c.Open(context.Background(), bucket, "mem")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := o.NewReader(0, -1, &objstore.ReaderOptions{ChunkSize: 4 * MiB, Concurrency: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		h := crc32.NewIEEE()
+		if _, err := io.Copy(h, r); err != nil {
+			t.Fatal(err)
+		}
+		if h.Sum32() != crc32.ChecksumIEEE(data) {
+			t.Fatal("read back different data")
+		}
+	})
+	t.Logf("Reader, 2 chunks of 4 MiB: %.1f MiB allocated for 48 MiB", float64(n)/MiB)
+	if n > 2*4*MiB+8*MiB {
+		t.Errorf("Reader: %d bytes allocated", n)
+	}
+}
+
+// TestNotImported keeps the rule of the layout: nothing at or below the
+// front door depends on object storage (or on the AWS SDK).
+func TestNotImported(t *testing.T) {
+	mod := "github.com/c4gh-go/crypt4gh/"
+	args := []string{"list", "-deps", "-f", "{{.ImportPath}}"}
+	for _, p := range []string{"c4gh", "header", "body", "edit", "keys", "reencrypt"} {
+		args = append(args, mod+p)
+	}
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == mod+"objstore" || strings.HasPrefix(dep, "github.com/aws/") {
+			t.Errorf("%s is imported by the library", dep)
+		}
+	}
 }
