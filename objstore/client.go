@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // Config says where a Client finds its credentials and endpoint, and how
@@ -110,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 
 	awscfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, &Error{Op: "load", Location: "the AWS configuration", Err: fmt.Errorf("%w", err),
+		return nil, &Error{Op: "load", Location: "the AWS configuration", Err: errkind.Wrap(errkind.Key, err),
 			hint: "check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE"}
 	}
 	if awscfg.Region == "" {
@@ -150,7 +152,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 
 	creds, err := awscfg.Credentials.Retrieve(ctx)
 	if err != nil {
-		return nil, &Error{Op: "find", Location: "credentials", Err: &detailed{sentinel: ErrNoCredentials, cause: err},
+		return nil, &Error{Op: "load", Location: "credentials", Err: &detailed{sentinel: ErrNoCredentials, detail: lookedIn(cfg), cause: err},
 			hint: noCredentialsHint(cfg)}
 	}
 	c.source = describeSource(creds, cfg)
@@ -216,6 +218,18 @@ func describeSource(creds aws.Credentials, cfg Config) string {
 		src += " (access key ending in " + id[len(id)-4:] + ")"
 	}
 	return src
+}
+
+// lookedIn says where the AWS credential chain looked.
+func lookedIn(cfg Config) string {
+	profile := cfg.Profile
+	if profile == "" {
+		profile = os.Getenv("AWS_PROFILE")
+	}
+	if profile == "" {
+		profile = "default"
+	}
+	return fmt.Sprintf("looked in the environment, profile %q of the AWS files, and the container and instance metadata", profile)
 }
 
 func noCredentialsHint(cfg Config) string {

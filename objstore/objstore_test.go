@@ -591,6 +591,12 @@ func TestCredentialSources(t *testing.T) {
 		t.Fatalf("profile: %q, %v", got, err)
 	}
 
+	// A profile that is not there.
+	_, err = objstore.New(ctx, objstore.Config{Profile: "missing"})
+	if err == nil || errkind.Of(err) != errkind.Key {
+		t.Errorf("missing profile: %v", err)
+	}
+
 	// No credentials anywhere.
 	_, err = objstore.New(ctx, objstore.Config{})
 	isKind(t, err, objstore.ErrNoCredentials, errkind.Key)
