@@ -95,8 +95,9 @@ type Writer struct {
 	parts []types.CompletedPart
 	err   error // the first failure
 
-	closed  bool
-	aborted bool // the upload was aborted (or never started)
+	closed   bool
+	aborted  bool // the upload was aborted (or never started)
+	checksum bool // send CRC32 checksums of the parts
 
 	// A request to create the upload whose answer was lost and that was
 	// made again may have left an upload nobody knows the ID of.
@@ -147,10 +148,11 @@ func (c *Client) NewWriter(ctx context.Context, bucket, key string, opts *Writer
 	}
 	w := &Writer{
 		c: c, ctx: ctx, bucket: bucket, key: key, opt: opt,
-		next:    1,
-		free:    make(chan []byte, opt.Concurrency),
-		slots:   make(chan struct{}, opt.Concurrency),
-		aborted: true,
+		next:     1,
+		free:     make(chan []byte, opt.Concurrency),
+		slots:    make(chan struct{}, opt.Concurrency),
+		aborted:  true,
+		checksum: c.checksum,
 	}
 	w.wctx, w.cancel = context.WithCancel(ctx)
 	return w, nil
@@ -301,7 +303,7 @@ func (w *Writer) newBuffer(size int) []byte {
 // start creates the multipart upload.
 func (w *Writer) start() error {
 	in := &s3.CreateMultipartUploadInput{Bucket: &w.bucket, Key: &w.key}
-	if w.c.checksum {
+	if w.checksum {
 		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
 	}
 	w.started = time.Now()
@@ -318,6 +320,14 @@ func (w *Writer) start() error {
 	w.uploadID = out.UploadId
 	w.aborted = false
 	return nil
+}
+
+// checksumOption keeps the SDK from adding a checksum of its own to an
+// upload without checksums.
+func (w *Writer) checksumOption(o *s3.Options) {
+	if !w.checksum {
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+	}
 }
 
 // number takes the next part number.
@@ -354,10 +364,10 @@ func (w *Writer) flush() error {
 			Bucket: &w.bucket, Key: &w.key, UploadId: w.uploadID, PartNumber: &n,
 			Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
 		}
-		if w.c.checksum {
+		if w.checksum {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
 		}
-		out, err := w.c.s3.UploadPart(ctx, in)
+		out, err := w.c.s3.UploadPart(ctx, in, w.checksumOption)
 		if err != nil {
 			return types.CompletedPart{}, err
 		}
@@ -495,7 +505,7 @@ func (w *Writer) put() error {
 	w.conditions(&in.IfMatch, &in.IfNoneMatch)
 	body := w.buf
 	w.buf = nil
-	_, err := w.c.s3.PutObject(w.wctx, in)
+	_, err := w.c.s3.PutObject(w.wctx, in, w.checksumOption)
 	if err != nil && precondition(err) {
 		// A retry of a PUT whose answer was lost?
 		if sum := md5.Sum(body); w.ours(`"` + hex.EncodeToString(sum[:]) + `"`) {
