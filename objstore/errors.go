@@ -56,10 +56,12 @@ type Error struct {
 	hint     string
 }
 
+// Error returns "failed to OP LOCATION: CAUSE".
 func (e *Error) Error() string {
 	return fmt.Sprintf("failed to %s %s: %v", e.Op, e.Location, e.Err)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Kind is the kind of the underlying error, for errkind.Of.
