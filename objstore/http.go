@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -46,9 +47,21 @@ func OpenURL(ctx context.Context, rawURL string, cfg Config) (*Object, error) {
 	return &Object{ctx: ctx, loc: loc, size: size, etag: s.etag, src: s, attempts: attempts, idle: idle}, nil
 }
 
+// webClients holds one client per idle timeout, so that the Objects of
+// many URLs share their connections.
+var webClients sync.Map // time.Duration -> *http.Client
+
 // webClient is an HTTP client that gives up on a server that does not
 // answer for idle, and that never follows a redirect to plain http.
 func webClient(idle time.Duration) *http.Client {
+	if c, ok := webClients.Load(idle); ok {
+		return c.(*http.Client)
+	}
+	c, _ := webClients.LoadOrStore(idle, newWebClient(idle))
+	return c.(*http.Client)
+}
+
+func newWebClient(idle time.Duration) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = idle
 	tr.MaxIdleConnsPerHost = 64
