@@ -1,0 +1,325 @@
+// Package s3test runs a real S3 server for tests: versitygw, an
+// Apache-2.0 S3 gateway, serving a temporary directory on 127.0.0.1, and
+// a TCP proxy that counts the bytes between a client and the server and
+// injects faults (resets, stalls, 503 answers).
+//
+// [Start] finds the versitygw binary of [Version] in $VERSITYGW, on PATH,
+// in $(go env GOPATH)/bin or in the user cache, and installs it into the
+// cache with go install when it is nowhere (about a minute and a half the
+// first time). With -short a missing binary skips the test; with CI=true a
+// missing binary or a server that does not start fails it, never skips.
+// To install it ahead (as CI does):
+//
+//	go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+package s3test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"debug/buildinfo"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Version is the versitygw release the tests run.
+const Version = "v1.8.0"
+
+// Module is the package that go install builds.
+const Module = "github.com/versity/versitygw/cmd/versitygw"
+
+// Server is a running versitygw.
+type Server struct {
+	Addr      string // 127.0.0.1:PORT
+	Endpoint  string // http://127.0.0.1:PORT
+	AccessKey string
+	SecretKey string
+	Dir       string // the directory served: one subdirectory per bucket
+}
+
+// missing skips the test, or fails it under CI.
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+// Binary returns the path of versitygw Version, installing it if needed.
+func Binary(t testing.TB) string {
+	t.Helper()
+	binaryOnce.Do(func() { binaryPath, binaryErr = findOrInstall(testing.Short()) })
+	if binaryErr != nil {
+		missing(t, "versitygw %s: %v", Version, binaryErr)
+	}
+	return binaryPath
+}
+
+// isVersion reports whether path is a versitygw built from Version.
+func isVersion(path string) bool {
+	info, err := buildinfo.ReadFile(path)
+	return err == nil && info.Main.Path == "github.com/versity/versitygw" && info.Main.Version == Version
+}
+
+func cacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "crypt4gh-s3test", "versitygw-"+Version), nil
+}
+
+func goBinary() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+}
+
+func findOrInstall(short bool) (string, error) {
+	var candidates []string
+	if p := os.Getenv("VERSITYGW"); p != "" {
+		if !isVersion(p) {
+			return "", fmt.Errorf("$VERSITYGW=%s is not versitygw %s", p, Version)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		candidates = append(candidates, p)
+	}
+	if out, err := exec.Command(goBinary(), "env", "GOPATH").Output(); err == nil {
+		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			candidates = append(candidates, filepath.Join(dir, "bin", "versitygw"))
+		}
+	}
+	cache, err := cacheDir()
+	if err == nil {
+		candidates = append(candidates, filepath.Join(cache, "versitygw"))
+	}
+	for _, p := range candidates {
+		if isVersion(p) {
+			return p, nil
+		}
+	}
+	if cache == "" {
+		return "", fmt.Errorf("not found and no cache directory to install it in: %v", err)
+	}
+	if short {
+		return "", fmt.Errorf("not found (-short does not install it; run: go install %s@%s)", Module, Version)
+	}
+	return install(cache)
+}
+
+// install builds versitygw into dir, once even when several test binaries
+// try at the same time.
+func install(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	bin := filepath.Join(dir, "versitygw")
+	if isVersion(bin) {
+		return bin, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBinary(), "install", Module+"@"+Version)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go install %s@%s: %v\n%s", Module, Version, err, out)
+	}
+	if !isVersion(bin) {
+		return "", fmt.Errorf("go install did not leave versitygw %s in %s", Version, dir)
+	}
+	return bin, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Start runs a versitygw on 127.0.0.1 at a free port, serving a new
+// temporary directory, until the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary(t)
+	root := t.TempDir()
+	s := &Server{
+		AccessKey: "AK" + strings.ToUpper(randomHex(9)),
+		SecretKey: randomHex(20),
+		Dir:       filepath.Join(root, "data"),
+	}
+	meta := filepath.Join(root, "meta")
+	for _, d := range []string{s.Dir, meta} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lastErr error
+	for try := 0; try < 5; try++ {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := &syncWriter{}
+		cmd := exec.Command(bin, "--port", addr, "--access", s.AccessKey, "--secret", s.SecretKey,
+			"--quiet", "--keep-alive", "posix", "--sidecar", meta, s.Dir)
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			missing(t, "versitygw: %v", err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		if err := waitListening(addr, exited); err != nil {
+			cmd.Process.Kill()
+			<-exited
+			lastErr = fmt.Errorf("%v\n%s", err, log)
+			continue
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			<-exited
+			if t.Failed() {
+				t.Logf("versitygw output:\n%s", log)
+			}
+		})
+		s.Addr, s.Endpoint = addr, "http://"+addr
+		return s
+	}
+	missing(t, "versitygw did not start: %v", lastErr)
+	return nil
+}
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitListening waits until addr accepts connections, or the server exits.
+func waitListening(addr string, exited <-chan error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("versitygw exited: %v", err)
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("versitygw not listening on %s after 30s", addr)
+}
+
+// syncWriter collects the output of a process.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// S3Config writes an s3cmd configuration file for the server reached at
+// addr (the server's own Addr, or a Proxy's) and returns its path.
+func (s *Server) S3Config(t testing.TB, addr string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s3cmd.conf")
+	conf := fmt.Sprintf(`[default]
+access_key = %s
+secret_key = %s
+host_base = %s
+host_bucket = %s
+use_https = False
+check_ssl_certificate = True
+multipart_chunk_size_mb = 50
+`, s.AccessKey, s.SecretKey, addr, addr)
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// SDK returns a plain SDK client of the server, for a test to arrange and
+// inspect what the code under test does not.
+func (s *Server) SDK() *s3.Client {
+	return s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	})
+}
+
+// Bucket creates a bucket named name.
+func (s *Server) Bucket(t testing.TB, name string) {
+	t.Helper()
+	if _, err := s.SDK().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &name}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+}
+
+// IsolateEnv clears the AWS settings of the environment for the rest of
+// the test, so that nothing of the developer's is used and no request
+// goes to the EC2 instance metadata service.
+func IsolateEnv(t testing.TB) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "AWS_") {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}

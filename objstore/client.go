@@ -1,0 +1,272 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+// Config says where a Client finds its credentials and endpoint, and how
+// patient it is. The zero Config uses the standard AWS sources.
+type Config struct {
+	// S3Config is the path of an s3cmd configuration file, the format
+	// that s3cmd and the NeIC sda-cli read. When it is set, its [default]
+	// section alone gives the credentials (access_key, secret_key,
+	// access_token), the endpoint (host_base, use_https), the addressing
+	// style (host_bucket: virtual-hosted when it contains %(bucket)s, path
+	// style otherwise) and the region (bucket_location). Certificates are
+	// always verified, whatever check_ssl_certificate says.
+	S3Config string
+
+	// Profile names the profile of the AWS shared files to use; "" means
+	// $AWS_PROFILE, or "default". Ignored when S3Config is set.
+	Profile string
+
+	// Attempts is how many times a request is tried before its error is
+	// returned: resets, timeouts, 5xx answers and throttling are retried
+	// with exponential backoff. 0 means $AWS_MAX_ATTEMPTS or the
+	// profile's max_attempts, or else 8.
+	Attempts int
+
+	// IdleTimeout is how long a request may go without progress (no
+	// answer to a sent request, no byte of a body being read or written)
+	// before it is abandoned and retried. 0 means one minute. Server-side
+	// copies and the completion of a multipart upload may take longer to
+	// answer and have ten times this.
+	IdleTimeout time.Duration
+}
+
+const (
+	defaultAttempts    = 8
+	defaultIdleTimeout = time.Minute
+	defaultRegion      = "us-east-1"
+)
+
+// A Client reads, writes, copies and lists objects of one S3 endpoint with
+// one set of credentials. It is safe for concurrent use.
+type Client struct {
+	s3       *s3.Client
+	slow     s3.HTTPClient // for copies and completions: a longer wait for an answer
+	source   string        // where the credentials came from, for hints
+	endpoint string        // for hints: "" means AWS's own
+	attempts int
+	idle     time.Duration
+	checksum bool // send CRC32 checksums with uploads
+}
+
+// New returns a Client for cfg. It resolves the credentials once, so that
+// missing or unusable credentials are reported here (as ErrNoCredentials,
+// with a hint naming the sources tried) rather than at the first request.
+// No secret appears in any error.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	c := &Client{attempts: cfg.Attempts, idle: cfg.IdleTimeout}
+	if c.idle <= 0 {
+		c.idle = defaultIdleTimeout
+	}
+	var opts []func(*config.LoadOptions) error
+	var s3opts []func(*s3.Options)
+	var sc *s3cmdConfig
+	if cfg.S3Config != "" {
+		var err error
+		if sc, err = readS3cmdConfig(cfg.S3Config); err != nil {
+			return nil, err
+		}
+		opts = append(opts,
+			config.WithCredentialsProvider(credentials.StaticCredentialsProvider{Value: aws.Credentials{
+				AccessKeyID: sc.accessKey, SecretAccessKey: sc.secretKey, SessionToken: sc.token,
+				Source: "s3cmd configuration file " + cfg.S3Config,
+			}}),
+			// The AWS files must not add to or override what the file says.
+			config.WithSharedConfigFiles([]string{}),
+			config.WithSharedCredentialsFiles([]string{}),
+		)
+		if sc.region != "" {
+			opts = append(opts, config.WithRegion(sc.region))
+		}
+		c.endpoint = sc.endpoint
+		s3opts = append(s3opts, func(o *s3.Options) {
+			o.BaseEndpoint = aws.String(sc.endpoint)
+			o.UsePathStyle = sc.pathStyle
+		})
+	} else if cfg.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
+	}
+	hc := newHTTPClient(c.idle)
+	c.slow = newHTTPClient(10 * c.idle)
+	opts = append(opts, config.WithHTTPClient(hc))
+
+	awscfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, &Error{Op: "load", Location: "the AWS configuration", Err: errkind.Wrap(errkind.Key, err),
+			hint: "check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE"}
+	}
+	if awscfg.Region == "" {
+		awscfg.Region = defaultRegion
+	}
+	if c.attempts <= 0 {
+		c.attempts = awscfg.RetryMaxAttempts
+	}
+	if c.attempts <= 0 {
+		c.attempts = defaultAttempts
+	}
+	attempts := c.attempts
+	awscfg.Retryer = func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = attempts
+			o.MaxBackoff = 10 * time.Second
+			// The token bucket would fail requests outright after a burst
+			// of errors across parallel parts; backoff alone paces them.
+			o.RateLimiter = ratelimit.None
+		})
+	}
+	c.checksum = awscfg.RequestChecksumCalculation != aws.RequestChecksumCalculationWhenRequired
+
+	s3opts = append(s3opts, func(o *s3.Options) {
+		if sc == nil && o.BaseEndpoint != nil {
+			// A custom endpoint (AWS_ENDPOINT_URL_S3, endpoint_url in a
+			// profile) is addressed in path style: few such servers have
+			// a DNS name for every bucket.
+			o.UsePathStyle = true
+			c.endpoint = *o.BaseEndpoint
+		}
+		// Ranged reads have no whole-object checksum to validate; the
+		// SDK would log that on every read.
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	c.s3 = s3.NewFromConfig(awscfg, s3opts...)
+
+	creds, err := awscfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return nil, &Error{Op: "load", Location: "credentials", Err: &detailed{sentinel: ErrNoCredentials, detail: lookedIn(cfg), cause: err},
+			hint: noCredentialsHint(cfg)}
+	}
+	c.source = describeSource(creds, cfg)
+	return c, nil
+}
+
+// newHTTPClient returns the SDK's HTTP client with room for parallel
+// transfers, a limit on the wait for an answer, and a limit on how long a
+// write may block.
+func newHTTPClient(idle time.Duration) *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConnsPerHost = 64
+		tr.ResponseHeaderTimeout = idle
+		dial := tr.DialContext
+		if dial == nil {
+			dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &writeDeadlineConn{Conn: conn, idle: idle}, nil
+		}
+	})
+}
+
+// writeDeadlineConn fails a write that makes no progress for idle. Writes
+// happen only while a request is sent, so unlike a read deadline this
+// never fires on a connection waiting in the pool.
+type writeDeadlineConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c *writeDeadlineConn) Write(p []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+// describeSource names where creds came from, without the secret, for a
+// person reading a hint.
+func describeSource(creds aws.Credentials, cfg Config) string {
+	src := creds.Source
+	switch {
+	case src == config.CredentialsSourceName:
+		src = "environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+	case strings.HasPrefix(src, "SharedConfigCredentials: "):
+		profile := cfg.Profile
+		if profile == "" {
+			profile = os.Getenv("AWS_PROFILE")
+		}
+		if profile == "" {
+			profile = "default"
+		}
+		src = fmt.Sprintf("profile %q in %s", profile, strings.TrimPrefix(src, "SharedConfigCredentials: "))
+	case src == "":
+		src = "the AWS credential chain"
+	}
+	if id := creds.AccessKeyID; len(id) > 4 {
+		src += " (access key ending in " + id[len(id)-4:] + ")"
+	}
+	return src
+}
+
+// lookedIn says where the AWS credential chain looked.
+func lookedIn(cfg Config) string {
+	profile := cfg.Profile
+	if profile == "" {
+		profile = os.Getenv("AWS_PROFILE")
+	}
+	if profile == "" {
+		profile = "default"
+	}
+	return fmt.Sprintf("looked in the environment, profile %q of the AWS files, and the container and instance metadata", profile)
+}
+
+func noCredentialsHint(cfg Config) string {
+	if cfg.S3Config != "" {
+		return "set access_key and secret_key in the [default] section of " + cfg.S3Config
+	}
+	return "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, configure a profile in ~/.aws/credentials (AWS_PROFILE), or use an s3cmd configuration file"
+}
+
+// hint returns the advice that goes with err from this client: the
+// credential source for a refusal, the endpoint for a missing bucket.
+func (c *Client) hint(err error) string {
+	endpoint := c.endpoint
+	if endpoint == "" {
+		endpoint = "AWS S3"
+	}
+	switch {
+	case errors.Is(err, ErrAccessDenied):
+		return "credentials from " + c.source + ", endpoint " + endpoint
+	case errors.Is(err, ErrNoBucket):
+		return "endpoint " + endpoint
+	}
+	return ""
+}
+
+// fail wraps err from operation op on bucket/key as an *Error.
+func (c *Client) fail(op, bucket, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := err.(*Error); ok {
+		return e
+	}
+	err = classify(err)
+	return &Error{Op: op, Location: Location{Bucket: bucket, Key: key}.String(), Err: err, hint: c.hint(err)}
+}
+
+// slowOp makes an operation wait longer for its answer: the server may
+// work for a while before it says anything.
+func (c *Client) slowOp(o *s3.Options) { o.HTTPClient = c.slow }

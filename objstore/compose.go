@@ -1,0 +1,258 @@
+package objstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+// A Part is a piece of an object that Compose builds: either the bytes of
+// Data, or Length bytes of Source from Offset.
+type Part struct {
+	Data   []byte
+	Source *Object
+	Offset int64
+	Length int64
+}
+
+// Bytes returns a Part of the bytes b.
+func Bytes(b []byte) Part { return Part{Data: b} }
+
+// Range returns a Part of length bytes of src at off.
+func Range(src *Object, off, length int64) Part {
+	return Part{Source: src, Offset: off, Length: length}
+}
+
+// ComposeOptions tune Compose. The zero value gives the defaults.
+type ComposeOptions struct {
+	// Force replaces an existing object. Without it an existing object is
+	// ErrExists, as for a Writer. The object being replaced may itself be
+	// one of the sources: see Compose.
+	Force bool
+	// Concurrency is how many requests run at once (and how many part
+	// buffers may be held); 0 means DefaultConcurrency.
+	Concurrency int
+	// CopyPartSize is the largest server-side copy in one request, at
+	// least MinPartSize and at most MaxPartSize; 0 means
+	// DefaultCopyPartSize.
+	CopyPartSize int64
+}
+
+// DefaultCopyPartSize is the size of the server-side copies of Compose:
+// large enough for few requests, small enough that each answers within a
+// few seconds on a slow store.
+const DefaultCopyPartSize = 256 << 20
+
+// Compose writes the object bucket/key made of parts, in order. Ranges of
+// objects opened with the same Client are copied by the server
+// (UploadPartCopy, pinned to the source's ETag with CopySourceIfMatch, so a
+// changed source is ErrChanged), and do not pass through the client; only
+// Data, and the few MiB of sources needed to give every part but the last
+// the MinPartSize that S3 requires, are sent. A result smaller than that is
+// fetched and written with one PutObject. Ranges of other objects (web
+// resources, another Client's) are fetched and sent.
+//
+// To rewrite an object in place, as when a file gets a new header: the
+// destination may be one of the sources. The old object stays readable
+// until the new one is committed, and the commit is made with If-Match on
+// the ETag the source was opened with, so an object replaced meanwhile is
+// not overwritten (where the server supports conditional writes); Force is
+// not needed for that.
+//
+// On any failure the upload is aborted and the destination is unchanged.
+func (c *Client) Compose(ctx context.Context, bucket, key string, parts []Part, opts *ComposeOptions) error {
+	var opt ComposeOptions
+	if opts != nil {
+		opt = *opts
+	}
+	if opt.CopyPartSize == 0 {
+		opt.CopyPartSize = DefaultCopyPartSize
+	}
+	if opt.CopyPartSize < MinPartSize || opt.CopyPartSize > MaxPartSize {
+		return c.fail("compose", bucket, key, errkind.Errorf(errkind.Usage, "copy part size %d outside %d to %d", opt.CopyPartSize, MinPartSize, MaxPartSize))
+	}
+	var total int64
+	ifMatch := ""
+	for i, p := range parts {
+		if p.Source == nil {
+			total += int64(len(p.Data))
+			continue
+		}
+		if p.Data != nil || p.Offset < 0 || p.Length < 0 || p.Offset > p.Source.size || p.Length > p.Source.size-p.Offset {
+			return c.fail("compose", bucket, key, errkind.Errorf(errkind.Usage, "part %d: %s", i, describePart(p)))
+		}
+		total += p.Length
+		if l := p.Source.loc; p.Source.client == c && l.Bucket == bucket && l.Key == key {
+			ifMatch = p.Source.etag
+		}
+	}
+	wopt := &WriterOptions{Force: opt.Force, Size: total, Concurrency: opt.Concurrency}
+	if ifMatch != "" {
+		wopt.IfMatch = ifMatch
+	}
+	w, err := c.NewWriter(ctx, bucket, key, wopt)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if p.Source != nil && p.Source.client == c {
+			// An upload with copies goes without checksums: the checksum
+			// a store gives a copied part is not always one of the part
+			// (versitygw gives that of the whole source), and a plain
+			// multipart upload is what every S3 store supports. The
+			// bytes sent are still covered by the request signature.
+			w.checksum = false
+		}
+	}
+	for _, p := range parts {
+		switch {
+		case p.Source == nil:
+			_, err = w.Write(p.Data)
+		case p.Length == 0:
+		case p.Source.client == c:
+			err = w.copyRange(p.Source, p.Offset, p.Length, opt.CopyPartSize)
+		default:
+			err = w.fetchRange(p.Source, p.Offset, p.Length)
+		}
+		if err != nil {
+			w.Abort()
+			return w.failure()
+		}
+	}
+	return w.Close()
+}
+
+func describePart(p Part) string {
+	if p.Data != nil {
+		return "both Data and Source"
+	}
+	return fmt.Sprintf("range of %d bytes at %d outside %s of %d bytes", p.Length, p.Offset, p.Source.loc, p.Source.size)
+}
+
+// fetchRange writes n bytes of src at off through the client.
+func (w *Writer) fetchRange(src *Object, off, n int64) error {
+	r, err := src.NewReader(off, n, &ReaderOptions{Concurrency: max(1, w.opt.Concurrency/2)})
+	if err != nil {
+		return w.fail(err)
+	}
+	defer r.Close()
+	if _, err := r.WriteTo(w); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// copyRange adds n bytes of src at off to the object. Whatever the
+// Writer holds must first grow to MinPartSize, from the head of the
+// range; the rest is copied by the server in parts of about copyPart
+// bytes, or fetched when it is too small for a part of its own.
+func (w *Writer) copyRange(src *Object, off, n, copyPart int64) error {
+	if w.closed {
+		return w.closedErr()
+	}
+	if len(w.buf) > 0 && len(w.buf) < MinPartSize {
+		m := min(int64(MinPartSize-len(w.buf)), n)
+		if err := w.fill(src, off, m); err != nil {
+			return err
+		}
+		off, n = off+m, n-m
+	}
+	if n == 0 {
+		return nil
+	}
+	if len(w.buf) > 0 {
+		if err := w.flush(); err != nil {
+			return w.fail(err)
+		}
+	}
+	if n < MinPartSize {
+		return w.fill(src, off, n)
+	}
+	k := (n + copyPart - 1) / copyPart
+	k = min(k, n/MinPartSize) // every copy at least MinPartSize
+	for i := range k {
+		size := n / k
+		if i < n%k {
+			size++
+		}
+		if err := w.copyPart(src, off, size); err != nil {
+			return w.fail(err)
+		}
+		off += size
+	}
+	return nil
+}
+
+// fill appends n bytes of src at off to the part being filled, fetched
+// through the client, and sends the part when it is full.
+func (w *Writer) fill(src *Object, off, n int64) error {
+	for n > 0 {
+		if err := w.room(); err != nil {
+			return w.fail(err)
+		}
+		m := min(w.partSize(w.next)-int64(len(w.buf)), n)
+		l := len(w.buf)
+		w.buf = slices.Grow(w.buf, int(m))[:l+int(m)]
+		if err := src.fetch(w.wctx, off, w.buf[l:]); err != nil {
+			return w.fail(err)
+		}
+		off, n = off+m, n-m
+	}
+	return nil
+}
+
+// copyPart makes the server copy size bytes of src at off as the next
+// part.
+func (w *Writer) copyPart(src *Object, off, size int64) error {
+	if w.uploadID == nil {
+		if err := w.start(); err != nil {
+			return err
+		}
+	}
+	n, err := w.number()
+	if err != nil {
+		return err
+	}
+	in := &s3.UploadPartCopyInput{
+		Bucket: &w.bucket, Key: &w.key, UploadId: w.uploadID, PartNumber: &n,
+		CopySource:      aws.String(copySource(src.loc.Bucket, src.loc.Key)),
+		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+size-1)),
+	}
+	if src.etag != "" {
+		in.CopySourceIfMatch = aws.String(src.etag)
+	}
+	return w.send(func(ctx context.Context) (types.CompletedPart, error) {
+		out, err := w.c.s3.UploadPartCopy(ctx, in, w.c.slowOp)
+		if err != nil {
+			if precondition(err) {
+				err = &detailed{sentinel: ErrChanged, detail: src.loc.String() + " is no longer " + src.etag, cause: err}
+			}
+			return types.CompletedPart{}, err
+		}
+		part := types.CompletedPart{PartNumber: &n}
+		if r := out.CopyPartResult; r != nil {
+			part.ETag = r.ETag
+		}
+		return part, nil
+	})
+}
+
+// copySource is the x-amz-copy-source of bucket/key: URL-encoded, with
+// the slashes kept.
+func copySource(bucket, key string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return bucket + "/" + strings.Join(segs, "/")
+}
+
+var _ io.Writer = (*Writer)(nil)

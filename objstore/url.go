@@ -1,0 +1,202 @@
+package objstore
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Location names an object (s3://BUCKET/KEY), a prefix of objects
+// (s3://BUCKET/ or s3://BUCKET/PREFIX/), or a resource on a web server
+// (https://..., or http:// to a loopback address) read with range
+// requests, such as a presigned URL.
+type Location struct {
+	Bucket string // for s3:// locations
+	Key    string // for s3:// locations: the key, or a prefix ending in "/" (or "")
+	URL    string // for http(s):// locations: the whole URL, query included
+}
+
+// IsURL reports whether s is meant as a URL rather than a file name: it
+// starts with s3://, https:// or http:// (in any case). Parse says whether
+// it is a valid one.
+func IsURL(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok {
+		return false
+	}
+	switch strings.ToLower(scheme) {
+	case "s3", "https", "http":
+		return true
+	}
+	return false
+}
+
+// maxKeyLen is the longest key S3 accepts, in bytes.
+const maxKeyLen = 1024
+
+// Parse parses s3://BUCKET/KEY, s3://BUCKET/PREFIX/, s3://BUCKET,
+// https://HOST/PATH and http://LOOPBACK/PATH. The key of an s3:// URL is
+// taken as it is written, without percent-decoding, as the AWS command
+// line does. A URL with credentials in it (user:password@) is refused, and
+// so is plain http to anything but a loopback address, so that neither a
+// secret nor the data crosses a network in the clear. Errors wrap
+// ErrInvalidURL and never repeat a password.
+func Parse(s string) (Location, error) {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return Location{}, invalidURL(s, "no scheme: want s3://, https:// or http://")
+	}
+	switch strings.ToLower(scheme) {
+	case "s3":
+		return parseS3(s, rest)
+	case "https", "http":
+		return parseHTTP(s)
+	}
+	return Location{}, invalidURL(s, fmt.Sprintf("unsupported scheme %q: want s3://, https:// or http://", scheme))
+}
+
+func parseS3(s, rest string) (Location, error) {
+	bucket, key, _ := strings.Cut(rest, "/")
+	if strings.Contains(bucket, "@") {
+		return Location{}, invalidURL(redactS3(s), "credentials in a URL are refused: use the environment, the AWS files or an s3cmd configuration file")
+	}
+	if bucket == "" {
+		return Location{}, invalidURL(s, "no bucket name")
+	}
+	if err := checkBucket(bucket); err != nil {
+		return Location{}, invalidURL(s, err.Error())
+	}
+	if len(key) > maxKeyLen {
+		return Location{}, invalidURL(s, fmt.Sprintf("key longer than %d bytes", maxKeyLen))
+	}
+	if !utf8.ValidString(key) {
+		return Location{}, invalidURL(s, "key is not valid UTF-8")
+	}
+	for _, r := range key {
+		if unicode.IsControl(r) {
+			return Location{}, invalidURL(s, "key has a control character")
+		}
+	}
+	return Location{Bucket: bucket, Key: key}, nil
+}
+
+// checkBucket accepts the names S3 and the common S3-compatible stores
+// accept: 3 to 63 letters, digits, dots, hyphens and underscores (the
+// last two and capitals only for older buckets), starting and ending with
+// a letter or digit.
+func checkBucket(b string) error {
+	if len(b) < 3 || len(b) > 63 {
+		return fmt.Errorf("bucket name %q must be 3 to 63 characters long", b)
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && c != '.' && c != '-' && c != '_' {
+			return fmt.Errorf("bucket name %q has a character that is not a letter, digit, '.', '-' or '_'", b)
+		}
+		if !alnum && (i == 0 || i == len(b)-1) {
+			return fmt.Errorf("bucket name %q must start and end with a letter or a digit", b)
+		}
+	}
+	return nil
+}
+
+func parseHTTP(s string) (Location, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		// A url.Error repeats the URL, password included: give only why.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return Location{}, invalidURL(displayRaw(s), ue.Err.Error())
+		}
+		return Location{}, invalidURL(displayRaw(s), "malformed URL")
+	}
+	if u.User != nil {
+		return Location{}, invalidURL(display(u), "credentials in a URL are refused")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return Location{}, invalidURL(display(u), "no host")
+	}
+	if strings.EqualFold(u.Scheme, "http") && !loopback(u.Hostname()) {
+		return Location{}, invalidURL(display(u), "plain http is accepted only to a loopback address: use https")
+	}
+	u.Fragment = ""
+	return Location{URL: u.String()}, nil
+}
+
+// loopback reports whether host is localhost or a loopback IP address.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// IsPrefix reports whether l names a prefix of objects (s3://BUCKET/ or
+// s3://BUCKET/PREFIX/) rather than one object.
+func (l Location) IsPrefix() bool {
+	return l.URL == "" && (l.Key == "" || strings.HasSuffix(l.Key, "/"))
+}
+
+// Join returns the object named name under the prefix l, as batch mode
+// names its outputs. It does not check that l is a prefix.
+func (l Location) Join(name string) Location {
+	return Location{Bucket: l.Bucket, Key: l.Key + name}
+}
+
+// String returns the location for messages: s3://BUCKET/KEY, or the URL
+// without its query and fragment (a presigned URL's query is a bearer
+// credential).
+func (l Location) String() string {
+	if l.URL == "" {
+		return "s3://" + l.Bucket + "/" + l.Key
+	}
+	u, err := url.Parse(l.URL)
+	if err != nil {
+		return displayRaw(l.URL)
+	}
+	return display(u)
+}
+
+// display shows u without password, query and fragment.
+func display(u *url.URL) string {
+	v := *u
+	v.User = nil
+	s := (&url.URL{Scheme: v.Scheme, Host: v.Host, Path: v.Path, RawPath: v.RawPath}).String()
+	if u.RawQuery != "" {
+		s += "?..."
+	}
+	return s
+}
+
+// displayRaw shows a string that did not parse as a URL, cut before
+// anything that may hold a secret.
+func displayRaw(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return "URL"
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	return scheme + "://" + rest + "/..."
+}
+
+// redactS3 shows an s3:// URL with the part before @ replaced.
+func redactS3(s string) string {
+	_, rest, _ := strings.Cut(s, "://")
+	bucket, key, _ := strings.Cut(rest, "/")
+	return "s3://REDACTED@" + bucket[strings.LastIndex(bucket, "@")+1:] + "/" + key
+}
+
+func invalidURL(shown, why string) error {
+	return &Error{Op: "parse", Location: shown, Err: &detailed{sentinel: ErrInvalidURL, detail: why}}
+}

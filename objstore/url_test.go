@@ -1,0 +1,78 @@
+package objstore_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/objstore"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		want   objstore.Location
+		prefix bool
+		shown  string
+	}{
+		{"s3://my-bucket/dir/file.c4gh", objstore.Location{Bucket: "my-bucket", Key: "dir/file.c4gh"}, false, "s3://my-bucket/dir/file.c4gh"},
+		{"S3://my-bucket/a b?c#d", objstore.Location{Bucket: "my-bucket", Key: "a b?c#d"}, false, "s3://my-bucket/a b?c#d"},
+		{"s3://my-bucket/dir/", objstore.Location{Bucket: "my-bucket", Key: "dir/"}, true, "s3://my-bucket/dir/"},
+		{"s3://my-bucket/", objstore.Location{Bucket: "my-bucket"}, true, "s3://my-bucket/"},
+		{"s3://my-bucket", objstore.Location{Bucket: "my-bucket"}, true, "s3://my-bucket/"},
+		{"s3://Old_Bucket.1/k", objstore.Location{Bucket: "Old_Bucket.1", Key: "k"}, false, "s3://Old_Bucket.1/k"},
+		{"https://host.example/f.c4gh?X-Amz-Signature=abc&X-Amz-Credential=AKIA", objstore.Location{URL: "https://host.example/f.c4gh?X-Amz-Signature=abc&X-Amz-Credential=AKIA"}, false, "https://host.example/f.c4gh?..."},
+		{"https://host.example:8443/a/b#frag", objstore.Location{URL: "https://host.example:8443/a/b"}, false, "https://host.example:8443/a/b"},
+		{"http://127.0.0.1:9000/x", objstore.Location{URL: "http://127.0.0.1:9000/x"}, false, "http://127.0.0.1:9000/x"},
+		{"http://localhost/x", objstore.Location{URL: "http://localhost/x"}, false, "http://localhost/x"},
+		{"http://[::1]:80/x", objstore.Location{URL: "http://[::1]:80/x"}, false, "http://[::1]:80/x"},
+	} {
+		got, err := objstore.Parse(tc.in)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tc.in, err)
+			continue
+		}
+		if got != tc.want || got.IsPrefix() != tc.prefix || got.String() != tc.shown {
+			t.Errorf("Parse(%q) = %+v (prefix %v, shown %q), want %+v (%v, %q)", tc.in, got, got.IsPrefix(), got.String(), tc.want, tc.prefix, tc.shown)
+		}
+		if !objstore.IsURL(tc.in) {
+			t.Errorf("IsURL(%q) = false", tc.in)
+		}
+	}
+	for _, tc := range []struct{ in, secret string }{
+		{"s3://AKIAEXAMPLE:wJalrXUtnFEMI@my-bucket/k", "wJalrXUtnFEMI"},
+		{"https://user:hunter2@host.example/f", "hunter2"},
+		{"https://user:hunter2@host.example/f%zz", "hunter2"},
+		{"http://host.example/f", ""},
+		{"http://10.0.0.1/f", ""},
+		{"ftp://host/f", ""},
+		{"s3://", ""},
+		{"s3:///key", ""},
+		{"s3://ab/k", ""},
+		{"s3://-bucket/k", ""},
+		{"s3://host:9000/bucket/k", ""},
+		{"s3://bucket/" + strings.Repeat("k", 1025), ""},
+		{"s3://bucket/a\x01b", ""},
+		{"https:///nohost", ""},
+		{"file.c4gh", ""},
+	} {
+		_, err := objstore.Parse(tc.in)
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded", tc.in)
+			continue
+		}
+		isKind(t, err, objstore.ErrInvalidURL, errkind.Usage)
+		if tc.secret != "" && strings.Contains(err.Error(), tc.secret) {
+			t.Errorf("error repeats the password: %v", err)
+		}
+	}
+	for _, s := range []string{"file.c4gh", "dir/s3://x", "c:\\x", "-", ""} {
+		if objstore.IsURL(s) {
+			t.Errorf("IsURL(%q) = true", s)
+		}
+	}
+	l, _ := objstore.Parse("s3://my-bucket/in/")
+	if got := l.Join("a.c4gh"); got != (objstore.Location{Bucket: "my-bucket", Key: "in/a.c4gh"}) {
+		t.Errorf("Join: %+v", got)
+	}
+}

@@ -1,0 +1,575 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+// Limits of S3 multipart uploads.
+const (
+	// MinPartSize is the smallest part S3 accepts, but for the last one.
+	MinPartSize = 5 << 20
+	// MaxPartSize is the largest part S3 accepts.
+	MaxPartSize = 5 << 30
+	// MaxParts is how many parts an upload may have.
+	MaxParts = 10000
+)
+
+// DefaultPartSize is the part size of a Writer when WriterOptions say
+// none: with DefaultConcurrency parts, 128 MiB.
+const DefaultPartSize = 16 << 20
+
+// WriterOptions tune a Writer. The zero value gives the defaults.
+type WriterOptions struct {
+	// Force replaces an existing object. Without it an existing object is
+	// ErrExists: NewWriter checks before the upload (so that a long
+	// upload does not run for nothing), and the upload is committed with
+	// If-None-Match: * so that an object written meanwhile is not
+	// replaced either, on servers that support conditional writes (AWS
+	// S3 and versitygw do; elsewhere only the check before protects it).
+	Force bool
+
+	// IfMatch, when set, replaces only the object with this ETag (and
+	// implies Force): the commit fails with ErrChanged if it was
+	// replaced meanwhile, on servers that support conditional writes.
+	IfMatch string
+
+	// Size is the number of bytes that will be written, if known (0 means
+	// unknown). The part size grows with it so that no object needs more
+	// than MaxParts parts.
+	Size int64
+
+	// PartSize is the size of each part but the last, at least
+	// MinPartSize; 0 means DefaultPartSize. For an unknown Size the part
+	// size doubles every 1,000 parts, so that a stream of up to 16 TB
+	// fits at the default.
+	PartSize int64
+
+	// Concurrency is how many part buffers the Writer holds at once,
+	// being filled or being sent; 0 means DefaultConcurrency.
+	Concurrency int
+}
+
+// A Writer writes an object as a stream. Data is cut into parts sent in
+// parallel as a multipart upload; a stream that ends before its first
+// part is full is sent with a single PutObject instead. Memory is bounded
+// by Concurrency × part size (128 MiB at the defaults).
+//
+// Close commits the object: until then nothing is visible at the key.
+// The caller must call Close or Abort. Any failure, and Abort, aborts the
+// multipart upload, so that neither an object nor a pending upload is
+// left behind. A Writer is not safe for concurrent use.
+type Writer struct {
+	c           *Client
+	ctx         context.Context // the caller's
+	wctx        context.Context // for the parts, canceled on failure
+	cancel      context.CancelFunc
+	bucket, key string
+	opt         WriterOptions
+
+	buf      []byte // the part being filled
+	full     bool   // a first part was filled: new buffers get the whole part size
+	uploadID *string
+	next     int32 // number of the next part
+	free     chan []byte
+	buffers  int           // buffers made
+	slots    chan struct{} // one per request in flight
+	wg       sync.WaitGroup
+
+	mu    sync.Mutex
+	parts []types.CompletedPart
+	err   error // the first failure
+
+	closed   bool
+	aborted  bool // the upload was aborted (or never started)
+	checksum bool // send CRC32 checksums of the parts
+
+	// A request to create the upload whose answer was lost and that was
+	// made again may have left an upload nobody knows the ID of.
+	mayOrphan bool
+	started   time.Time
+}
+
+// NewWriter returns a Writer of the object bucket/key. Without
+// opts.Force or opts.IfMatch it reports an existing object as ErrExists.
+// The context governs every request of the upload but the abort, which
+// runs even when the context is canceled.
+func (c *Client) NewWriter(ctx context.Context, bucket, key string, opts *WriterOptions) (*Writer, error) {
+	var opt WriterOptions
+	if opts != nil {
+		opt = *opts
+	}
+	if key == "" || key[len(key)-1] == '/' {
+		return nil, c.fail("write", bucket, key, &detailed{sentinel: ErrInvalidURL, detail: "a prefix, not an object"})
+	}
+	if opt.PartSize == 0 {
+		opt.PartSize = DefaultPartSize
+	}
+	if opt.PartSize < MinPartSize || opt.PartSize > MaxPartSize {
+		return nil, c.fail("write", bucket, key, errkind.Errorf(errkind.Usage, "part size %d outside %d to %d", opt.PartSize, MinPartSize, MaxPartSize))
+	}
+	if opt.Concurrency <= 0 {
+		opt.Concurrency = DefaultConcurrency
+	}
+	if opt.Size < 0 {
+		opt.Size = 0
+	}
+	if opt.Size > 0 {
+		// Parts of whole MiB, enough of them for Size.
+		need := (opt.Size + MaxParts - 1) / MaxParts
+		need = (need + 1<<20 - 1) &^ (1<<20 - 1)
+		opt.PartSize = max(opt.PartSize, need)
+		if opt.PartSize > MaxPartSize {
+			return nil, c.fail("write", bucket, key, &detailed{sentinel: ErrTooLarge, detail: fmt.Sprintf("%d bytes", opt.Size)})
+		}
+	}
+	if opt.IfMatch != "" {
+		opt.Force = true
+	}
+	if !opt.Force {
+		if err := c.checkAbsent(ctx, bucket, key); err != nil {
+			return nil, c.fail("write", bucket, key, err)
+		}
+	}
+	w := &Writer{
+		c: c, ctx: ctx, bucket: bucket, key: key, opt: opt,
+		next:     1,
+		free:     make(chan []byte, opt.Concurrency),
+		slots:    make(chan struct{}, opt.Concurrency),
+		aborted:  true,
+		checksum: c.checksum,
+	}
+	w.wctx, w.cancel = context.WithCancel(ctx)
+	return w, nil
+}
+
+// checkAbsent returns ErrExists if bucket/key exists, ErrNoBucket if the
+// bucket does not. A refusal to say (403: S3 answers so when the caller
+// may not list the bucket) is not an error: the conditional commit still
+// protects the object where the server supports it.
+func (c *Client) checkAbsent(ctx context.Context, bucket, key string) error {
+	_, err := c.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	if err == nil {
+		return ErrExists
+	}
+	switch statusOf(err) {
+	case http.StatusNotFound:
+		err = c.notFound(ctx, bucket, err)
+		if errors.Is(err, ErrNoBucket) {
+			return err
+		}
+		return nil
+	case http.StatusForbidden:
+		return nil
+	}
+	return classify(err)
+}
+
+// partSize is the size of part n.
+func (w *Writer) partSize(n int32) int64 {
+	if w.opt.Size > 0 {
+		return w.opt.PartSize
+	}
+	return min(w.opt.PartSize<<((n-1)/1000), MaxPartSize)
+}
+
+// failure returns the first failure, if any.
+func (w *Writer) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// setErr records err as the failure if it is the first, and stops the
+// parts under way.
+func (w *Writer) setErr(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+	w.cancel()
+}
+
+// fail records err, aborts the upload and returns the first failure.
+func (w *Writer) fail(err error) error {
+	if err != nil {
+		w.setErr(w.c.fail("write", w.bucket, w.key, err))
+	}
+	w.abort()
+	return w.failure()
+}
+
+// Write writes p to the object.
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.closed {
+		return 0, w.closedErr()
+	}
+	if err := w.failure(); err != nil {
+		return 0, w.fail(nil)
+	}
+	n := 0
+	for n < len(p) {
+		if err := w.room(); err != nil {
+			return n, w.fail(err)
+		}
+		m := min(int(w.partSize(w.next))-len(w.buf), len(p)-n)
+		w.buf = append(w.buf, p[n:n+m]...)
+		n += m
+	}
+	return n, nil
+}
+
+// room makes room for at least one more byte: a full part is sent only
+// then, so that an object of exactly one part goes in one PUT.
+func (w *Writer) room() error {
+	if w.buf != nil && int64(len(w.buf)) == w.partSize(w.next) {
+		w.full = true
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	return w.ensure()
+}
+
+func (w *Writer) closedErr() error {
+	if err := w.failure(); err != nil {
+		return err
+	}
+	return w.c.fail("write", w.bucket, w.key, errkind.Errorf(errkind.Usage, "write after close"))
+}
+
+// ensure gives the Writer a part buffer to fill, waiting for one to come
+// back from an upload if Concurrency are out.
+func (w *Writer) ensure() error {
+	if w.buf != nil {
+		return nil
+	}
+	size := int(w.partSize(w.next))
+	for {
+		var b []byte
+		select {
+		case b = <-w.free:
+		default:
+			if w.buffers < w.opt.Concurrency {
+				w.buffers++
+				w.buf = w.newBuffer(size)
+				return nil
+			}
+			select {
+			case b = <-w.free:
+			case <-w.wctx.Done():
+				if err := w.failure(); err != nil {
+					return err
+				}
+				return w.wctx.Err()
+			}
+		}
+		if cap(b) >= size {
+			w.buf = b[:0]
+			return nil
+		}
+		w.buffers-- // the part size grew: let the small buffer go
+	}
+}
+
+// newBuffer makes a part buffer. Until a first part is full the object may
+// be small, so the buffer starts small and grows as data comes.
+func (w *Writer) newBuffer(size int) []byte {
+	if w.full {
+		return make([]byte, 0, size)
+	}
+	if w.opt.Size > 0 {
+		return make([]byte, 0, min(int64(size), w.opt.Size))
+	}
+	return make([]byte, 0, min(size, 64<<10))
+}
+
+// start creates the multipart upload.
+func (w *Writer) start() error {
+	in := &s3.CreateMultipartUploadInput{Bucket: &w.bucket, Key: &w.key}
+	if w.checksum {
+		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
+	}
+	w.started = time.Now()
+	out, err := w.c.s3.CreateMultipartUpload(w.wctx, in)
+	if err != nil {
+		if s := statusOf(err); s < 400 || s >= 500 {
+			w.mayOrphan = true
+		}
+		return err
+	}
+	if r, ok := retry.GetAttemptResults(out.ResultMetadata); ok && len(r.Results) > 1 {
+		w.mayOrphan = true
+	}
+	w.uploadID = out.UploadId
+	w.aborted = false
+	return nil
+}
+
+// checksumOption keeps the SDK from adding a checksum of its own to an
+// upload without checksums.
+func (w *Writer) checksumOption(o *s3.Options) {
+	if !w.checksum {
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+	}
+}
+
+// number takes the next part number.
+func (w *Writer) number() (int32, error) {
+	if w.next > MaxParts {
+		return 0, &detailed{sentinel: ErrTooLarge, detail: fmt.Sprintf("more than %d parts", MaxParts)}
+	}
+	n := w.next
+	w.next++
+	return n, nil
+}
+
+// flush sends the buffer as the next part.
+func (w *Writer) flush() error {
+	if w.uploadID == nil {
+		if err := w.start(); err != nil {
+			return err
+		}
+	}
+	n, err := w.number()
+	if err != nil {
+		return err
+	}
+	buf := w.buf
+	w.buf = nil
+	return w.send(func(ctx context.Context) (types.CompletedPart, error) {
+		defer func() {
+			select {
+			case w.free <- buf:
+			default:
+			}
+		}()
+		in := &s3.UploadPartInput{
+			Bucket: &w.bucket, Key: &w.key, UploadId: w.uploadID, PartNumber: &n,
+			Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
+		}
+		if w.checksum {
+			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
+		}
+		out, err := w.c.s3.UploadPart(ctx, in, w.checksumOption)
+		if err != nil {
+			return types.CompletedPart{}, err
+		}
+		return types.CompletedPart{PartNumber: &n, ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}, nil
+	})
+}
+
+// send runs a part request once a slot is free.
+func (w *Writer) send(do func(context.Context) (types.CompletedPart, error)) error {
+	select {
+	case w.slots <- struct{}{}:
+	case <-w.wctx.Done():
+		if err := w.failure(); err != nil {
+			return err
+		}
+		return w.wctx.Err()
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.slots }()
+		part, err := do(w.wctx)
+		if err != nil {
+			w.setErr(w.c.fail("write", w.bucket, w.key, err))
+			return
+		}
+		w.mu.Lock()
+		w.parts = append(w.parts, part)
+		w.mu.Unlock()
+	}()
+	return nil
+}
+
+// Close sends what is left, waits for all parts and commits the object.
+// On failure the upload is aborted. Close after Close returns the result
+// of the first.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.failure()
+	}
+	w.closed = true
+	if err := w.failure(); err != nil {
+		return w.fail(nil)
+	}
+	if w.uploadID == nil {
+		return w.put()
+	}
+	if len(w.buf) > 0 {
+		if err := w.flush(); err != nil {
+			return w.fail(err)
+		}
+	}
+	w.wg.Wait()
+	if err := w.failure(); err != nil {
+		return w.fail(nil)
+	}
+	slices.SortFunc(w.parts, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket: &w.bucket, Key: &w.key, UploadId: w.uploadID,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: w.parts},
+	}
+	w.conditions(&in.IfMatch, &in.IfNoneMatch)
+	_, err := w.c.s3.CompleteMultipartUpload(w.wctx, in, w.c.slowOp)
+	if err != nil && (precondition(err) || codeOf(err) == "NoSuchUpload") && w.ours(multipartETag(w.parts)) {
+		// A retry of a completion whose answer was lost.
+		err = nil
+	}
+	if err != nil {
+		return w.fail(w.conditionFailed(err))
+	}
+	w.aborted = true // nothing left to abort
+	w.sweep()
+	w.cancel()
+	return nil
+}
+
+// ours reports whether the object at the key now has the ETag expect,
+// that is the bytes this Writer sent: S3 (and the stores that follow it)
+// gives a single PUT the MD5 of its bytes, and a multipart upload the MD5
+// of its parts' MD5s with their count.
+func (w *Writer) ours(expect string) bool {
+	if expect == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 2*time.Minute)
+	defer cancel()
+	out, err := w.c.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &w.bucket, Key: &w.key})
+	return err == nil && aws.ToString(out.ETag) == expect
+}
+
+// multipartETag is the ETag S3 gives an object made of parts, or "" if a
+// part's ETag is not an MD5.
+func multipartETag(parts []types.CompletedPart) string {
+	h := md5.New()
+	for _, p := range parts {
+		b, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
+		if err != nil || len(b) != md5.Size {
+			return ""
+		}
+		h.Write(b)
+	}
+	return fmt.Sprintf(`"%x-%d"`, h.Sum(nil), len(parts))
+}
+
+// sweep aborts the uploads of the key that a lost answer to the request
+// creating this Writer's upload may have left: those begun in the minute
+// before it, but for its own.
+func (w *Writer) sweep() {
+	if !w.mayOrphan {
+		return
+	}
+	w.mayOrphan = false
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 2*time.Minute)
+	defer cancel()
+	out, err := w.c.s3.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &w.bucket, Prefix: &w.key})
+	if err != nil {
+		return
+	}
+	for _, u := range out.Uploads {
+		if aws.ToString(u.Key) != w.key || u.UploadId == nil || w.uploadID != nil && *u.UploadId == *w.uploadID ||
+			u.Initiated == nil || u.Initiated.Before(w.started.Add(-time.Minute)) {
+			continue
+		}
+		w.c.s3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &w.bucket, Key: &w.key, UploadId: u.UploadId})
+	}
+}
+
+// put writes the whole object with one request.
+func (w *Writer) put() error {
+	defer w.cancel()
+	in := &s3.PutObjectInput{
+		Bucket: &w.bucket, Key: &w.key,
+		Body: bytes.NewReader(w.buf), ContentLength: aws.Int64(int64(len(w.buf))),
+	}
+	w.conditions(&in.IfMatch, &in.IfNoneMatch)
+	body := w.buf
+	w.buf = nil
+	_, err := w.c.s3.PutObject(w.wctx, in, w.checksumOption)
+	if err != nil && precondition(err) {
+		// A retry of a PUT whose answer was lost?
+		if sum := md5.Sum(body); w.ours(`"` + hex.EncodeToString(sum[:]) + `"`) {
+			err = nil
+		}
+	}
+	if err != nil {
+		w.setErr(w.c.fail("write", w.bucket, w.key, w.conditionFailed(err)))
+		return w.failure()
+	}
+	return nil
+}
+
+// conditions sets the preconditions of the commit.
+func (w *Writer) conditions(ifMatch, ifNoneMatch **string) {
+	switch {
+	case w.opt.IfMatch != "":
+		*ifMatch = aws.String(w.opt.IfMatch)
+	case !w.opt.Force:
+		*ifNoneMatch = aws.String("*")
+	}
+}
+
+// conditionFailed names a failed precondition of the commit.
+func (w *Writer) conditionFailed(err error) error {
+	if !precondition(err) {
+		return err
+	}
+	if w.opt.IfMatch != "" {
+		return &detailed{sentinel: ErrChanged, detail: "ETag is no longer " + w.opt.IfMatch, cause: err}
+	}
+	return &detailed{sentinel: ErrExists, detail: "written meanwhile", cause: err}
+}
+
+// Abort abandons the object: the parts under way are stopped and the
+// multipart upload is aborted, so that nothing is left on the server. It
+// returns an error only if the abort itself failed (a pending upload may
+// then be left, for the bucket's lifecycle rules to remove). Abort after
+// a successful Close does nothing: the object stays.
+func (w *Writer) Abort() error {
+	if w.closed && w.failure() == nil {
+		return nil
+	}
+	w.closed = true
+	w.setErr(w.c.fail("write", w.bucket, w.key, ErrAborted))
+	return w.abort()
+}
+
+// abort waits for the parts under way and aborts the upload, once.
+func (w *Writer) abort() error {
+	w.cancel()
+	w.wg.Wait()
+	w.buf = nil
+	if w.aborted {
+		w.sweep()
+		return nil
+	}
+	w.aborted = true
+	defer w.sweep()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 2*time.Minute)
+	defer cancel()
+	_, err := w.c.s3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &w.bucket, Key: &w.key, UploadId: w.uploadID})
+	if err != nil && statusOf(err) != http.StatusNotFound {
+		return w.c.fail("abort the upload of", w.bucket, w.key, err)
+	}
+	return nil
+}
