@@ -14,10 +14,12 @@ import (
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
-// ErrMissingData means that the edit list of a file reaches past the end of
-// its body: whole segments were cut off the end (an incomplete transfer),
-// or the list is wrong. The bytes that are present decrypt; a read that
-// needs the missing ones fails with this error.
+// ErrMissingData means that the edit list of a file keeps bytes past the
+// end of its body (or keeps the rest of it after a skip that ends past the
+// body): whole segments were cut off the end (an incomplete transfer), or
+// the list is wrong. The bytes that are present decrypt; a read that needs
+// the missing ones fails with this error. Lengths after the last byte the
+// list keeps do not count: a list that keeps nothing never misses data.
 var ErrMissingData = errkind.New(errkind.Data, "body truncated: the edit list reaches past its end")
 
 // DecryptOptions configures [NewReader] and [NewReaderAt]. The zero value
@@ -79,16 +81,35 @@ func (o *opened) kept() []edit.Interval {
 	return edit.List(o.contents.EditList).Intervals()
 }
 
-// checkExtent returns ErrMissingData when the edit list reaches past a body
-// of plain bytes of plaintext.
+// checkExtent returns ErrMissingData when what the edit list keeps
+// reaches past a body of plain bytes of plaintext.
+//
+// What counts is where the kept bytes end, not the sum of the lengths:
+// the stream readers stop once the last kept byte is out, so lengths after
+// it (a skip and an empty keep, say) must not decide the outcome, or
+// Reader and ReaderAt would disagree on the same file.
 func (o *opened) checkExtent(plain int64) error {
 	if !o.contents.HasEditList {
 		return nil
 	}
-	if ext := edit.List(o.contents.EditList).Extent(); ext > plain {
+	if ext := keptExtent(o.kept()); ext > plain {
 		return fmt.Errorf("%w (it needs %d bytes of plaintext, the body holds %d)", ErrMissingData, ext, plain)
 	}
 	return nil
+}
+
+// keptExtent returns how much plaintext the normalised intervals kept
+// need: the end of the last one, or the start of the last one when it
+// runs to the end of the stream; 0 when they keep nothing.
+func keptExtent(kept []edit.Interval) int64 {
+	if len(kept) == 0 {
+		return 0
+	}
+	last := kept[len(kept)-1]
+	if last.End == edit.Unbounded {
+		return last.Start
+	}
+	return last.End
 }
 
 func (o *opened) close() { o.contents.Zero() }
