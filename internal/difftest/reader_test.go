@@ -36,6 +36,12 @@ func FuzzTheirWriterOurReader(f *testing.F) {
 	f.Add(uint64(302), uint32(65537), uint8(0), encodeEditList(0, 10, 65536, 5, 0, 0))
 	// An edit list that reaches past the body: a deliberate difference.
 	f.Add(uint64(303), uint32(1000), uint8(0), encodeEditList(900, 200))
+	// Lengths past the end but nothing kept there: found a disagreement
+	// between c4gh.NewReader and c4gh.NewReaderAt, fixed.
+	f.Add(uint64(200), uint32(4), uint8('&'), []byte("20"))
+	f.Add(uint64(304), uint32(70000), uint8(0), encodeEditList(5, 10, 200000, 0))
+	// The oracle returns skipped bytes: a documented bug of theirs.
+	f.Add(uint64(64), uint32(57), uint8(12), []byte("$\x17YA\xe9\xad8\x902"))
 	f.Fuzz(func(t *testing.T, seed uint64, size uint32, shape uint8, rawEdit []byte) {
 		ids := mustPool(t)
 		rng := newRand(seed)
@@ -92,8 +98,10 @@ func FuzzTheirWriterOurReader(f *testing.F) {
 				got, err := ourDecrypt(file, &r.secret, opts, mode, pickChunk(rng, len(plain)))
 				checkOurs(t, fmt.Sprintf("%s, mode %d", r.name, mode), got, err, want, missing)
 			}
-			got, err := theirDecrypt(file, r.theirSecret, i%2 == 1, pickChunk(rng, len(plain)))
-			checkTheirs(t, "oracle reading its own file as "+r.name, got, err, want)
+			if !theirEditListBug(el, hasEdit, len(plain)) {
+				got, err := theirDecrypt(file, r.theirSecret, i%2 == 1, pickChunk(rng, len(plain)))
+				checkTheirs(t, "oracle reading its own file as "+r.name, got, err, want)
+			}
 		}
 		if writer != nil {
 			// A sender check against another key must refuse the file.
