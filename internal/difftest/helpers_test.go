@@ -181,11 +181,12 @@ func makeIdentity(sf secretFormat, pf publicFormat) (identity, error) {
 	if id.theirPublic, err = theirParsePublic(pfile); err != nil {
 		return id, fmt.Errorf("%s: theirs: %w", pf.name, err)
 	}
+	pk := sk.Public()
 	switch {
 	case id.secret != sk || id.theirSecret != sk:
 		return id, fmt.Errorf("%s: secret key read back as %x (ours) and %x (theirs), want %x", id.name, id.secret[:], id.theirSecret[:], sk[:])
-	case id.public != sk.Public() || id.theirPublic != sk.Public():
-		return id, fmt.Errorf("%s: public key read back as %x (ours) and %x (theirs), want %x", id.name, id.public[:], id.theirPublic[:], sk.Public())
+	case id.public != pk || id.theirPublic != pk:
+		return id, fmt.Errorf("%s: public key read back as %x (ours) and %x (theirs), want %x", id.name, id.public[:], id.theirPublic[:], pk[:])
 	}
 	return id, nil
 }

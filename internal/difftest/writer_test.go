@@ -84,7 +84,7 @@ func FuzzOurWriterTheirReader(f *testing.F) {
 		if writer != nil {
 			for i, p := range h.Packets {
 				if p.WriterPublicKey != writer.public {
-					t.Fatalf("packet %d names writer %x, want %x", i, p.WriterPublicKey, writer.public)
+					t.Fatalf("packet %d names writer %v, want %v", i, p.WriterPublicKey, writer.public)
 				}
 			}
 		}
