@@ -9,10 +9,10 @@
 # It builds the command at the repository root the way a release is built
 # (CGO_ENABLED=0) into a temporary file and reads the modules it links with
 # `go version -m`. The differential tests of internal/difftest import
-# github.com/neicnordic/crypt4gh (and through it github.com/dchest/bcrypt_pbkdf;
+# github.com/neicnordic/crypt4gh, and through it github.com/dchest/bcrypt_pbkdf;
 # its command-line dependencies github.com/jessevdk/go-flags and
-# github.com/logrusorgru/aurora come with it in go.sum): none of them may
-# reach the binary.
+# github.com/logrusorgru/aurora would come with its main package. None of
+# them may reach the binary.
 #
 # With an argument, it checks that binary instead of building one (used to
 # test the check itself on a binary that does link them).
