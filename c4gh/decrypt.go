@@ -82,34 +82,17 @@ func (o *opened) kept() []edit.Interval {
 }
 
 // checkExtent returns ErrMissingData when what the edit list keeps
-// reaches past a body of plain bytes of plaintext.
-//
-// What counts is where the kept bytes end, not the sum of the lengths:
-// the stream readers stop once the last kept byte is out, so lengths after
-// it (a skip and an empty keep, say) must not decide the outcome, or
-// Reader and ReaderAt would disagree on the same file.
+// reaches past a body of plain bytes of plaintext (edit.List.Extent: the
+// lengths after the last kept byte do not count, so that Reader, which
+// stops there, and ReaderAt agree).
 func (o *opened) checkExtent(plain int64) error {
 	if !o.contents.HasEditList {
 		return nil
 	}
-	if ext := keptExtent(o.kept()); ext > plain {
+	if ext := edit.List(o.contents.EditList).Extent(); ext > plain {
 		return fmt.Errorf("%w (it needs %d bytes of plaintext, the body holds %d)", ErrMissingData, ext, plain)
 	}
 	return nil
-}
-
-// keptExtent returns how much plaintext the normalised intervals kept
-// need: the end of the last one, or the start of the last one when it
-// runs to the end of the stream; 0 when they keep nothing.
-func keptExtent(kept []edit.Interval) int64 {
-	if len(kept) == 0 {
-		return 0
-	}
-	last := kept[len(kept)-1]
-	if last.End == edit.Unbounded {
-		return last.Start
-	}
-	return last.End
 }
 
 func (o *opened) close() { o.contents.Zero() }
