@@ -14,10 +14,12 @@ import (
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
-// ErrMissingData means that the edit list of a file reaches past the end of
-// its body: whole segments were cut off the end (an incomplete transfer),
-// or the list is wrong. The bytes that are present decrypt; a read that
-// needs the missing ones fails with this error.
+// ErrMissingData means that the edit list of a file keeps bytes past the
+// end of its body (or keeps the rest of it after a skip that ends past the
+// body): whole segments were cut off the end (an incomplete transfer), or
+// the list is wrong. The bytes that are present decrypt; a read that needs
+// the missing ones fails with this error. Lengths after the last byte the
+// list keeps do not count: a list that keeps nothing never misses data.
 var ErrMissingData = errkind.New(errkind.Data, "body truncated")
 
 // DecryptOptions configures [NewReader] and [NewReaderAt]. The zero value
@@ -79,8 +81,10 @@ func (o *opened) kept() []edit.Interval {
 	return edit.List(o.contents.EditList).Intervals()
 }
 
-// checkExtent returns ErrMissingData when the edit list reaches past a body
-// of plain bytes of plaintext.
+// checkExtent returns ErrMissingData when what the edit list keeps
+// reaches past a body of plain bytes of plaintext (edit.List.Extent: the
+// lengths after the last kept byte do not count, so that Reader, which
+// stops there, and ReaderAt agree).
 func (o *opened) checkExtent(plain int64) error {
 	if !o.contents.HasEditList {
 		return nil

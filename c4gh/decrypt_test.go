@@ -233,6 +233,95 @@ func TestMissingData(t *testing.T) {
 	}
 }
 
+// withEditList returns pt encrypted for sk with the given edit list.
+func withEditList(t testing.TB, sk *keys.SecretKey, pt []byte, list []uint64) []byte {
+	t.Helper()
+	key := &[32]byte{1, 2, 3}
+	h, err := header.New(nil, []keys.PublicKey{sk.Public()}, key, list, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := h.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	w, err := body.NewWriter(&buf, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(pt); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestMissingDataAfterLastKept checks that Reader and ReaderAt agree on
+// ErrMissingData when the lengths of an edit list add up to more than the
+// body but the bytes it keeps are all there: only a kept byte past the
+// end (or a final keep-the-rest that starts past it) is missing data.
+// A list that keeps nothing, such as [6, 0] over 4 bytes, used to give no
+// error through Reader and ErrMissingData through ReaderAt (found by
+// internal/difftest).
+func TestMissingDataAfterLastKept(t *testing.T) {
+	sk := testKey(t)
+	for _, c := range []struct {
+		size    int
+		list    []uint64
+		want    []int // bytes of the plaintext kept: start, end pairs
+		missing bool
+	}{
+		{4, []uint64{6, 0}, nil, false},
+		{4, []uint64{0, 2, 10, 0}, []int{0, 2}, false},
+		{70000, []uint64{5, 10, 200000, 0}, []int{5, 15}, false},
+		{4, []uint64{0, 2, 10}, []int{0, 2}, true},
+		{50, []uint64{0, 10, 100}, []int{0, 10}, true},
+		{50, []uint64{40, 20}, []int{40, 50}, true},
+		{50, []uint64{40, 10, 5}, []int{40, 50}, true},
+		{50, []uint64{40, 10}, []int{40, 50}, false},
+	} {
+		pt := plaintext(c.size)
+		want := []byte{}
+		for i := 0; i < len(c.want); i += 2 {
+			want = append(want, pt[c.want[i]:c.want[i+1]]...)
+		}
+		file := withEditList(t, sk, pt, c.list)
+		check := func(what string, got []byte, err error) {
+			t.Helper()
+			if c.missing != errors.Is(err, ErrMissingData) || !c.missing && err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%v over %d bytes, %s: %d bytes, %v; want %d bytes, missing data %v", c.list, c.size, what, len(got), err, len(want), c.missing)
+			}
+		}
+		for _, jobs := range []int{1, 2} {
+			r, err := NewReader(bytes.NewReader(file), sk, &DecryptOptions{Jobs: jobs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			_, err = io.Copy(&out, r)
+			check("WriteTo", out.Bytes(), err)
+		}
+		r, err := NewReader(bytes.NewReader(file), sk, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(iotest.OneByteReader(r))
+		check("Read", got, err)
+		ra, err := NewReaderAt(bytes.NewReader(file), int64(len(file)), sk, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = make([]byte, ra.Size()+1)
+		n, err := ra.ReadAt(got, 0)
+		if err == io.EOF {
+			err = nil
+		}
+		check("ReadAt", got[:n], err)
+	}
+}
+
 func TestWriter(t *testing.T) {
 	sk := testKey(t)
 	for _, n := range []int{0, 1, 65535, 65536, 65537, 2*65536 + 500} {

@@ -56,19 +56,24 @@ func (l List) Check() error {
 	return nil
 }
 
-// Extent returns the number of plaintext bytes that the list reaches
-// over: the sum of its lengths, or Unbounded when that exceeds the largest
-// int64. A body whose plaintext is shorter than Extent is missing data
-// that the list refers to: whole segments were cut off its end, or the
-// list is wrong.
+// Extent returns how much plaintext the list needs: the end of the last
+// byte it keeps or, when it ends on a skip (and so keeps the rest), where
+// that rest starts; 0 when it keeps nothing. Lengths after the last kept
+// byte do not count: [6, 0] needs nothing and [0, 2, 10, 0] needs 2 bytes,
+// while [0, 2, 10] needs 12. A body whose plaintext is shorter than Extent
+// is missing data that the list keeps: whole segments were cut off its
+// end, or the list is wrong. A reader that stops after the last kept byte
+// can always tell, as one that reads the whole body can.
 func (l List) Extent() int64 {
-	var pos int64
-	for _, n := range l {
-		if pos = addClip(pos, n); pos == Unbounded {
-			break
-		}
+	kept := l.Intervals()
+	if len(kept) == 0 {
+		return 0
 	}
-	return pos
+	last := kept[len(kept)-1]
+	if last.End == Unbounded {
+		return last.Start
+	}
+	return last.End
 }
 
 // Intervals returns the intervals of the underlying plaintext that the list

@@ -71,6 +71,35 @@ func TestIntervals(t *testing.T) {
 	}
 }
 
+// TestExtent checks where the kept bytes of a list end: lengths after
+// the last kept byte do not count, so that a reader that stops there
+// reaches the same verdict on missing data as one that reads the body.
+func TestExtent(t *testing.T) {
+	tests := []struct {
+		l    List
+		want int64
+	}{
+		{nil, 0},
+		{List{}, 0},
+		{List{0}, 0},
+		{List{6}, 6},           // the rest, from 6
+		{List{6, 0}, 0},        // keeps nothing
+		{List{0, 2, 10, 0}, 2}, // a skip and an empty keep after the data
+		{List{0, 2, 10}, 12},   // the rest, from 12
+		{List{0, 2, 0}, 0},     // the rest continues the first keep
+		{List{1, 2, 0, 3}, 6},
+		{List{0, 7853, 71721, 307929, 51299, 38}, 438840},
+		{List{math.MaxUint64}, 0},
+		{List{0, math.MaxUint64}, 0}, // keeps everything, as [0] does
+		{List{math.MaxInt64 - 1}, math.MaxInt64 - 1},
+	}
+	for _, tt := range tests {
+		if got := tt.l.Extent(); got != tt.want {
+			t.Errorf("%v.Extent() = %d, want %d", tt.l, got, tt.want)
+		}
+	}
+}
+
 func TestFromIntervals(t *testing.T) {
 	tests := []struct {
 		iv   []Interval
