@@ -63,17 +63,25 @@ func (l List) Check() error {
 // while [0, 2, 10] needs 12. A body whose plaintext is shorter than Extent
 // is missing data that the list keeps: whole segments were cut off its
 // end, or the list is wrong. A reader that stops after the last kept byte
-// can always tell, as one that reads the whole body can.
+// can always tell, as one that reads the whole body can. A list whose
+// lengths add up past the largest int64 before its last kept byte needs
+// Unbounded: no body holds that much.
 func (l List) Extent() int64 {
-	kept := l.Intervals()
-	if len(kept) == 0 {
-		return 0
+	var pos, end int64
+	for i, n := range l {
+		next := addClip(pos, n)
+		if next == Unbounded {
+			return Unbounded
+		}
+		if i%2 == 1 && n > 0 {
+			end = next
+		}
+		pos = next
 	}
-	last := kept[len(kept)-1]
-	if last.End == Unbounded {
-		return last.Start
+	if len(l)%2 == 1 {
+		return pos // the rest is kept from here
 	}
-	return last.End
+	return end
 }
 
 // Intervals returns the intervals of the underlying plaintext that the list

@@ -86,11 +86,11 @@ func TestExtent(t *testing.T) {
 		{List{6, 0}, 0},        // keeps nothing
 		{List{0, 2, 10, 0}, 2}, // a skip and an empty keep after the data
 		{List{0, 2, 10}, 12},   // the rest, from 12
-		{List{0, 2, 0}, 0},     // the rest continues the first keep
+		{List{0, 2, 0}, 2},     // two bytes, then the rest
 		{List{1, 2, 0, 3}, 6},
 		{List{0, 7853, 71721, 307929, 51299, 38}, 438840},
-		{List{math.MaxUint64}, 0},
-		{List{0, math.MaxUint64}, 0}, // keeps everything, as [0] does
+		{List{math.MaxUint64}, Unbounded},    // no body reaches past the skip
+		{List{0, math.MaxUint64}, Unbounded}, // no body holds the keep
 		{List{math.MaxInt64 - 1}, math.MaxInt64 - 1},
 	}
 	for _, tt := range tests {

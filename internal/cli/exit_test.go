@@ -16,6 +16,8 @@ import (
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/mount"
+	"github.com/c4gh-go/crypt4gh/objstore"
 )
 
 // sentinelCodes is the exit code of every exported sentinel error of the
@@ -50,6 +52,17 @@ var sentinelCodes = map[string]struct {
 	"keys.ErrUnsupportedKey":        {keys.ErrUnsupportedKey, exitKey},
 	"keys.ErrPassphraseRequired":    {keys.ErrPassphraseRequired, exitKey},
 	"keys.ErrMultipleKeys":          {keys.ErrMultipleKeys, exitKey},
+	"mount.ErrNotSupported":         {mount.ErrNotSupported, exitError},
+	"objstore.ErrInvalidURL":        {objstore.ErrInvalidURL, exitUsage},
+	"objstore.ErrNotFound":          {objstore.ErrNotFound, exitUsage},
+	"objstore.ErrNoBucket":          {objstore.ErrNoBucket, exitUsage},
+	"objstore.ErrExists":            {objstore.ErrExists, exitUsage},
+	"objstore.ErrAccessDenied":      {objstore.ErrAccessDenied, exitKey},
+	"objstore.ErrNoCredentials":     {objstore.ErrNoCredentials, exitKey},
+	"objstore.ErrChanged":           {objstore.ErrChanged, exitError},
+	"objstore.ErrNoRange":           {objstore.ErrNoRange, exitUsage},
+	"objstore.ErrAborted":           {objstore.ErrAborted, exitError},
+	"objstore.ErrTooLarge":          {objstore.ErrTooLarge, exitUsage},
 }
 
 // TestSentinelExitCodes checks the exit code of every sentinel, alone and
