@@ -19,12 +19,14 @@ func completionCommand() *cli.Command {
 				fmt.Fprintln(c.App.Writer, "bash\nzsh\nfish")
 			}
 		},
-		Description: "Prints a script that completes the commands and flags of crypt4gh. The bash\n" +
-			"and zsh scripts ask crypt4gh itself (crypt4gh ... --generate-bash-completion);\n" +
-			"the fish script lists every command and flag. To install:\n" +
-			"  bash: crypt4gh completion bash > ~/.local/share/bash-completion/completions/crypt4gh\n" +
-			"  zsh:  crypt4gh completion zsh > \"${fpath[1]}/_crypt4gh\"\n" +
-			"  fish: crypt4gh completion fish > ~/.config/fish/completions/crypt4gh.fish\n" +
+		Description: "Prints a script that completes the commands, flags and flag values of\n" +
+			"crypt4gh; the scripts ask crypt4gh itself, so they follow the installed\n" +
+			"version. To install (a new account needs the folders first):\n" +
+			"  mkdir -p ~/.local/share/bash-completion/completions\n" +
+			"  crypt4gh completion bash > ~/.local/share/bash-completion/completions/crypt4gh\n" +
+			"  crypt4gh completion zsh > \"${fpath[1]}/_crypt4gh\"\n" +
+			"  mkdir -p ~/.config/fish/completions\n" +
+			"  crypt4gh completion fish > ~/.config/fish/completions/crypt4gh.fish\n" +
 			"or load it in the current shell: source <(crypt4gh completion bash).",
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {

@@ -44,7 +44,7 @@ func inspectCommand() *cli.Command {
 			"    method_name          X25519_chacha20_ietf_poly1305 for 0, unknown otherwise\n" +
 			"    writer_public_key    hex X25519 key of the writer (method 0), else null\n" +
 			"    opened               whether --sk opens the packet\n" +
-			"    type                 data_key, edit_list, unknown or invalid (opened packets)\n" +
+			"    type                 data_key, edit_list or unknown (opened packets)\n" +
 			"    type_code            the packet type number (opened packets)\n" +
 			"  body_size            bytes after the header\n" +
 			"  segment_count        encrypted segments in the body (a partial one counts)\n" +
@@ -74,7 +74,6 @@ const (
 	typeDataKey  = "data_key"
 	typeEditList = "edit_list"
 	typeUnknown  = "unknown"
-	typeInvalid  = "invalid"
 )
 
 // methodName names the header packet encryption methods, as the

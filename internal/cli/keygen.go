@@ -28,7 +28,7 @@ func keygenCommand() *cli.Command {
 			"OpenSSH ed25519 or PKCS#8 X25519), unlocked with the passphrase from\n" +
 			"--passphrase-file, C4GH_PASSPHRASE or the terminal:\n" +
 			"  --derive   writes its public key to --pk (as \"crypt4gh pubkey\" does);\n" +
-			"  --convert  writes it in crypt4gh format to -o, and its public key to --pk if given;\n" +
+			"  --convert  writes it in crypt4gh format to -o (its public key to --pk);\n" +
 			"  --relock   changes the passphrase, KDF or comment of a crypt4gh secret key in\n" +
 			"             place (new file then rename; an OpenSSH or PKCS#8 key is never\n" +
 			"             overwritten: use --convert).\n" +

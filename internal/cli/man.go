@@ -2,50 +2,156 @@ package cli
 
 import (
 	"fmt"
+	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
 
 func manCommand() *cli.Command {
 	return &cli.Command{
-		Name:            "man",
-		Usage:           "print the manual page (roff)",
-		UsageText:       "crypt4gh man > crypt4gh.1; man ./crypt4gh.1",
-		Description:     "Prints the manual page in roff, made from the same text as the help.",
-		HideHelpCommand: true,
+		Name:      "man",
+		Usage:     "print the manual page (roff)",
+		UsageText: "crypt4gh man > crypt4gh.1; man -l crypt4gh.1",
+		Description: "Prints the manual page in roff: every command with its flags, the\n" +
+			"environment, the exit status and the files, from the same text as the help.",
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("unexpected argument %q", c.Args().First())
 			}
-			// The app is made for this run only: give it the text that
-			// the page has and the help does not.
-			if c.App.Description == "" {
-				c.App.Description = manDescription
-			}
-			page, err := c.App.ToManWithSection(1)
-			if err != nil {
-				return fmt.Errorf("failed to write the manual page: %w", err)
-			}
-			_, err = fmt.Fprint(c.App.Writer, page)
+			_, err := fmt.Fprint(c.App.Writer, manPage(c.App))
 			return err
 		},
 	}
 }
 
-// manDescription is the DESCRIPTION section of the manual page
-// (markdown, rendered by go-md2man).
-const manDescription = `crypt4gh encrypts files for named recipients in the GA4GH Crypt4GH format,
-decrypts them, and gives them to new recipients without touching the encrypted data.
-Every command reads stdin and writes stdout unless -i and -o name files.
+// manPage renders the whole manual page.
+func manPage(app *cli.App) string {
+	var b strings.Builder
+	b.WriteString(".TH CRYPT4GH 1 " + manDate() + " \"crypt4gh " + roff(version()) + "\" \"User Commands\"\n")
+	b.WriteString(".SH NAME\ncrypt4gh \\- " + roff(app.Usage) + "\n")
+	b.WriteString(".SH SYNOPSIS\n")
+	first := true
+	for _, c := range app.VisibleCommands() {
+		if c.Name == "help" {
+			continue
+		}
+		for _, line := range strings.Split(usageLine(c), "\n") {
+			if !first {
+				b.WriteString(".PP\n")
+			}
+			first = false
+			b.WriteString(".B " + roff(line) + "\n")
+		}
+	}
+	b.WriteString(".SH DESCRIPTION\n")
+	b.WriteString(strings.TrimPrefix(roffParagraphs(manDescription), ".PP\n"))
+	b.WriteString(".SH COMMANDS\n")
+	for _, c := range app.VisibleCommands() {
+		if c.Name == "help" {
+			continue
+		}
+		b.WriteString(".SS " + roff(c.Name) + "\n")
+		b.WriteString(roff(capitalize(c.Usage)) + ".\n")
+		if c.Description != "" {
+			b.WriteString(roffParagraphs(c.Description))
+		}
+		for _, f := range visibleFlags(c) {
+			if f.names[0] == "help" {
+				continue
+			}
+			b.WriteString(".TP\n.B " + roff(strings.TrimSpace(f.left)) + "\n" + roff(f.usage) + "\n")
+		}
+		for _, e := range extras[c.Name].examples {
+			b.WriteString(".PP\nExample:\n.PP\n.RS\n.nf\n" + roff(e) + "\n.fi\n.RE\n")
+		}
+	}
+	b.WriteString(".SH ENVIRONMENT\n")
+	for _, e := range envDoc {
+		b.WriteString(".TP\n.B " + e.name + "\n" + roff(e.doc) + "\n")
+	}
+	b.WriteString(".SH EXIT STATUS\n")
+	for _, e := range exitCodes {
+		b.WriteString(fmt.Sprintf(".TP\n.B %d\n%s\n", e.code, roff(e.doc)))
+	}
+	b.WriteString(".SH FILES\n" +
+		".TP\n.I ~/.c4gh/key\n" + roff("the secret key that keygen writes when neither --sk nor C4GH_SECRET_KEY is given (mode 0600)") + "\n" +
+		".TP\n.I ~/.c4gh/key.pub\n" + roff("its public key") + "\n" +
+		".TP\n.I .NAME.partial-XXXXXXXXXXXXXXXX\n" + roff("the temporary file of an output NAME, in its folder, until it is complete; removed on failure and on every signal that can be caught") + "\n")
+	b.WriteString(".SH SEE ALSO\n" + roff("The GA4GH Crypt4GH specification: https://samtools.github.io/hts-specs/crypt4gh.pdf") + "\n")
+	return b.String()
+}
 
-Environment: **C4GH_SECRET_KEY** is the default --sk, **C4GH_PUBLIC_KEY** the
-default --pk of keygen, **C4GH_PASSPHRASE** the passphrase of the secret key,
-**C4GH_NEW_PASSPHRASE** the new passphrase of keygen --convert and --relock.
+// manDescription is the DESCRIPTION section of the manual page.
+const manDescription = `crypt4gh encrypts files for named recipients in the GA4GH Crypt4GH format, decrypts them, gives them to new recipients and cuts ranges out of them without touching the encrypted data, checks them, and shows a folder of them decrypted as a read-only file system. It reads and writes the same files, keys, flags and variables as the reference Python tool.
 
-Exit status: 0 success; 1 I/O and other errors; 2 usage (bad flags, arguments or
-ranges, existing output without --force); 3 keys (wrong passphrase, unreadable key,
-no header packet for this key); 4 data (not a crypt4gh file, corrupt, truncated or
-tampered).
+Every command reads stdin and writes stdout unless -i and -o name files. A file is written under a temporary name in its folder and committed only when complete: an existing file is never replaced without --force, a failed command leaves nothing behind. Binary output is not written to a terminal unless asked with -o -.
 
-Errors are printed on stderr as one line, "crypt4gh: error: ...", sometimes followed
-by "crypt4gh: hint: ...".`
+Errors are printed on stderr as one line, "crypt4gh: error: ...", sometimes followed by "crypt4gh: hint: ...".`
+
+// manDate is the date of the page: the time of the commit the binary was
+// built from, when the build recorded it.
+func manDate() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.time" && len(s.Value) >= 10 {
+				return s.Value[:10]
+			}
+		}
+	}
+	return "2026-12-01"
+}
+
+// roff escapes text for the body of a man page: backslashes, hyphens
+// (which man prints as minus signs in options), characters outside ASCII,
+// and a dot or quote that would start a request.
+func roff(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\e`)
+	s = strings.ReplaceAll(s, "-", `\-`)
+	var ascii strings.Builder
+	for _, r := range s {
+		if r < 0x80 {
+			ascii.WriteRune(r)
+		} else {
+			fmt.Fprintf(&ascii, `\[u%04X]`, r)
+		}
+	}
+	s = ascii.String()
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if strings.HasPrefix(line, ".") || strings.HasPrefix(line, "'") {
+			b.WriteString(`\&`)
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// roffParagraphs renders a description: paragraphs as .PP, indented lines
+// (a list) kept as they are.
+func roffParagraphs(text string) string {
+	var b strings.Builder
+	for _, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
+		b.WriteString(".PP\n")
+		var run []string
+		flush := func() {
+			if len(run) > 0 {
+				b.WriteString(roff(strings.Join(run, " ")) + "\n")
+				run = nil
+			}
+		}
+		for _, line := range strings.Split(para, "\n") {
+			if strings.HasPrefix(line, " ") {
+				flush()
+				b.WriteString(".nf\n" + roff(line) + "\n.fi\n")
+				continue
+			}
+			run = append(run, line)
+		}
+		flush()
+	}
+	return b.String()
+}

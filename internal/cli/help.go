@@ -1,0 +1,381 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// The help pages, the manual page and the completion are made from the
+// same text: each command's Usage, Description and flags, and the
+// environment and examples below. Pages are laid out for an 80-column
+// terminal.
+
+// helpWidth is the width every help page fits in.
+const helpWidth = 80
+
+func init() {
+	// urfave/cli calls this for --help, -h and "crypt4gh help [COMMAND]".
+	// It is set once: it holds no state of a run.
+	cli.HelpPrinter = func(w io.Writer, _ string, data any) {
+		switch d := data.(type) {
+		case *cli.Command:
+			io.WriteString(w, commandPage(d))
+		case *cli.App:
+			io.WriteString(w, appPage(d))
+		}
+	}
+}
+
+// envDoc says what each variable is for.
+var envDoc = []struct{ name, doc string }{
+	{secretKeyEnv, "your secret key, when --sk is not given (keygen: where to write it)"},
+	{publicKeyEnv, "keygen: where to write the public key, when --pk is not given"},
+	{passphraseEnv, "the passphrase of the secret key (keygen: of the new key); a warning says that other processes can read it"},
+	{newPassphraseEnv, "keygen --convert and --relock: the passphrase of the new key"},
+	{"C4GH_LOG", "accepted for the reference tool's logging configuration; not read (messages go to stderr)"},
+}
+
+// pageExtras are the parts of a page that are not in the command itself.
+type pageExtras struct {
+	env      []string // variables the command reads
+	examples []string
+}
+
+var extras = map[string]pageExtras{
+	"keygen": {
+		env: []string{secretKeyEnv, publicKeyEnv, passphraseEnv, newPassphraseEnv},
+		examples: []string{
+			"crypt4gh keygen --sk alice.sec --pk alice.pub -C alice@example.org",
+			"crypt4gh keygen --convert --sk ~/.ssh/id_ed25519 -o me.sec --pk me.pub",
+		},
+	},
+	"pubkey": {
+		env:      []string{secretKeyEnv, passphraseEnv},
+		examples: []string{"crypt4gh pubkey --sk ~/.ssh/id_ed25519 -o me.pub"},
+	},
+	"encrypt": {
+		env: []string{secretKeyEnv, passphraseEnv},
+		examples: []string{
+			"crypt4gh encrypt --recipient_pk bob.pub -i reads.bam -o reads.bam.c4gh",
+			"crypt4gh encrypt --recipient_pk team.pub --checksum *.vcf.gz > sums.txt",
+		},
+	},
+	"decrypt": {
+		env: []string{secretKeyEnv, passphraseEnv},
+		examples: []string{
+			"crypt4gh decrypt --sk bob.sec -i reads.bam.c4gh -o reads.bam",
+			"crypt4gh decrypt --sk bob.sec --range 1000000-2000000 -i reads.bam.c4gh > part",
+		},
+	},
+	"reencrypt": {
+		env:      []string{secretKeyEnv, passphraseEnv},
+		examples: []string{"crypt4gh reencrypt --sk archive.sec --recipient_pk requester.pub -i f.c4gh -o out.c4gh"},
+	},
+	"rearrange": {
+		env:      []string{secretKeyEnv, passphraseEnv},
+		examples: []string{"crypt4gh rearrange --sk me.sec --range 70000-140000 -i f.c4gh -o part.c4gh"},
+	},
+	"splice": {
+		env:      []string{secretKeyEnv, passphraseEnv},
+		examples: []string{"crypt4gh splice --sk archive.sec --range 0-5000 --range 1000000-2000000 --recipient_pk requester.pub -i f.c4gh -o slice.c4gh"},
+	},
+	"inspect": {
+		env:      []string{secretKeyEnv, passphraseEnv},
+		examples: []string{"crypt4gh inspect reads.bam.c4gh", "crypt4gh inspect --sk bob.sec --json reads.bam.c4gh"},
+	},
+	"verify": {
+		env:      []string{secretKeyEnv, passphraseEnv},
+		examples: []string{"crypt4gh verify --sk bob.sec *.c4gh"},
+	},
+	"mount": {
+		env:      []string{secretKeyEnv, passphraseEnv},
+		examples: []string{"crypt4gh mount --sk bob.sec /data/enc ~/plain &", "samtools view ~/plain/reads.bam chr1:100000-200000"},
+	},
+	"completion": {
+		examples: []string{"crypt4gh completion bash > ~/.local/share/bash-completion/completions/crypt4gh"},
+	},
+	"man": {
+		examples: []string{"crypt4gh man > crypt4gh.1 && man -l crypt4gh.1"},
+	},
+}
+
+// exitCodes are README's table, in short.
+var exitCodes = []struct {
+	code int
+	doc  string
+}{
+	{exitOK, "success"},
+	{exitError, "I/O and other errors"},
+	{exitUsage, "usage: bad flags, arguments or ranges, an existing output"},
+	{exitKey, "keys: wrong passphrase, unreadable key, no packet for the key"},
+	{exitData, "data: not crypt4gh, corrupt, truncated or tampered"},
+}
+
+// commandPage is the --help page of a command.
+func commandPage(cmd *cli.Command) string {
+	var b strings.Builder
+	for i, line := range strings.Split(usageLine(cmd), "\n") {
+		first := "Usage: "
+		if i > 0 {
+			first = "       "
+		}
+		b.WriteString(wrap(line, helpWidth, first, "           "))
+	}
+	b.WriteString("\n")
+	b.WriteString(wrap(capitalize(cmd.Usage)+".", helpWidth, "", ""))
+	if cmd.Description != "" {
+		b.WriteString("\n")
+		b.WriteString(paragraphs(cmd.Description, helpWidth))
+	}
+	b.WriteString("\nFlags:\n")
+	b.WriteString(flagTable(visibleFlags(cmd), helpWidth))
+	ex := extras[cmd.Name]
+	if len(ex.env) > 0 {
+		b.WriteString("\nEnvironment:\n")
+		b.WriteString(envTable(ex.env, helpWidth))
+	}
+	if len(ex.examples) > 0 {
+		b.WriteString("\nExamples:\n")
+		for _, e := range ex.examples {
+			b.WriteString(wrap(e, helpWidth, "  ", "      "))
+		}
+	}
+	b.WriteString("\n" + exitLine())
+	return b.String()
+}
+
+// usageLine is the synopsis of a command.
+func usageLine(cmd *cli.Command) string {
+	if cmd.UsageText != "" {
+		return cmd.UsageText
+	}
+	line := "crypt4gh " + cmd.Name + " [flags]"
+	if cmd.ArgsUsage != "" {
+		line += " " + cmd.ArgsUsage
+	}
+	return line
+}
+
+// appPage is the page of "crypt4gh --help".
+func appPage(app *cli.App) string {
+	var b strings.Builder
+	b.WriteString("Usage: crypt4gh COMMAND [flags] [ARGUMENTS]\n\n")
+	b.WriteString(wrap(capitalize(app.Usage)+", for named recipients: keys, encryption, decryption, "+
+		"new recipients and ranges without touching the encrypted data.", helpWidth, "", ""))
+	b.WriteString("\nCommands:\n")
+	var rows [][2]string
+	for _, c := range app.VisibleCommands() {
+		rows = append(rows, [2]string{c.Name, c.Usage})
+	}
+	b.WriteString(table(rows, helpWidth, 12))
+	b.WriteString("\n")
+	b.WriteString(wrap("Run 'crypt4gh COMMAND --help' for the flags of a command, 'crypt4gh man' for the manual page, "+
+		"'crypt4gh --version' for the version.", helpWidth, "", ""))
+	b.WriteString("\nEnvironment:\n")
+	var names []string
+	for _, e := range envDoc {
+		names = append(names, e.name)
+	}
+	b.WriteString(envTable(names, helpWidth))
+	b.WriteString("\n" + exitLine())
+	return b.String()
+}
+
+func exitLine() string {
+	var parts []string
+	for _, e := range exitCodes {
+		parts = append(parts, fmt.Sprintf("%d %s", e.code, e.doc))
+	}
+	return "Exit status:\n" + wrap(strings.Join(parts, "; ")+".", helpWidth, "  ", "  ")
+}
+
+// helpFlag describes one flag for a page.
+type helpFlag struct {
+	left  string // "-i, --input PATH"
+	usage string
+	names []string // every name, long first
+	value string   // the placeholder, "" for a switch
+	env   []string
+}
+
+func visibleFlags(cmd *cli.Command) []helpFlag {
+	var out []helpFlag
+	for _, f := range cmd.VisibleFlags() {
+		out = append(out, describeFlag(f))
+	}
+	return out
+}
+
+func describeFlag(f cli.Flag) helpFlag {
+	hf := helpFlag{names: f.Names()}
+	var usage string
+	takesValue := false
+	if d, ok := f.(cli.DocGenerationFlag); ok {
+		usage = d.GetUsage()
+		takesValue = d.TakesValue()
+		hf.env = d.GetEnvVars()
+	}
+	placeholder, text := unquoteUsage(usage)
+	if takesValue && placeholder == "" {
+		placeholder = "VALUE"
+	}
+	if takesValue {
+		hf.value = placeholder
+	}
+	hf.usage = text
+	var short, long, aliases []string
+	for _, n := range hf.names {
+		if len(n) == 1 {
+			short = append(short, "-"+n)
+		} else {
+			long = append(long, "--"+n)
+		}
+	}
+	if len(long) > 1 {
+		aliases = long[1:]
+		long = long[:1]
+	}
+	hf.left = strings.Join(append(short, long...), ", ")
+	if len(short) == 0 {
+		hf.left = "    " + hf.left
+	}
+	if hf.value != "" {
+		hf.left += " " + hf.value
+	}
+	if len(aliases) > 0 {
+		hf.usage += " (also " + strings.Join(aliases, ", ") + ")"
+	}
+	if len(hf.env) > 0 {
+		hf.usage += " [$" + strings.Join(hf.env, ", $") + "]"
+	}
+	return hf
+}
+
+func flagTable(flags []helpFlag, width int) string {
+	rows := make([][2]string, len(flags))
+	for i, f := range flags {
+		rows[i] = [2]string{f.left, f.usage}
+	}
+	return table(rows, width, 26)
+}
+
+func envTable(names []string, width int) string {
+	var rows [][2]string
+	for _, n := range names {
+		for _, e := range envDoc {
+			if e.name == n {
+				rows = append(rows, [2]string{e.name, e.doc})
+			}
+		}
+	}
+	return table(rows, width, 20)
+}
+
+// table lays out rows of a name and its text, indented by two spaces,
+// the texts in one column no further right than maxLeft; a longer name
+// puts its text on the next line.
+func table(rows [][2]string, width, maxLeft int) string {
+	col := 0
+	for _, r := range rows {
+		if l := len([]rune(r[0])); l <= maxLeft && l > col {
+			col = l
+		}
+	}
+	var b strings.Builder
+	indent := strings.Repeat(" ", 2+col+2)
+	for _, r := range rows {
+		left := "  " + r[0]
+		if len([]rune(r[0])) > col {
+			b.WriteString(left + "\n")
+			b.WriteString(wrap(r[1], width, indent, indent))
+			continue
+		}
+		first := left + strings.Repeat(" ", 2+col+2-len([]rune(left)))
+		b.WriteString(wrap(r[1], width, first, indent))
+	}
+	return b.String()
+}
+
+// wrap fills text into lines of at most width columns, the first starting
+// with first and the others with indent.
+func wrap(text string, width int, first, indent string) string {
+	var b strings.Builder
+	line := first
+	empty := true
+	for _, word := range strings.Fields(text) {
+		if !empty && len([]rune(line))+1+len([]rune(word)) > width {
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			line, empty = indent, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += word
+		empty = false
+	}
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
+	return b.String()
+}
+
+// paragraphs re-fills a description: paragraphs are separated by empty
+// lines; a line that starts with spaces is kept as it is (a list).
+func paragraphs(text string, width int) string {
+	var b strings.Builder
+	for i, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		var run []string
+		flush := func() {
+			if len(run) > 0 {
+				b.WriteString(wrap(strings.Join(run, " "), width, "", ""))
+				run = nil
+			}
+		}
+		for _, line := range strings.Split(para, "\n") {
+			if strings.HasPrefix(line, " ") {
+				flush()
+				b.WriteString(line + "\n")
+				continue
+			}
+			run = append(run, line)
+		}
+		flush()
+	}
+	return b.String()
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// sortedNames returns the keys of m in order.
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// unquoteUsage splits a flag's usage into the placeholder that backticks
+// mark in it (`PATH`) and the text without the backticks.
+func unquoteUsage(usage string) (placeholder, text string) {
+	before, rest, ok := strings.Cut(usage, "`")
+	if !ok {
+		return "", usage
+	}
+	name, after, ok := strings.Cut(rest, "`")
+	if !ok {
+		return "", usage
+	}
+	return name, before + name + after
+}

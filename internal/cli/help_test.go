@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
+)
+
+// TestHelpPages renders the help page of every command and of the app, as
+// --help prints it, and checks that it fits 80 columns, shows no
+// "(default: false)", names the variables the command reads and ends with
+// examples and the exit codes.
+func TestHelpPages(t *testing.T) {
+	app := newApp(nil, nil, nil)
+	pages := map[string][]string{"": {"--help"}}
+	for _, c := range app.Commands {
+		pages[c.Name] = []string{c.Name, "--help"}
+	}
+	for name, args := range pages {
+		var stdout, stderr bytes.Buffer
+		if code := Run(append([]string{"crypt4gh"}, args...), nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+		page := stdout.String()
+		for i, line := range strings.Split(page, "\n") {
+			if n := len([]rune(line)); n > helpWidth {
+				t.Errorf("%s --help, line %d has %d columns: %q", name, i+1, n, line)
+			}
+		}
+		for _, bad := range []string{"(default: false)", "(default: 0)", "`", "[ --"} {
+			if strings.Contains(page, bad) {
+				t.Errorf("%s --help shows %q", name, bad)
+			}
+		}
+		if !strings.Contains(page, "Exit status:") {
+			t.Errorf("%s --help has no exit codes", name)
+		}
+		if name == "" {
+			continue
+		}
+		if !strings.Contains(page, "Examples:\n  crypt4gh ") {
+			t.Errorf("%s --help has no example", name)
+		}
+		for _, env := range extras[name].env {
+			if !strings.Contains(page, "\n  "+env+" ") {
+				t.Errorf("%s --help does not explain %s", name, env)
+			}
+		}
+		if strings.Contains(page, "--sk PATH") && !strings.Contains(page, passphraseEnv) {
+			t.Errorf("%s takes a secret key but its page does not name %s", name, passphraseEnv)
+		}
+	}
+}
+
+// TestManPage renders the manual page: every command and every flag is in
+// it, and mandoc finds nothing to warn about.
+func TestManPage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"crypt4gh", "man"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	page := stdout.String()
+	app := newApp(nil, nil, nil)
+	for _, c := range app.Commands {
+		if !strings.Contains(page, ".SS "+c.Name+"\n") {
+			t.Errorf("the page has no section for %s", c.Name)
+		}
+		for _, f := range c.Flags {
+			if !strings.Contains(page, `\-\-`+strings.ReplaceAll(f.Names()[0], "-", `\-`)) && len(f.Names()[0]) > 1 {
+				t.Errorf("the page does not show %s --%s", c.Name, f.Names()[0])
+			}
+		}
+	}
+	for _, section := range []string{".SH SYNOPSIS", ".SH ENVIRONMENT", ".SH EXIT STATUS", ".SH FILES"} {
+		if !strings.Contains(page, section) {
+			t.Errorf("the page has no %s", section)
+		}
+	}
+	mandoc := clitest.Tool(t, "mandoc")
+	cmd := exec.Command(mandoc, "-Tlint", "-W", "warning")
+	cmd.Stdin = strings.NewReader(page)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("mandoc -Tlint: %v\n%s", err, out)
+	}
+}
