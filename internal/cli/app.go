@@ -23,10 +23,16 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		args = append([]string{"crypt4gh", "keygen"}, args[1:]...)
 	}
 	app := newApp(stdin, stdout, stderr)
-	err := app.Run(args)
+	args, err := prepare(app, args, stderr)
+	if err == nil {
+		err = app.Run(args)
+	}
+	var quiet quietExit
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &quiet):
+		return quiet.exitCode()
 	case errors.Is(err, syscall.EPIPE):
 		// The reader of stdout went away (crypt4gh … | head): end
 		// quietly, as the shell expects of a program killed by SIGPIPE.

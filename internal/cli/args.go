@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Before urfave/cli parses a command line, three things are settled here
+// as the reference tool (docopt) does them: a bare "crypt4gh" prints a
+// short usage (exit 2), an unknown command is named with the nearest
+// one, and an unambiguous prefix of a long flag stands for the flag
+// (--recipient for --recipient_pk).
+
+// quietExit ends the run with its code and no message: what there was to
+// say was printed already.
+type quietExit int
+
+func (q quietExit) Error() string { return "" }
+func (q quietExit) exitCode() int { return int(q) }
+
+// completeFlag is the last argument with which the shell completion
+// scripts ask for the words that may follow.
+const completeFlag = "--generate-bash-completion"
+
+// prepare checks and rewrites args for app. It returns the arguments to
+// run, or an error to report.
+func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
+	if len(args) < 2 {
+		fmt.Fprint(stderr, shortUsage(app))
+		return nil, quietExit(exitUsage)
+	}
+	name := args[1]
+	if name == "__complete" && len(args) >= 4 {
+		// The completion scripts: __complete SHELL WORDS… CURRENT.
+		words := args[3 : len(args)-1]
+		for _, w := range complete(app, args[2], words, args[len(args)-1]) {
+			fmt.Fprintln(app.Writer, w)
+		}
+		return nil, quietExit(exitOK)
+	}
+	if last := args[len(args)-1]; last == completeFlag {
+		// The protocol of urfave/cli: the word being completed is
+		// passed only when it starts with "-".
+		words, cur := args[1:len(args)-1], ""
+		if n := len(words); n > 0 && strings.HasPrefix(words[n-1], "-") {
+			words, cur = words[:n-1], words[n-1]
+		}
+		for _, w := range complete(app, "bash", words, cur) {
+			fmt.Fprintln(app.Writer, w)
+		}
+		return nil, quietExit(exitOK)
+	}
+	if strings.HasPrefix(name, "-") {
+		return args, nil // --help, --version, completion of the command name
+	}
+	cmd := app.Command(name)
+	if cmd == nil {
+		if name == "help" {
+			return args, nil
+		}
+		err := usagef("unknown command %q", name)
+		if near := nearest(name, commandNames(app)); near != "" {
+			err = usagef("unknown command %q; did you mean %q?", name, near)
+		}
+		return nil, withHint(err, "run 'crypt4gh --help' for the commands")
+	}
+	out := append([]string{}, args[:2]...)
+	rest := args[2:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") || a == completeFlag {
+			// The end of the flags: the parser stops at the first
+			// argument too.
+			out = append(out, rest[i:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			// A short flag, and its value.
+			out = append(out, a)
+			if f, _ := findFlag(cmd, a[1:]); f != nil && takesValue(f) && !strings.Contains(a, "=") && i+1 < len(rest) {
+				i++
+				out = append(out, rest[i])
+			}
+			continue
+		}
+		flagName, value, hasValue := strings.Cut(a[2:], "=")
+		f, err := findFlag(cmd, flagName)
+		if err != nil {
+			return nil, withHint(err, "run 'crypt4gh %s --help' for its flags", cmd.Name)
+		}
+		if f == nil {
+			out = append(out, a) // urfave/cli reports it
+			continue
+		}
+		full := "--" + f.Names()[0]
+		if hasValue {
+			out = append(out, full+"="+value)
+			continue
+		}
+		out = append(out, full)
+		if takesValue(f) && i+1 < len(rest) {
+			i++
+			out = append(out, rest[i])
+		}
+	}
+	return out, nil
+}
+
+// findFlag returns the flag of cmd that name or an unambiguous prefix of
+// it names, nil when none does, and an error when several do.
+func findFlag(cmd *cli.Command, name string) (cli.Flag, error) {
+	var matches []cli.Flag
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f, nil
+			}
+		}
+	}
+	if len(name) < 2 {
+		return nil, nil // short flags are never abbreviated
+	}
+	var names []string
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if len(n) > 1 && strings.HasPrefix(n, name) {
+				matches = append(matches, f)
+				names = append(names, "--"+f.Names()[0])
+				break
+			}
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, nil
+	case 1:
+		return matches[0], nil
+	}
+	sort.Strings(names)
+	return nil, usagef("--%s is ambiguous: %s", name, strings.Join(names, ", "))
+}
+
+func takesValue(f cli.Flag) bool {
+	d, ok := f.(cli.DocGenerationFlag)
+	return ok && d.TakesValue()
+}
+
+func commandNames(app *cli.App) []string {
+	var names []string
+	for _, c := range app.VisibleCommands() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// nearest returns the name closest to s by edit distance, when it is
+// close enough to be a typing error.
+func nearest(s string, names []string) string {
+	best, bestDist := "", len(s)/2+2
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestDist || strings.HasPrefix(n, s) && d == bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Damerau-Levenshtein distance of a and b (adjacent
+// transpositions count as one edit).
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// shortUsage is what a bare "crypt4gh" prints on stderr.
+func shortUsage(app *cli.App) string {
+	return wrap("Usage: crypt4gh COMMAND [flags] [ARGUMENTS], where COMMAND is one of "+
+		strings.Join(commandNames(app), ", ")+".", helpWidth, "", "       ") +
+		"Run 'crypt4gh --help' for more, 'crypt4gh COMMAND --help' for a command.\n"
+}
