@@ -167,6 +167,11 @@ func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Conte
 	switch {
 	case total == 0:
 		return fail(fmt.Errorf("%w: the header has no packets", ErrNoDecryptablePacket))
+	case len(c.Opened) == 0 && otherSender > 0:
+		if w, ok := h.openedBy(reader, sender); ok {
+			return fail(&wrongSender{writer: w, sender: *sender})
+		}
+		fallthrough
 	case len(c.Opened) == 0:
 		return fail(fmt.Errorf("%w: %s", ErrNoDecryptablePacket, noneOpens(total, otherSender, methodUnknown, sender)))
 	case dataMethodAt < 0:
@@ -175,6 +180,38 @@ func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Conte
 		return fail(fmt.Errorf("%w: the data keys are for unsupported data method %d", ErrNoDataKey, dataMethod))
 	}
 	return c, nil
+}
+
+// wrongSender is ErrWrongSender with the writers, and also
+// ErrNoDecryptablePacket: no packet from the sender opens.
+type wrongSender struct{ writer, sender keys.PublicKey }
+
+func (e *wrongSender) Error() string {
+	return fmt.Sprintf("%v: the packets for this key were written by %s, not by %s", ErrWrongSender, e.writer, e.sender)
+}
+
+func (e *wrongSender) Unwrap() []error { return []error{ErrWrongSender, ErrNoDecryptablePacket} }
+
+// openedBy returns the writer of a packet, not written by sender, that
+// reader opens: the file is for reader, but from another writer. It tries
+// at most MaxWriterKeys writers, as Decrypt does.
+func (h *Header) openedBy(reader *keys.SecretKey, sender *keys.PublicKey) (keys.PublicKey, bool) {
+	tried := map[keys.PublicKey]bool{}
+	for i := range h.Packets {
+		p := &h.Packets[i]
+		if p.Method != MethodX25519ChaCha20Poly1305 || p.WriterPublicKey == *sender || tried[p.WriterPublicKey] {
+			continue
+		}
+		if len(tried) == MaxWriterKeys {
+			break
+		}
+		tried[p.WriterPublicKey] = true
+		if pt, err := p.Open(reader); err == nil {
+			clear(pt)
+			return p.WriterPublicKey, true
+		}
+	}
+	return keys.PublicKey{}, false
 }
 
 // noneOpens says why no packet opened: of total packets, otherSender were

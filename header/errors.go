@@ -39,6 +39,12 @@ var (
 	// opens with the reader's key (from the required sender, if any).
 	ErrNoDecryptablePacket = errkind.New(errkind.Key, "no header packet can be decrypted with this key")
 
+	// ErrWrongSender is returned by [Header.Decrypt], given a sender, when
+	// no packet from that sender opens but packets from another writer
+	// do: the file is for the reader, not from the sender. The error also
+	// wraps ErrNoDecryptablePacket.
+	ErrWrongSender = errkind.New(errkind.Key, "no header packet from the expected sender")
+
 	// ErrNoDataKey is returned by [Header.Decrypt] when packets opened but
 	// none holds a usable data key.
 	ErrNoDataKey = errkind.New(errkind.Key, "no data key for this reader")

@@ -207,6 +207,9 @@ func rangeFlag(c *cli.Context) (*edit.Range, error) {
 // noPacketHint adds which public key was tried to an error saying that the
 // key opens no packet.
 func noPacketHint(err error, sk *keys.SecretKey, sender *keys.PublicKey) error {
+	if errors.Is(err, header.ErrWrongSender) {
+		return withHint(err, "the file is for your key, but --sender_pk names another writer")
+	}
 	if !errors.Is(err, header.ErrNoDecryptablePacket) {
 		return err
 	}

@@ -44,6 +44,7 @@ var sentinelCodes = map[string]struct {
 	"header.ErrPacketAuth":          {header.ErrPacketAuth, exitKey},
 	"header.ErrNoDecryptablePacket": {header.ErrNoDecryptablePacket, exitKey},
 	"header.ErrNoDataKey":           {header.ErrNoDataKey, exitKey},
+	"header.ErrWrongSender":         {header.ErrWrongSender, exitKey},
 	"header.ErrMultipleEditLists":   {header.ErrMultipleEditLists, exitData},
 	"header.ErrMixedDataMethods":    {header.ErrMixedDataMethods, exitData},
 	"keys.ErrLowOrderPoint":         {keys.ErrLowOrderPoint, exitKey},

@@ -55,6 +55,10 @@ func mountAction(c *cli.Context) error {
 	// Mount keeps a copy of the key, erased at unmount.
 	defer sk.Zero()
 	// From here on the signals unmount: the passphrase prompt is over.
+	// They are caught before the mount exists, so that none can end the
+	// process with the file system mounted.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
 	cleanup.stop()
 	srv, err := mount.Mount(mount.Dir(source), mountpoint, mount.Options{
 		Key: sk, Sender: sender, AllowOther: c.Bool("allow-other"), Log: c.App.ErrWriter,
@@ -62,7 +66,5 @@ func mountAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	return srv.Wait(ctx)
 }
