@@ -72,6 +72,10 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	for _, cmd := range app.Commands {
+		cmd.Flags = append(cmd.Flags, logFlag())
+		if cmd.Before == nil {
+			cmd.Before = checkJobs
+		}
 		// No command has subcommands: without this, urfave/cli adds a
 		// "help" subcommand to each, so that a FILE argument named "help"
 		// or "h" prints the help instead of being processed, and shell

@@ -81,14 +81,14 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 		if !strings.HasPrefix(a, "--") {
 			// A short flag, and its value.
 			out = append(out, a)
-			if f, _ := findFlag(cmd, a[1:]); f != nil && takesValue(f) && !strings.Contains(a, "=") && i+1 < len(rest) {
+			if f, _ := findFlag(cmd, a[1:], false); f != nil && takesValue(f) && !strings.Contains(a, "=") && i+1 < len(rest) {
 				i++
 				out = append(out, rest[i])
 			}
 			continue
 		}
 		flagName, value, hasValue := strings.Cut(a[2:], "=")
-		f, err := findFlag(cmd, flagName)
+		f, err := findFlag(cmd, flagName, true)
 		if err != nil {
 			return nil, withHint(err, "run 'crypt4gh %s --help' for its flags", cmd.Name)
 		}
@@ -110,9 +110,10 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 	return out, nil
 }
 
-// findFlag returns the flag of cmd that name or an unambiguous prefix of
-// it names, nil when none does, and an error when several do.
-func findFlag(cmd *cli.Command, name string) (cli.Flag, error) {
+// findFlag returns the flag of cmd that name names or, with prefix, that
+// name is an unambiguous prefix of a long name of; nil when none does, and
+// an error when several do.
+func findFlag(cmd *cli.Command, name string, prefix bool) (cli.Flag, error) {
 	var matches []cli.Flag
 	for _, f := range cmd.Flags {
 		for _, n := range f.Names() {
@@ -121,8 +122,8 @@ func findFlag(cmd *cli.Command, name string) (cli.Flag, error) {
 			}
 		}
 	}
-	if len(name) < 2 {
-		return nil, nil // short flags are never abbreviated
+	if !prefix || name == "" {
+		return nil, nil
 	}
 	var names []string
 	for _, f := range cmd.Flags {

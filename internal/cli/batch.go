@@ -176,10 +176,31 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 	close(work)
 	wg.Wait()
 	prog.stop()
+	if failed < len(items) && !c.Bool("checksum") && !isTerminal(c.App.Writer) {
+		// stdout was redirected, but gets nothing: say where the
+		// outputs went.
+		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: nothing written to stdout; the outputs are %s\n", outputNames(items))
+	}
 	if failed > 0 {
 		return batchError{failed: failed, total: len(items), code: max(code, exitError)}
 	}
 	return nil
+}
+
+// outputNames names the outputs of a batch, the first few of them.
+func outputNames(items []batchItem) string {
+	const shown = 3
+	var names []string
+	for _, it := range items {
+		if it.err == nil && len(names) < shown {
+			names = append(names, quoteName(it.out))
+		}
+	}
+	s := strings.Join(names, ", ")
+	if len(items) > shown {
+		s += fmt.Sprintf(", … (%d files, each beside its input)", len(items))
+	}
+	return s
 }
 
 // batchFile runs op on one file and returns its checksum lines, if asked.

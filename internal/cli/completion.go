@@ -124,7 +124,7 @@ func complete(app *cli.App, shell string, words []string, cur string) []string {
 	if len(words) > 1 && !strings.HasPrefix(cur, "-") {
 		prev := words[len(words)-1]
 		if strings.HasPrefix(prev, "--") && !strings.Contains(prev, "=") {
-			if f, err := findFlag(cmd, prev[2:]); err == nil && f != nil && takesValue(f) {
+			if f, err := findFlag(cmd, prev[2:], true); err == nil && f != nil && takesValue(f) {
 				for _, v := range flagValues[f.Names()[0]] {
 					add(v, "")
 				}

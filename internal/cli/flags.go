@@ -98,3 +98,24 @@ func flagsFirst(c *cli.Context) error {
 	}
 	return nil
 }
+
+// logFlag accepts the reference tool's --log PATH (a Python logging
+// configuration file) and C4GH_LOG, so that its command lines keep
+// working. The file is not read: messages go to stderr.
+func logFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:    "log",
+		Usage:   "accepted for compatibility with the reference tool; not read",
+		EnvVars: []string{"C4GH_LOG"},
+		Hidden:  true,
+	}
+}
+
+// checkJobs refuses a --jobs below 1 that was given: 0 or less would
+// mean nothing sensible (leave it out for one per CPU).
+func checkJobs(c *cli.Context) error {
+	if c.IsSet("jobs") && c.Int("jobs") < 1 {
+		return usagef("--jobs %d: give 1 or more (leave it out for one per CPU)", c.Int("jobs"))
+	}
+	return nil
+}

@@ -68,7 +68,7 @@ func TestManPage(t *testing.T) {
 		if !strings.Contains(page, ".SS "+c.Name+"\n") {
 			t.Errorf("the page has no section for %s", c.Name)
 		}
-		for _, f := range c.Flags {
+		for _, f := range c.VisibleFlags() {
 			if !strings.Contains(page, `\-\-`+strings.ReplaceAll(f.Names()[0], "-", `\-`)) && len(f.Names()[0]) > 1 {
 				t.Errorf("the page does not show %s --%s", c.Name, f.Names()[0])
 			}

@@ -52,6 +52,7 @@ func keygenCommand() *cli.Command {
 			passphraseFileFlag(),
 			&cli.StringFlag{Name: "new-passphrase-file", Usage: "with --convert and --relock: read the new passphrase from the first line of `PATH`"},
 			forceFlag(),
+			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version (as crypt4gh-keygen -v does)"},
 		},
 		Action: keygen,
 	}
@@ -62,6 +63,10 @@ func keygenCommand() *cli.Command {
 const defaultKeyDir = ".c4gh"
 
 func keygen(c *cli.Context) error {
+	if c.Bool("version") {
+		_, err := fmt.Fprintf(c.App.Writer, "crypt4gh-keygen version %s\n", version())
+		return err
+	}
 	if c.NArg() > 0 {
 		return usagef("unexpected argument %q", c.Args().First())
 	}

@@ -87,6 +87,8 @@ const manDescription = `crypt4gh encrypts files for named recipients in the GA4G
 
 Every command reads stdin and writes stdout unless -i and -o name files. A file is written under a temporary name in its folder and committed only when complete: an existing file is never replaced without --force, a failed command leaves nothing behind. Binary output is not written to a terminal unless asked with -o -.
 
+Every command also accepts the reference tool's --log PATH (or C4GH_LOG), a logging configuration, and does not read it: messages go to stderr.
+
 Errors are printed on stderr as one line, "crypt4gh: error: ...", sometimes followed by "crypt4gh: hint: ...".`
 
 // manDate is the date of the page: the time of the commit the binary was

@@ -31,6 +31,7 @@ type progress struct {
 	started   bool
 	startedAt time.Time
 	stopOnce  sync.Once
+	unhook    func()
 	quit      chan struct{}
 	done      chan struct{}
 }
@@ -83,6 +84,14 @@ func (p *progress) start() {
 	}
 	p.started, p.startedAt = true, time.Now()
 	p.bar.StartWithoutRender() // the clock of the rate and the time left
+	// Interrupted, the message goes on a line of its own.
+	p.unhook = cleanup.onInterrupt(func() {
+		p.mu.Lock()
+		if p.shown {
+			io.WriteString(p.w, "\n")
+		}
+		p.mu.Unlock()
+	})
 	go func() {
 		defer close(p.done)
 		t := time.NewTicker(progressInterval)
@@ -110,6 +119,9 @@ func (p *progress) stop() {
 		return
 	}
 	p.stopOnce.Do(func() {
+		if p.unhook != nil {
+			p.unhook()
+		}
 		close(p.quit)
 		if p.started {
 			<-p.done

@@ -49,7 +49,7 @@ func (t *interrupts) arm() {
 			}
 			num := int(sig.(syscall.Signal))
 			if sig != syscall.SIGPIPE {
-				fmt.Fprintf(os.Stderr, "\ncrypt4gh: error: interrupted (%v)\n", sig)
+				fmt.Fprintf(os.Stderr, "crypt4gh: error: interrupted (%v)\n", sig)
 			}
 			os.Exit(128 + num)
 		}()

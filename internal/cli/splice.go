@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"path/filepath"
+
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
 	"github.com/urfave/cli/v2"
@@ -12,7 +14,8 @@ func rearrangeCommand() *cli.Command {
 		Usage: "keep one range of a file, for your own key, without decrypting the body",
 		Description: "Writes a file that stands for bytes [START, END) of the input: a header with the\n" +
 			"data keys and an edit list, encrypted for the public key of --sk, and the\n" +
-			"segments that the range touches, copied unchanged. The input must be a file.",
+			"segments that the range touches, copied unchanged. From a pipe, the segments\n" +
+			"before the range are read and dropped, the others held in a temporary file.",
 		Flags: []cli.Flag{
 			skFlag(),
 			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START (required)"},
@@ -70,9 +73,6 @@ func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
 		return err
 	}
 	defer in.Close()
-	if !in.regular() {
-		return usagef("%s needs a file as input (-i PATH or a file on stdin), not a pipe", c.Command.Name)
-	}
 	out, err := openOutput(c.String("output"), c.App.Writer,
 		outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
 	if err != nil {
@@ -84,9 +84,23 @@ func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
 		return err
 	}
 	defer sk.Zero()
+	var src reencrypt.Source = in.file
+	if !in.regular() {
+		dir := "."
+		if out.final != "" {
+			dir = filepath.Dir(out.final)
+		}
+		ps, err := newPipeSource(in, sk, ranges, dir)
+		if err != nil {
+			out.abort()
+			return noPacketHint(err, sk, nil)
+		}
+		defer ps.close()
+		src = ps
+	}
 	// out.Writer is the temporary *os.File (or stdout) and in.file an
 	// *os.File: Splice copies the segments with io.CopyN between them, which
 	// the kernel does with copy_file_range for a file output.
-	err = reencrypt.Splice(out.Writer, in.file, reencrypt.SpliceOptions{Reader: sk, Recipients: recipients, Ranges: ranges})
+	err = reencrypt.Splice(out.Writer, src, reencrypt.SpliceOptions{Reader: sk, Recipients: recipients, Ranges: ranges})
 	return out.finish(noPacketHint(err, sk, nil))
 }
