@@ -49,16 +49,11 @@ func decrypt(c *cli.Context) error {
 	if err := checksumSingle(c, rng); err != nil {
 		return err
 	}
-	in, err := openInput(c.String("input"), c.App.Reader)
+	in, out, err := openStreams(c, outputOptions{mode: modeSecret})
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := openOutput(c.String("output"), c.App.Writer,
-		outputOptions{force: c.Bool("force"), mode: modeSecret, input: in.file})
-	if err != nil {
-		return err
-	}
 	lines, err := decryptOne(c, in, out, rng)
 	if err := out.finish(err); err != nil {
 		return err
@@ -74,9 +69,10 @@ func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string
 	if rng != nil && in.regular() {
 		return "", decryptRangeAt(c, in, out, *rng)
 	}
+	size := in.size() // before anything is read: the whole file
 	var prog *progress
 	if rng == nil {
-		prog = newProgress(c, in.size(), "decrypting")
+		prog = newProgress(c, size, "decrypting")
 	}
 	sums := newFileSums(c.Bool("checksum"))
 	src := bufio.NewReaderSize(prog.reader(sums.reader(in)), 64<<10)
@@ -105,7 +101,7 @@ func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string
 	}
 	prog.stop()
 	if err != nil {
-		return "", decryptError(err, r.HeaderSize(), in.size())
+		return "", decryptError(err, r.HeaderSize(), size)
 	}
 	return sums.lines(singleSumName(c.String("input")), c.String("output"), false), nil
 }

@@ -82,16 +82,11 @@ func encrypt(c *cli.Context) error {
 		})
 	}
 
-	in, err := openInput(c.String("input"), c.App.Reader)
+	in, out, err := openStreams(c, outputOptions{binary: true, mode: modePublic})
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := openOutput(c.String("output"), c.App.Writer,
-		outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
-	if err != nil {
-		return err
-	}
 	var hdr *output
 	if p := c.String("header"); p != "" {
 		hdr, err = openOutput(p, c.App.Writer, outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})

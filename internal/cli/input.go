@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/urfave/cli/v2"
 )
 
 // input is what a command reads: stdin, or a file.
@@ -86,4 +88,22 @@ func reservable(f *os.File) int64 {
 		return -1
 	}
 	return remaining(f)
+}
+
+// openStreams opens the input of -i (or stdin) and the output of -o (or
+// stdout) of a command; the output may not be the input. The caller must
+// close the input and finish the output.
+func openStreams(c *cli.Context, opts outputOptions) (*input, *output, error) {
+	in, err := openInput(c.String("input"), c.App.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.force = c.Bool("force")
+	opts.input = in.file
+	out, err := openOutput(c.String("output"), c.App.Writer, opts)
+	if err != nil {
+		in.Close()
+		return nil, nil, err
+	}
+	return in, out, nil
 }

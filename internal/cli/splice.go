@@ -68,16 +68,11 @@ func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
 	if err != nil {
 		return err
 	}
-	in, err := openInput(c.String("input"), c.App.Reader)
+	in, out, err := openStreams(c, outputOptions{binary: true, mode: modePublic})
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := openOutput(c.String("output"), c.App.Writer,
-		outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
-	if err != nil {
-		return err
-	}
 	sk, err := readSecretKey(c)
 	if err != nil {
 		out.abort()
