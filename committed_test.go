@@ -448,3 +448,27 @@ func TestWriteErrorNamesOutput(t *testing.T) {
 	}
 	clitest.EmptyDir(t, dir)
 }
+
+// TestKernelCopies traces reencrypt and splice between files: the body is
+// copied by the kernel (copy_file_range), never read into the process.
+func TestKernelCopies(t *testing.T) {
+	e := newSafetyEnv(t)
+	strace := clitest.Tool(t, "strace")
+	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(3<<20, 12))
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"reencrypt", "--sk", e.sk, "--recipient_pk", e.pk, "-i", enc, "-o", filepath.Join(dir, "re.c4gh")},
+		{"splice", "--sk", e.sk, "--range", "100000-2000000", "-i", enc, "-o", filepath.Join(dir, "sp.c4gh")},
+	} {
+		log := filepath.Join(t.TempDir(), "trace")
+		cmd := exec.Command(strace, append([]string{"-f", "-qq", "-o", log, "-e", "trace=copy_file_range", e.bin}, args...)...)
+		cmd.Env = cleanEnv()
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, msg)
+		}
+		trace, _ := os.ReadFile(log)
+		if !strings.Contains(string(trace), "copy_file_range(") {
+			t.Errorf("%s: no copy_file_range in the trace:\n%s", args[0], trace)
+		}
+	}
+}

@@ -28,6 +28,10 @@
 #   1 KB         a tiny file end to end (encrypt, then decrypt)
 #
 # then the body/ benchmarks (go test -bench) with allocations per call.
+# With PREV=REV (a git revision, e.g. PREV=main~5) the same commands of that
+# version are timed in the same run, and each figure is also given as a
+# ratio to the previous version's. With MOUNT=1 the mount benchmark runs
+# too (it needs FUSE and 2 GiB in $TMPDIR).
 # Each timing is the best (least) of RUNS runs (default 5) with the files in
 # the page cache. It takes two to three minutes on a 2-core machine; set
 # GOTEST=0 to skip the go test part. Everything is removed on exit.
@@ -35,6 +39,8 @@ set -euo pipefail
 
 RUNS=${RUNS:-5}
 GOTEST=${GOTEST:-1}
+PREV=${PREV:-}
+MOUNT=${MOUNT:-0}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench.XXXXXX")
@@ -44,6 +50,13 @@ cd "$tmp"
 echo "building in $tmp ..." >&2
 (cd "$root" && CGO_ENABLED=0 go build -o "$tmp/crypt4gh" . && go build -o "$tmp/ceiling" ./scripts/ceiling)
 c4gh=$tmp/crypt4gh
+if [[ -n $PREV ]]; then
+	echo "building $PREV ..." >&2
+	mkdir "$tmp/prevsrc"
+	git -C "$root" archive "$PREV" | tar -x -C "$tmp/prevsrc"
+	(cd "$tmp/prevsrc" && CGO_ENABLED=0 go build -o "$tmp/crypt4gh-prev" .)
+	rm -rf "$tmp/prevsrc"
+fi
 
 "$c4gh" keygen --nocrypt --sk alice.sec --pk alice.pub >/dev/null 2>&1
 "$c4gh" keygen --nocrypt --sk bob.sec --pk bob.pub >/dev/null 2>&1
@@ -119,6 +132,8 @@ cat_file() { cat plain >copy; }
 cp_file() { cp plain.c4gh copy; }
 reenc() { "$c4gh" reencrypt --sk alice.sec --recipient_pk bob.pub -i plain.c4gh -o out; }
 range_last() { "$c4gh" decrypt --sk alice.sec --range $((GiB - MiB))-$GiB -i plain.c4gh >/dev/null; }
+# The same commands with the binary of $PREV.
+with_prev() { local c4gh=$tmp/crypt4gh-prev; "$@"; }
 tiny() {
 	"$c4gh" encrypt --recipient_pk alice.pub -i plain1k -o tiny.c4gh --force
 	"$c4gh" decrypt --sk alice.sec -i tiny.c4gh -o tiny.out --force
@@ -191,6 +206,37 @@ printf '%-40s %12s %14s   %s\n' "decrypt --range last 1 MiB of 1 GiB" "$(ms "$t_
 printf '%-40s %12s %14s   %s\n' "cp file.c4gh copy" "${t_cp} s" "1" ""
 printf '%-40s %12s %14s   %s\n' "reencrypt 1 GiB" "${t_reenc} s" "$(ratio "$t_reenc" "$t_cp") x cp" "<= 1.20"
 printf '%-40s %12s %14s   %s\n' "1 KB file: encrypt + decrypt" "$(ms "$t_tiny")" "" ""
+
+if [[ -n $PREV ]]; then
+	p_enc_null=$(best with_prev enc_null)
+	p_dec_null=$(best with_prev dec_null)
+	p_enc_file=$(best with_prev enc_file)
+	p_dec_file=$(best with_prev dec_file)
+	p_range=$(best with_prev range_last)
+	p_reenc=$(best with_prev reenc)
+	# This version once more, right after: the load may have changed.
+	t2_enc_null=$(best enc_null)
+	t2_dec_null=$(best dec_null)
+	t2_enc_file=$(best enc_file)
+	t2_dec_file=$(best dec_file)
+	t2_range=$(best range_last)
+	t2_reenc=$(best reenc)
+	lesser() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'; }
+	echo
+	echo "this version against $PREV ($(git -C "$root" rev-parse --short "$PREV")), same run: time / previous time (below 1: faster)"
+	printf '%-40s %12s %12s %10s\n' "measure" "this" "previous" "ratio"
+	for m in enc_null dec_null enc_file dec_file range reenc; do
+		a=$(eval echo "\$t_$m"); a2=$(eval echo "\$t2_$m"); b=$(eval echo "\$p_$m")
+		a=$(lesser "$a" "$a2")
+		printf '%-40s %10s s %10s s %10s\n' "$m" "$a" "$b" "$(ratio "$a" "$b")"
+	done
+fi
+
+if [[ $MOUNT != 0 ]]; then
+	echo
+	echo "mount (go test -bench Mount ./mount/): cat of a mounted 1 GiB file against decrypt, random 4 KiB reads, RSS"
+	(cd "$root" && go test -run '^$' -bench Mount -benchtime 1x ./mount/) | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+fi
 
 if [[ $GOTEST != 0 ]]; then
 	echo

@@ -119,7 +119,7 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 	if opts.Writer != nil {
 		defer opts.Writer.Zero()
 	}
-	var src io.Reader = in
+	var src io.Reader = in.Reader
 	var prog *progress
 	if rng != nil {
 		if src, err = selectRange(in, *rng); err != nil {
@@ -168,7 +168,7 @@ func selectRange(in *input, r edit.Range) (io.Reader, error) {
 		}
 		return io.NewSectionReader(in.file, off+r.Start, min(r.End, size)-r.Start), nil
 	}
-	var src io.Reader = in
+	var src io.Reader = in.Reader
 	if r.Start > 0 {
 		if n, err := io.CopyN(io.Discard, in, r.Start); err != nil {
 			if err == io.EOF {

@@ -49,7 +49,7 @@ func reencryptAction(c *cli.Context) error {
 	// The body length is checked before anything is written: a body cut
 	// inside a segment is a damaged file.
 	prog := newProgress(c, in.size(), "reencrypting")
-	src := prog.reader(in)
+	src := prog.reader(in.Reader) // the *os.File itself: io.Copy to a file is then copy_file_range
 	h, err := header.Parse(src)
 	if err != nil {
 		return err
