@@ -355,7 +355,6 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-
 // unquoteUsage splits a flag's usage into the placeholder that backticks
 // mark in it (`PATH`) and the text without the backticks.
 func unquoteUsage(usage string) (placeholder, text string) {
