@@ -472,3 +472,81 @@ func TestKernelCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalWithoutOutput: a command that has created no file yet (decrypt
+// to stdout) also ends on SIGQUIT with 131 and one line, no goroutine dump.
+func TestSignalWithoutOutput(t *testing.T) {
+	e := newSafetyEnv(t)
+	plain := randomBytes(1<<20, 13)
+	enc, hdrLen := e.encryptFor(t, "q.c4gh", plain)
+	data, _ := os.ReadFile(enc)
+	for _, sig := range []syscall.Signal{syscall.SIGQUIT, syscall.SIGINT} {
+		pr, pw, _ := os.Pipe()
+		cmd := exec.Command(e.bin, "decrypt", "--sk", e.sk)
+		cmd.Env = cleanEnv()
+		cmd.Stdin = pr
+		stdout, _ := cmd.StdoutPipe()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pr.Close()
+		pw.Write(data[:hdrLen+9*body.EncryptedSegmentSize])
+		// The first batch comes out: the command is running.
+		if _, err := io.ReadFull(stdout, make([]byte, 100)); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Process.Signal(sig)
+		go io.Copy(io.Discard, stdout)
+		cmd.Wait()
+		pw.Close()
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(sig) {
+			t.Errorf("%v: exit %d, want %d", sig, code, 128+int(sig))
+		}
+		if strings.Contains(stderr.String(), "goroutine") || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%v: stderr %q, want one line", sig, stderr.String())
+		}
+	}
+}
+
+// TestHeaderCommittedWithBody: encrypt -o BODY --header HDR whose BODY
+// appears while it runs fails and leaves no header of its own either.
+func TestHeaderCommittedWithBody(t *testing.T) {
+	e := newSafetyEnv(t)
+	dir := t.TempDir()
+	bodyPath, hdrPath := filepath.Join(dir, "b.c4gh"), filepath.Join(dir, "h.c4gh")
+	pr, pw, _ := os.Pipe()
+	cmd := exec.Command(e.bin, "encrypt", "--recipient_pk", e.pk, "-o", bodyPath, "--header", hdrPath)
+	cmd.Env = cleanEnv()
+	cmd.Stdin = pr
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	pw.Write(randomBytes(1000, 14))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(dir, ".*.partial-*")); len(m) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no temporary outputs; stderr %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	os.WriteFile(bodyPath, []byte("appeared"), 0o600)
+	pw.Close()
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage {
+		t.Errorf("exit %d, want %d; stderr %s", code, exitUsage, stderr.String())
+	}
+	if _, err := os.Stat(hdrPath); err == nil {
+		t.Error("the header was left without its body")
+	}
+	if b, _ := os.ReadFile(bodyPath); string(b) != "appeared" {
+		t.Error("the file that appeared was replaced")
+	}
+}

@@ -97,9 +97,9 @@ func TestMountCommand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("mount after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+	case <-done:
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("mount after SIGTERM: exit %d, want %d; stderr:\n%s", code, 128+int(syscall.SIGTERM), stderr.String())
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("mount did not end after SIGTERM")

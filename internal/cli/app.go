@@ -22,6 +22,10 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && filepath.Base(args[0]) == "crypt4gh-keygen" {
 		args = append([]string{"crypt4gh", "keygen"}, args[1:]...)
 	}
+	// Every catchable signal ends a run the same way (cleanup, then
+	// 128+N), also one that has created nothing yet (SIGQUIT would
+	// otherwise dump the goroutines).
+	cleanup.arm()
 	app := newApp(stdin, stdout, stderr)
 	args, err := prepare(app, args, stderr)
 	if err == nil {
@@ -74,7 +78,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	for _, cmd := range app.Commands {
 		cmd.Flags = append(cmd.Flags, logFlag())
 		if cmd.Before == nil {
-			cmd.Before = checkJobs
+			cmd.Before = checkFlags
 		}
 		// No command has subcommands: without this, urfave/cli adds a
 		// "help" subcommand to each, so that a FILE argument named "help"

@@ -29,6 +29,15 @@ const completeFlag = "--generate-bash-completion"
 // prepare checks and rewrites args for app. It returns the arguments to
 // run, or an error to report.
 func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
+	// The reference's global --log PATH, before the command: accepted
+	// (and not read) as on every command.
+	for len(args) > 1 && (args[1] == "--log" || strings.HasPrefix(args[1], "--log=")) {
+		n := 1
+		if args[1] == "--log" {
+			n = 2
+		}
+		args = append(args[:1:1], args[min(1+n, len(args)):]...)
+	}
 	if len(args) < 2 {
 		fmt.Fprint(stderr, shortUsage(app))
 		return nil, quietExit(exitUsage)
@@ -58,10 +67,12 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 		return args, nil // --help, --version, completion of the command name
 	}
 	cmd := app.Command(name)
+	if name == "help" && len(args) > 2 && app.Command(args[2]) == nil && !strings.HasPrefix(args[2], "-") {
+		cmd, name = nil, args[2]
+	} else if cmd == nil && name == "help" {
+		return args, nil
+	}
 	if cmd == nil {
-		if name == "help" {
-			return args, nil
-		}
 		err := usagef("unknown command %q", name)
 		if near := nearest(name, commandNames(app)); near != "" {
 			err = usagef("unknown command %q; did you mean %q?", name, near)
@@ -161,7 +172,7 @@ func commandNames(app *cli.App) []string {
 // nearest returns the name closest to s by edit distance, when it is
 // close enough to be a typing error.
 func nearest(s string, names []string) string {
-	best, bestDist := "", len(s)/2+2
+	best, bestDist := "", max(3, len(s)/3+1)
 	for _, n := range names {
 		if d := editDistance(s, n); d < bestDist || strings.HasPrefix(n, s) && d == bestDist {
 			best, bestDist = n, d

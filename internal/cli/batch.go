@@ -83,8 +83,9 @@ func decryptItems(files []string) ([]batchItem, error) {
 }
 
 // checkDistinct refuses a batch in which two files would be written to
-// the same path, also through a symbolic link to a folder: the second
-// would replace the first.
+// the same path, also through a symbolic link to a folder (the second
+// would replace the first), or in which an output is one of the inputs
+// (it would be replaced while it is read).
 func checkDistinct(items []batchItem) error {
 	seen := map[string]string{}
 	for _, it := range items {
@@ -96,6 +97,11 @@ func checkDistinct(items []batchItem) error {
 			return usagef("%s and %s would both be written to %s", quoteName(prev), quoteName(it.in), quoteName(key))
 		}
 		seen[key] = it.in
+		for _, other := range items {
+			if sameFile(it.out, other.in) {
+				return usagef("%s would be written to %s, which is an input", quoteName(it.in), quoteName(it.out))
+			}
+		}
 	}
 	return nil
 }
@@ -120,6 +126,14 @@ func (e batchError) exitCode() int { return e.code }
 // of the outputs; srcIsPlain says which side of op is the plaintext, for
 // the checksum lines.
 func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, srcIsPlain bool, op fileOp) error {
+	keyFiles := keyInputs(c)
+	for _, it := range items {
+		if it.err == nil {
+			if err := distinctOutputs([]string{"the output of " + quoteName(it.in), it.out}, keyFiles); err != nil {
+				return err
+			}
+		}
+	}
 	jobs := body.Jobs(c.Int("jobs"))
 	workers := min(len(items), jobs)
 	perFile := max(1, jobs/workers)
@@ -134,17 +148,20 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 
 	var (
 		mu      sync.Mutex // guards the fields below and the writes to stdout and stderr
-		results = make([]string, len(items))
+		results  = make([]string, len(items))
+		failedAt = make([]bool, len(items))
 		done    = make([]bool, len(items))
-		next    int
-		failed  int
-		code    int
+		next     int
+		failed   int
+		code     int
+		writeErr error
 	)
 	finish := func(i int, lines string, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
 			failed++
+			failedAt[i] = true
 			code = max(code, exitCode(err))
 			prog.print(func() { report(c.App.ErrWriter, fmt.Errorf("%s: %w", quoteName(items[i].in), err)) })
 		}
@@ -153,7 +170,11 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 		results[i], done[i] = lines, true
 		for next < len(items) && done[next] {
 			if results[next] != "" {
-				prog.print(func() { io.WriteString(c.App.Writer, results[next]) })
+				prog.print(func() {
+					if _, err := io.WriteString(c.App.Writer, results[next]); err != nil && writeErr == nil {
+						writeErr = fmt.Errorf("failed to write the checksums: %w", err)
+					}
+				})
 			}
 			next++
 		}
@@ -179,7 +200,10 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 	if failed < len(items) && !c.Bool("checksum") && !isTerminal(c.App.Writer) {
 		// stdout was redirected, but gets nothing: say where the
 		// outputs went.
-		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: nothing written to stdout; the outputs are %s\n", outputNames(items))
+		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: nothing written to stdout; the outputs are %s\n", outputNames(items, done, failedAt))
+	}
+	if writeErr != nil {
+		return writeErr
 	}
 	if failed > 0 {
 		return batchError{failed: failed, total: len(items), code: max(code, exitError)}
@@ -187,18 +211,22 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 	return nil
 }
 
-// outputNames names the outputs of a batch, the first few of them.
-func outputNames(items []batchItem) string {
+// outputNames names the outputs that a batch wrote, the first few of them.
+func outputNames(items []batchItem, done, failed []bool) string {
 	const shown = 3
 	var names []string
-	for _, it := range items {
-		if it.err == nil && len(names) < shown {
-			names = append(names, quoteName(it.out))
+	written := 0
+	for i, it := range items {
+		if done[i] && !failed[i] {
+			written++
+			if len(names) < shown {
+				names = append(names, quoteName(it.out))
+			}
 		}
 	}
 	s := strings.Join(names, ", ")
-	if len(items) > shown {
-		s += fmt.Sprintf(", … (%d files, each beside its input)", len(items))
+	if written > shown {
+		s += fmt.Sprintf(", … (%d files, each beside its input)", written)
 	}
 	return s
 }

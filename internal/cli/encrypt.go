@@ -47,7 +47,7 @@ func encrypt(c *cli.Context) error {
 	if err := checksumSingle(c, rng); err != nil {
 		return err
 	}
-	if err := distinctOutputs("-o", c.String("output"), "--header", c.String("header")); err != nil {
+	if err := distinctOutputs([]string{"-o", c.String("output"), "--header", c.String("header")}, keyInputs(c)); err != nil {
 		return err
 	}
 	recipients, err := readPublicKeys(c.StringSlice("recipient_pk"))
@@ -103,6 +103,9 @@ func encrypt(c *cli.Context) error {
 		}
 	}
 	if err := out.finish(err); err != nil {
+		// The header is of no use without its body, nor the body
+		// without it: a header committed already goes again.
+		hdr.undo()
 		return err
 	}
 	_, err = io.WriteString(c.App.Writer, lines)

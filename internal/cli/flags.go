@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+
 	"github.com/urfave/cli/v2"
 )
 
@@ -111,11 +113,46 @@ func logFlag() cli.Flag {
 	}
 }
 
-// checkJobs refuses a --jobs below 1 that was given: 0 or less would
-// mean nothing sensible (leave it out for one per CPU).
-func checkJobs(c *cli.Context) error {
+// checkFlags refuses, before a command runs, flag values that cannot
+// mean what the user wants: a --jobs below 1 (leave it out for one per
+// CPU); an empty -i, -o or --range (an unset variable: "-o $OUT" would
+// write to stdout); a passphrase from stdin when the data comes from
+// stdin too.
+func checkFlags(c *cli.Context) error {
 	if c.IsSet("jobs") && c.Int("jobs") < 1 {
 		return usagef("--jobs %d: give 1 or more (leave it out for one per CPU)", c.Int("jobs"))
 	}
+	for _, name := range []string{"input", "output", "range", "header", "sk", "passphrase-file"} {
+		if c.IsSet(name) && c.String(name) == "" && !envSet(c, name) {
+			return usagef("--%s is empty", name)
+		}
+	}
+	for _, name := range []string{"passphrase-file", "new-passphrase-file"} {
+		switch c.String(name) {
+		case "-", "/dev/stdin", "/dev/fd/0":
+			if readsStdin(c) {
+				return withHint(usagef("--%s %s and the data both come from stdin", name, c.String(name)),
+					"give the data with -i PATH, or the passphrase in a file")
+			}
+		}
+	}
 	return nil
+}
+
+// envSet reports whether the flag name got its value from its variable
+// (an empty C4GH_SECRET_KEY means no key, not an error).
+func envSet(c *cli.Context, name string) bool {
+	for _, f := range c.Command.Flags {
+		if f.Names()[0] != name {
+			continue
+		}
+		if d, ok := f.(cli.DocGenerationFlag); ok {
+			for _, e := range d.GetEnvVars() {
+				if _, set := os.LookupEnv(e); set {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

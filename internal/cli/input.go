@@ -94,6 +94,9 @@ func reservable(f *os.File) int64 {
 // stdout) of a command; the output may not be the input. The caller must
 // close the input and finish the output.
 func openStreams(c *cli.Context, opts outputOptions) (*input, *output, error) {
+	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
+		return nil, nil, err
+	}
 	in, err := openInput(c.String("input"), c.App.Reader)
 	if err != nil {
 		return nil, nil, err

@@ -63,7 +63,7 @@ func inspectCommand() *cli.Command {
 		Flags: []cli.Flag{
 			skFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)"},
-			passphraseFileFlag(), inputFlag(),
+			passphraseFileFlag(), inputFlag(), quietFlag(),
 		},
 		Action: inspect,
 	}

@@ -51,7 +51,7 @@ func readKeyFile(what, path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, keyError(fmt.Errorf("%s file %q does not exist", what, path))
+			return nil, keyError(fmt.Errorf("%s %q does not exist", what, path))
 		}
 		return nil, keyError(fmt.Errorf("failed to read %s %s: %w", what, quoteName(path), pathErr(err)))
 	}
@@ -92,7 +92,7 @@ func loadSecretKey(c *cli.Context) (*keys.SecretKey, keys.SecretKeyInfo, error) 
 	if path == "" {
 		return nil, keys.SecretKeyInfo{}, usagef("no secret key: use --sk PATH or set %s", secretKeyEnv)
 	}
-	data, err := readKeyFile("secret key", path)
+	data, err := readKeyFile("secret key file", path)
 	if err != nil {
 		return nil, keys.SecretKeyInfo{}, err
 	}
@@ -183,7 +183,7 @@ func passphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
 		return []byte(p), nil
 	}
 	stdinFile, _ := c.App.Reader.(*os.File)
-	if src.stdin && !isTerminal(stdinFile) {
+	if src.stdin && !isTerminal(stdinFile) && !readsStdin(c) {
 		return readPassphraseLines(c.App.Reader, src.confirm)
 	}
 	tty, err := openTTY()
@@ -208,7 +208,11 @@ func passphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
 // readPassphraseFile returns the first line of the file at path ("-" is
 // stdin), without its line ending, and warns when others may read the file.
 func readPassphraseFile(c *cli.Context, path string) ([]byte, error) {
-	if path == "-" {
+	if path == "-" || path == "/dev/stdin" || path == "/dev/fd/0" {
+		if readsStdin(c) {
+			return nil, withHint(usagef("--passphrase-file %s and the data both come from stdin", path),
+				"give the data with -i PATH, or the passphrase in a file")
+		}
 		return readPassphraseLines(c.App.Reader, false)
 	}
 	data, err := readKeyFile("passphrase file", path)
@@ -221,6 +225,25 @@ func readPassphraseFile(c *cli.Context, path string) ([]byte, error) {
 	return bytes.Clone(bytes.TrimSuffix(line, []byte("\r"))), nil
 }
 
+// readsStdin reports whether the command reads its data from stdin: -i
+// is empty or "-", or one of its FILE arguments is "-".
+func readsStdin(c *cli.Context) bool {
+	switch c.Command.Name {
+	case "keygen", "pubkey", "mount", "completion", "man":
+		return false
+	}
+	if c.NArg() > 0 {
+		for _, a := range c.Args().Slice() {
+			if a == "-" {
+				return true
+			}
+		}
+		return false
+	}
+	in := c.String("input")
+	return in == "" || in == "-"
+}
+
 // readPassphraseLines reads a passphrase line from r, and with confirm a
 // second line that must be the same, as "printf 'pw\npw\n' | crypt4gh
 // keygen" gives them.
@@ -231,7 +254,7 @@ func readPassphraseLines(r io.Reader, confirm bool) ([]byte, error) {
 		if err != nil && !(err == io.EOF && len(b) > 0) {
 			clear(b)
 			if err == io.EOF {
-				return nil, keyError(errors.New("no passphrase on stdin"))
+				return nil, keyError(errors.New("no passphrase on stdin (a new one is given twice, one line each)"))
 			}
 			return nil, keyError(fmt.Errorf("failed to read the passphrase from stdin: %w", err))
 		}
@@ -281,7 +304,7 @@ func readPublicKeys(paths []string) ([]keys.PublicKey, error) {
 	seen := map[keys.PublicKey]bool{}
 	for _, path := range paths {
 		path = expandHome(path)
-		data, err := readKeyFile("public key", path)
+		data, err := readKeyFile("public key file", path)
 		if err != nil {
 			return nil, err
 		}

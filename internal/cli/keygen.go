@@ -51,7 +51,7 @@ func keygenCommand() *cli.Command {
 			&cli.StringFlag{Name: "kdf", Value: string(keys.KDFScrypt), Usage: "passphrase KDF: scrypt, bcrypt or pbkdf2_hmac_sha256"},
 			passphraseFileFlag(),
 			&cli.StringFlag{Name: "new-passphrase-file", Usage: "with --convert and --relock: read the new passphrase from the first line of `PATH`"},
-			forceFlag(),
+			forceFlag(), quietFlag(),
 			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version (as crypt4gh-keygen -v does)"},
 		},
 		Action: keygen,
@@ -112,15 +112,13 @@ func keygen(c *cli.Context) error {
 }
 
 // newPairPaths returns where keygen writes a new pair: --sk and --pk (or
-// their variables), else ~/.c4gh/key and ~/.c4gh/key.pub, creating that
-// folder (0700) when it is missing.
+// their variables), each on its own defaulting, as in the reference tool,
+// to ~/.c4gh/key and ~/.c4gh/key.pub, creating that folder (0700) when
+// it is missing.
 func newPairPaths(c *cli.Context) (string, string, error) {
 	skPath, pkPath := expandHome(c.String("sk")), expandHome(c.String("pk"))
-	switch {
-	case skPath != "" && pkPath != "":
+	if skPath != "" && pkPath != "" {
 		return skPath, pkPath, nil
-	case skPath != "" || pkPath != "":
-		return "", "", usagef("keygen needs both --sk PATH and --pk PATH, or neither (for ~/%s/key)", defaultKeyDir)
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
@@ -133,7 +131,13 @@ func newPairPaths(c *cli.Context) (string, string, error) {
 		}
 		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: created %s (mode 0700) for the new key pair\n", quoteName(dir))
 	}
-	return filepath.Join(dir, "key"), filepath.Join(dir, "key.pub"), nil
+	if skPath == "" {
+		skPath = filepath.Join(dir, "key")
+	}
+	if pkPath == "" {
+		pkPath = filepath.Join(dir, "key.pub")
+	}
+	return skPath, pkPath, nil
 }
 
 // newKey is a secret key made by keygen, and its file.
@@ -186,7 +190,7 @@ type keyOutputs struct {
 // different files, and different from the files named in also (pairs of
 // flag name and path: the keys read).
 func openKeyOutputs(c *cli.Context, skName, skPath, pkName, pkPath string, also ...string) (*keyOutputs, error) {
-	if err := distinctOutputs(append([]string{skName, skPath, pkName, pkPath}, also...)...); err != nil {
+	if err := distinctOutputs([]string{skName, skPath, pkName, pkPath}, also); err != nil {
 		return nil, err
 	}
 	for _, p := range []string{skPath, pkPath} {
@@ -197,11 +201,11 @@ func openKeyOutputs(c *cli.Context, skName, skPath, pkName, pkPath string, also 
 	k := &keyOutputs{skPath: skPath}
 	_, err := os.Lstat(skPath)
 	k.skExisted = err == nil
-	if k.sk, err = openKeyFile(c, skPath, modeSecret); err != nil {
+	if k.sk, err = openKeyFile(c, skPath, true); err != nil {
 		return nil, err
 	}
 	if pkPath != "" {
-		if k.pk, err = openKeyFile(c, pkPath, modePublic); err != nil {
+		if k.pk, err = openKeyFile(c, pkPath, false); err != nil {
 			k.sk.abort()
 			return nil, err
 		}
@@ -209,20 +213,21 @@ func openKeyOutputs(c *cli.Context, skName, skPath, pkName, pkPath string, also 
 	return k, nil
 }
 
-// openKeyFile opens a key output: only a regular file is ever replaced.
-func openKeyFile(c *cli.Context, path string, mode os.FileMode) (*output, error) {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+// openKeyFile opens a key output, a secret key (0600) or a public key
+// (0666 minus the umask): only a regular file is ever replaced.
+func openKeyFile(c *cli.Context, path string, secret bool) (*output, error) {
+	fi, err := os.Stat(path)
+	if err == nil && !fi.Mode().IsRegular() {
 		return nil, usagef("%s is not a regular file; refusing to write a key to it", quoteName(path))
 	}
-	out, err := openOutput(path, nil, outputOptions{force: c.Bool("force"), mode: mode})
-	if err != nil {
-		var h hinted
-		if errors.As(err, &h) && !c.Bool("force") {
-			return nil, withHint(usagef("%s already exists", quoteName(path)), "use -f to replace it")
-		}
-		return nil, err
+	if err == nil && !c.Bool("force") {
+		return nil, withHint(usagef("%s already exists", quoteName(path)), "use -f to replace it")
 	}
-	return out, nil
+	mode := os.FileMode(modePublic)
+	if secret {
+		mode = modeSecret
+	}
+	return openOutput(path, nil, outputOptions{force: c.Bool("force"), mode: mode, secretKey: secret})
 }
 
 func (k *keyOutputs) abort() {
@@ -284,10 +289,10 @@ func keygenDerive(c *cli.Context) error {
 	if pkPath == "" {
 		return withHint(usagef("--derive needs --pk PATH"), "crypt4gh pubkey --sk KEY prints the public key instead")
 	}
-	if err := distinctOutputs("--sk", secretKeyPath(c), "--pk", pkPath); err != nil {
+	if err := distinctOutputs([]string{"--pk", pkPath}, keyInputs(c)); err != nil {
 		return err
 	}
-	out, err := openKeyFile(c, pkPath, modePublic)
+	out, err := openKeyFile(c, pkPath, false)
 	if err != nil {
 		return err
 	}
@@ -314,7 +319,7 @@ func keygenConvert(c *cli.Context) error {
 	if sameFile(secretKeyPath(c), out) {
 		return withHint(usagef("-o %s is the secret key being converted", quoteName(out)), "use --relock to change a crypt4gh key in place")
 	}
-	files, err := openKeyOutputs(c, "-o", out, "--pk", pkPath, "--sk", secretKeyPath(c))
+	files, err := openKeyOutputs(c, "-o", out, "--pk", pkPath, keyInputs(c)...)
 	if err != nil {
 		return err
 	}
@@ -362,7 +367,7 @@ func keygenRelock(c *cli.Context) error {
 	}
 	defer clear(data)
 	// Replace the file a symbolic link points to, not the link.
-	out, err := openOutput(path, nil, outputOptions{force: true, mode: modeSecret})
+	out, err := openOutput(path, nil, outputOptions{force: true, mode: modeSecret, secretKey: true})
 	if err != nil {
 		return err
 	}

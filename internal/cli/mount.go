@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -56,15 +57,35 @@ func mountAction(c *cli.Context) error {
 	defer sk.Zero()
 	// From here on the signals unmount: the passphrase prompt is over.
 	// They are caught before the mount exists, so that none can end the
-	// process with the file system mounted.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
+	// process with the file system mounted; the command then ends with
+	// 128 + the signal's number, as every command does.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	signal.Ignore(syscall.SIGPIPE)
+	defer signal.Stop(sigs)
 	cleanup.stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan os.Signal, 1)
+	go func() {
+		got <- <-sigs
+		cancel()
+	}()
 	srv, err := mount.Mount(mount.Dir(source), mountpoint, mount.Options{
 		Key: sk, Sender: sender, AllowOther: c.Bool("allow-other"), Log: c.App.ErrWriter,
 	})
 	if err != nil {
 		return err
 	}
-	return srv.Wait(ctx)
+	if err := srv.Wait(ctx); err != nil {
+		return err
+	}
+	select {
+	case s := <-got:
+		sig, _ := s.(syscall.Signal)
+		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: unmounted %s (%v)\n", quoteName(mountpoint), sig)
+		return quietExit(128 + int(sig))
+	default:
+		return nil // unmounted from outside
+	}
 }

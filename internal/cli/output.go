@@ -12,7 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
+
+	"github.com/c4gh-go/crypt4gh/keys"
 )
 
 // Every file the tool creates, data or key, goes through output: it is
@@ -40,6 +43,8 @@ type output struct {
 	// reserved: blocks may be reserved past what was written (preallocate),
 	// to be released by commit.
 	reserved bool
+	// committed: commit gave the file its name.
+	committed bool
 }
 
 // outputOptions says how an output may be created.
@@ -48,6 +53,9 @@ type outputOptions struct {
 	binary bool        // refuse to write to a terminal unless path is "-"
 	mode   os.FileMode // modeSecret or modePublic
 	input  *os.File    // the input, which the output must not be
+	// secretKey: the output is a new secret key, which may replace an
+	// old one with force; nothing else ever replaces a secret key.
+	secretKey bool
 }
 
 // isStdout reports whether path names standard output.
@@ -66,6 +74,14 @@ func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, err
 		if opts.binary && path != "-" && isTerminal(stdout) {
 			return nil, withHint(usagef("refusing to write binary data to a terminal"),
 				"use -o FILE, or -o - to write to the terminal anyway")
+		}
+		if f, ok := stdout.(*os.File); ok && opts.input != nil {
+			// "crypt4gh … -i f >> f" would read what it appends.
+			if fo, err := f.Stat(); err == nil && fo.Mode().IsRegular() {
+				if fi, err := opts.input.Stat(); err == nil && os.SameFile(fo, fi) {
+					return nil, usagef("stdout is the input file")
+				}
+			}
 		}
 		return &output{Writer: stdout}, nil
 	}
@@ -120,6 +136,8 @@ func checkOutput(path string, opts outputOptions) (string, error) {
 		return "", nil
 	case !opts.force:
 		return "", withHint(usagef("output file %q already exists", path), "use --force to replace it")
+	case !opts.secretKey && holdsSecretKey(path):
+		return "", usagef("%s holds a secret key: only a new secret key may replace it", quoteName(path))
 	}
 	// Through a symbolic link, replace the file it points to, not the link.
 	target, err := filepath.EvalSymlinks(path)
@@ -127,6 +145,20 @@ func checkOutput(path string, opts outputOptions) (string, error) {
 		return "", fmt.Errorf("failed to resolve output %s: %w", path, pathErr(err))
 	}
 	return target, nil
+}
+
+// holdsSecretKey reports whether the file at path is a secret key file of
+// a format that this tool reads.
+func holdsSecretKey(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, maxKeyFile))
+	defer clear(data)
+	_, err = keys.InspectSecretKey(data)
+	return err == nil
 }
 
 // Write errors name the user's path, not the temporary file.
@@ -222,8 +254,8 @@ func warnStale(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, ".*"+tempSuffix+"*"))
 	for _, n := range names {
 		if fi, err := os.Lstat(n); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleAge {
-			fmt.Fprintf(os.Stderr, "crypt4gh: warning: %s was left by an interrupted run %s ago; remove it if no crypt4gh is running\n",
-				quoteName(n), time.Since(fi.ModTime()).Round(time.Hour))
+			fmt.Fprintf(os.Stderr, "crypt4gh: warning: %s was left by an interrupted run %d hours ago; remove it if no crypt4gh is running\n",
+				quoteName(n), int(time.Since(fi.ModTime()).Hours()))
 		}
 	}
 }
@@ -257,12 +289,13 @@ func (o *output) commit() error {
 	}
 	if err != nil {
 		os.Remove(name)
-		if errors.Is(err, os.ErrExist) {
+		if errors.Is(err, os.ErrExist) && !o.force {
 			return withHint(usagef("output file %q already exists (it appeared while this command ran)", o.path),
 				"use --force to replace it")
 		}
 		return fmt.Errorf("failed to write %s: %w", o.path, pathErr(err))
 	}
+	o.committed = true
 	return syncDir(filepath.Dir(o.final))
 }
 
@@ -318,6 +351,15 @@ func syncDir(dir string) error {
 		return fmt.Errorf("failed to sync folder %s: %w", dir, pathErr(err))
 	}
 	return nil
+}
+
+// undo removes a file that commit created, when a command with several
+// outputs fails after it; nil and uncommitted outputs are left alone.
+func (o *output) undo() {
+	if o != nil && o.committed {
+		os.Remove(o.final)
+		o.committed = false
+	}
 }
 
 // abort removes a file output that was not committed (a device or named
@@ -383,21 +425,43 @@ func resolved(p string) string {
 	return abs
 }
 
-// distinctOutputs refuses two outputs (or an output and an input) of one
-// command that are the same file: the second would replace the first. The
-// pairs are name, path, name, path, …; an empty path is skipped.
-func distinctOutputs(pairs ...string) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		for j := i + 2; j+1 < len(pairs); j += 2 {
-			if isStdout(pairs[i+1]) || isStdout(pairs[j+1]) {
-				continue
-			}
-			if sameFile(pairs[i+1], pairs[j+1]) {
-				return usagef("%s and %s are the same file (%s)", pairs[i], pairs[j], pairs[j+1])
+// distinctOutputs refuses two outputs of one command that are the same
+// file, and an output that is one of the files the command reads (a key,
+// a passphrase file): the output would replace it. outputs and inputs are
+// pairs of a name for the message and a path; an empty path or stdout is
+// skipped.
+func distinctOutputs(outputs, inputs []string) error {
+	for i := 0; i+1 < len(outputs); i += 2 {
+		if isStdout(outputs[i+1]) {
+			continue
+		}
+		others := append(outputs[i+2:len(outputs):len(outputs)], inputs...)
+		for j := 0; j+1 < len(others); j += 2 {
+			if !isStdout(others[j+1]) && sameFile(outputs[i+1], others[j+1]) {
+				return usagef("%s and %s are the same file (%s)", outputs[i], others[j], others[j+1])
 			}
 		}
 	}
 	return nil
+}
+
+// keyInputs are the files of key material that a command reads: pairs of
+// a flag and a path, for distinctOutputs.
+func keyInputs(c *cli.Context) []string {
+	var in []string
+	add := func(name, path string) {
+		if path != "" && path != "-" {
+			in = append(in, name, expandHome(path))
+		}
+	}
+	add("--sk", c.String("sk"))
+	add("--sender_pk", c.String("sender_pk"))
+	add("--passphrase-file", c.String("passphrase-file"))
+	add("--new-passphrase-file", c.String("new-passphrase-file"))
+	for _, p := range c.StringSlice("recipient_pk") {
+		add("--recipient_pk", p)
+	}
+	return in
 }
 
 // quoteName escapes the control characters of a file name for a message

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -65,9 +67,11 @@ func newPipeSource(r io.Reader, sk *keys.SecretKey, ranges []edit.Range, dir str
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("failed to read input: %w", err)
 	}
-	spool, err := cleanup.create(filepath.Join(dir, fmt.Sprintf(".crypt4gh-spool-%d%s", os.Getpid(), tempSuffix+"spool")), modeSecret)
+	var r8 [8]byte
+	rand.Read(r8[:])
+	spool, err := cleanup.create(filepath.Join(dir, ".crypt4gh-spool"+tempSuffix+hex.EncodeToString(r8[:])), modeSecret)
 	if err != nil {
-		return nil, fmt.Errorf("failed to create a temporary file for the input: %w", pathErr(err))
+		return nil, fmt.Errorf("failed to create a temporary file for the input in %s: %w", quoteName(dir), pathErr(err))
 	}
 	s := &pipeSource{header: hdr.Bytes(), dropped: n, spool: spool}
 	m, err := io.Copy(spool, r)

@@ -21,6 +21,7 @@ func pubkeyCommand() *cli.Command {
 			passphraseFileFlag(),
 			outputFlag(),
 			forceFlag(),
+			quietFlag(),
 		},
 		Action: pubkey,
 	}
@@ -30,7 +31,7 @@ func pubkey(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usagef("unexpected argument %q", c.Args().First())
 	}
-	if err := distinctOutputs("--sk", secretKeyPath(c), "-o", c.String("output")); err != nil {
+	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
 		return err
 	}
 	out, err := openOutput(c.String("output"), c.App.Writer, outputOptions{force: c.Bool("force"), mode: modePublic})

@@ -37,6 +37,9 @@ func reencryptAction(c *cli.Context) error {
 	if len(c.StringSlice("recipient_pk")) == 0 {
 		return usagef("no recipient: use --recipient_pk PATH")
 	}
+	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
+		return err
+	}
 	recipients, err := readPublicKeys(c.StringSlice("recipient_pk"))
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/c4gh-go/crypt4gh/edit"
@@ -19,7 +20,7 @@ func rearrangeCommand() *cli.Command {
 		Flags: []cli.Flag{
 			skFlag(),
 			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START (required)"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(),
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if !c.IsSet("range") {
@@ -41,7 +42,7 @@ func spliceCommand() *cli.Command {
 			skFlag(),
 			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)"},
 			recipientFlag("write the header for the public key(s) in the file at `PATH` (repeatable)"),
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(),
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if len(c.StringSlice("range")) == 0 {
@@ -81,7 +82,7 @@ func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
 	defer sk.Zero()
 	var src reencrypt.Source = in.file
 	if !in.regular() {
-		dir := "."
+		dir := os.TempDir()
 		if out.final != "" {
 			dir = filepath.Dir(out.final)
 		}

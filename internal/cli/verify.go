@@ -74,7 +74,9 @@ func verify(c *cli.Context) error {
 		err := verifyFile(c, path, sk, sender)
 		if err == nil {
 			if !c.Bool("quiet") {
-				fmt.Fprintf(c.App.Writer, "%s: OK\n", name)
+				if _, err := fmt.Fprintf(c.App.Writer, "%s: OK\n", name); err != nil {
+					return fmt.Errorf("failed to write the result: %w", err)
+				}
 			}
 			continue
 		}
