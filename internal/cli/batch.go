@@ -147,10 +147,10 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 	prog := newProgress(c, total, fmt.Sprintf("%s %d files", verb, len(items)))
 
 	var (
-		mu      sync.Mutex // guards the fields below and the writes to stdout and stderr
+		mu       sync.Mutex // guards the fields below and the writes to stdout and stderr
 		results  = make([]string, len(items))
 		failedAt = make([]bool, len(items))
-		done    = make([]bool, len(items))
+		done     = make([]bool, len(items))
 		next     int
 		failed   int
 		code     int
