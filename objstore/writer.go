@@ -170,7 +170,7 @@ func (c *Client) checkAbsent(ctx context.Context, bucket, key string) error {
 	switch statusOf(err) {
 	case http.StatusNotFound:
 		err = c.notFound(ctx, bucket, err)
-		if errors.Is(err, ErrNoBucket) {
+		if errors.Is(err, ErrNoBucket) || errors.Is(err, ErrAccessDenied) {
 			return err
 		}
 		return nil
