@@ -23,19 +23,20 @@ func decryptCommand() *cli.Command {
 			"for, after its edit list, to stdout (or -o). With --range, only bytes\n" +
 			"[START, END) of that plaintext are written; on a file only the segments\n" +
 			"that the range needs are read. Given FILE.c4gh arguments (flags first),\n" +
-			"writes FILE beside each.",
+			"writes FILE beside each." + objectHelp + resumeHelp + batchFolderHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			senderFlag(),
 			&cli.StringFlag{Name: "range", Usage: "output only bytes [START, END) (`START-END`, or START for the rest)"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(),
+			s3ConfigFlag(), continueFlag(),
 		},
 		Action: decrypt,
 	}
 }
 
 func decrypt(c *cli.Context) error {
-	files, err := batchArgs(c, "range")
+	files, err := batchArgs(c, "range", "continue")
 	if err != nil {
 		return err
 	}
@@ -49,12 +50,15 @@ func decrypt(c *cli.Context) error {
 	if err := checksumSingle(c, rng); err != nil {
 		return err
 	}
-	in, err := openInput(c.String("input"), c.App.Reader)
+	if c.Bool("continue") {
+		return decryptResume(c, rng)
+	}
+	in, err := openSource(c, c.String("input"))
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := openOutput(c.String("output"), c.App.Writer,
+	out, err := openDest(c, c.String("output"), max(in.size(), 0),
 		outputOptions{force: c.Bool("force"), mode: modeSecret, input: in.file})
 	if err != nil {
 		return err
@@ -71,7 +75,7 @@ func decrypt(c *cli.Context) error {
 // The key is loaded, and its passphrase asked, only once the input is
 // known to start like a crypt4gh file.
 func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string, error) {
-	if rng != nil && in.regular() {
+	if rng != nil && (in.regular() || in.obj != nil) {
 		return "", decryptRangeAt(c, in, out, *rng)
 	}
 	var prog *progress
@@ -113,12 +117,10 @@ func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string
 // decryptRangeAt writes bytes rng of the regular file in to out, reading
 // only the header and the segments the range touches.
 func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) error {
-	off, err := in.file.Seek(0, io.SeekCurrent)
+	file, size, err := in.randomAccess()
 	if err != nil {
-		return fmt.Errorf("failed to read input: %w", err)
+		return err
 	}
-	size := in.size()
-	file := io.NewSectionReader(in.file, off, size)
 	if err := checkMagic(bufio.NewReader(io.NewSectionReader(file, 0, 16))); err != nil {
 		return err
 	}

@@ -7,12 +7,13 @@ import (
 	"os"
 )
 
-// input is what a command reads: stdin, or a file.
+// input is what a command reads: stdin, a file, or an object (s3.go).
 type input struct {
 	io.Reader
-	name string   // for messages: the path, or "stdin"
-	file *os.File // the file (or stdin when it is one), nil for other readers
-	own  bool     // the file was opened here and is closed by Close
+	name string        // for messages: the path, or "stdin"
+	file *os.File      // the file (or stdin when it is one), nil for other readers
+	own  bool          // the file was opened here and is closed by Close
+	obj  *objectStream // an object, read through Reader; nil for files and stdin
 }
 
 // openInput opens path for reading ("" or "-" is stdin). The caller must
@@ -38,6 +39,9 @@ func openInput(path string, stdin io.Reader) (*input, error) {
 
 // Close closes the file if openInput opened it.
 func (in *input) Close() error {
+	if in.obj != nil {
+		return in.obj.Close()
+	}
 	if in.own {
 		return in.file.Close()
 	}
@@ -56,6 +60,9 @@ func (in *input) regular() bool {
 // size is the number of bytes left to read in the input, or -1 when it is
 // not a regular file.
 func (in *input) size() int64 {
+	if in.obj != nil {
+		return in.obj.remaining()
+	}
 	if in.file == nil {
 		return -1
 	}

@@ -64,6 +64,7 @@ func inspectCommand() *cli.Command {
 			skFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)"},
 			passphraseFileFlag(), inputFlag(),
+			s3ConfigFlag(),
 		},
 		Action: inspect,
 	}
@@ -134,7 +135,7 @@ func inspect(c *cli.Context) error {
 	case c.NArg() == 1:
 		path = c.Args().First()
 	}
-	in, err := openInput(path, c.App.Reader)
+	in, err := openSource(c, path)
 	if err != nil {
 		return err
 	}
