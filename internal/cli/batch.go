@@ -150,7 +150,7 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 		if err != nil {
 			failed++
 			code = max(code, exitCode(err))
-			prog.print(func() { report(c.App.ErrWriter, fmt.Errorf("%s: %w", quoteName(items[i].in), err)) })
+			prog.print(func() { report(c.App.ErrWriter, fmt.Errorf("%s: %w", quoteName(shownName(items[i].in)), err)) })
 		}
 		// Checksum lines come out in the order of the arguments, each as
 		// soon as the files before it are done.
@@ -278,6 +278,7 @@ func (s *fileSums) lines(inName, outName string, srcIsPlain bool) string {
 		return ""
 	}
 	plain, cipher := s.out, s.in
+	inName, outName = shownName(inName), shownName(outName)
 	plainName, cipherName := outName, inName
 	if srcIsPlain {
 		plain, cipher = s.in, s.out

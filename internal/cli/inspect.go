@@ -159,7 +159,7 @@ func inspect(c *cli.Context) error {
 		defer sk.Zero()
 	}
 	r := describe(h, bodySize)
-	r.File = path
+	r.File = shownName(path)
 	if r.File == "" {
 		r.File = "-"
 	}

@@ -38,8 +38,6 @@ const (
 	// readChunk is the size of the ranged GETs of a stream: 128 encrypted
 	// segments, so that the chunks of a body end on segments.
 	readChunk = 128 * body.EncryptedSegmentSize
-	// readChunks is how many chunks a stream holds at most (64 MiB).
-	readChunks = 8
 	// writeBudget is how many bytes of parts an upload holds at most.
 	writeBudget = 96 << 20
 	// headSize is what is fetched first of an object, in one request:
@@ -92,9 +90,19 @@ func (s *stores) sharing() int {
 	return s.files
 }
 
+// readChunks is how many chunks a stream holds at most (64 MiB), shared
+// by the files of a batch, two at least. A variable for the tests, which
+// read one chunk at a time to stall a download at a known place.
+var readChunks = 8
+
+// storeIdleTimeout is how long a request may make no progress before it
+// is retried; 0 is objstore's default (a minute). A variable for the
+// tests, which stall requests.
+var storeIdleTimeout time.Duration
+
 // storeConfig is the configuration of the client of the run.
 func storeConfig(c *cli.Context) objstore.Config {
-	return objstore.Config{S3Config: expandHome(c.String("s3-config"))}
+	return objstore.Config{S3Config: expandHome(c.String("s3-config")), IdleTimeout: storeIdleTimeout}
 }
 
 // client returns the client of the run, made at the first call.
@@ -110,7 +118,7 @@ func client(c *cli.Context) (*objstore.Client, error) {
 
 // readerOptions are the options of the streams of a run.
 func readerOptions(c *cli.Context) *objstore.ReaderOptions {
-	return &objstore.ReaderOptions{ChunkSize: readChunk, Concurrency: max(2, readChunks/storesOf(c).sharing())}
+	return &objstore.ReaderOptions{ChunkSize: readChunk, Concurrency: max(min(2, readChunks), readChunks/storesOf(c).sharing())}
 }
 
 // writerOptions are the options of an upload of size bytes (0: unknown):
@@ -151,6 +159,20 @@ func (in *input) randomAccess() (io.ReaderAt, int64, error) {
 	}
 	size := in.size()
 	return io.NewSectionReader(in.file, off, size), size, nil
+}
+
+// shownName is how a path or URL is named in messages and output lines:
+// a URL without its query (that of a presigned URL is a bearer
+// credential) nor anything that Parse refuses to show.
+func shownName(p string) string {
+	if !objstore.IsURL(p) {
+		return p
+	}
+	loc, err := objstore.Parse(p)
+	if err != nil {
+		return "URL"
+	}
+	return loc.String()
 }
 
 // openObject opens the object (or web resource) at the URL s.

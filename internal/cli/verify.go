@@ -72,7 +72,7 @@ func verify(c *cli.Context) error {
 	var worst error
 	failed := 0
 	for _, path := range paths {
-		name := quoteName(path)
+		name := quoteName(shownName(path))
 		if path == "-" {
 			name = "stdin"
 		}
