@@ -203,7 +203,7 @@ func TestS3Costs(t *testing.T) {
 	if code != exitKey || !strings.Contains(stderr, "no packet") {
 		t.Errorf("the old key after the rekey: exit %d\n%s", code, stderr)
 	}
-	e.must(t, "decrypt", "--sk", "bob.sec", "--range", fmt.Sprint(size - 100000), "-i", url("big.c4gh"), "-o", "bob-end")
+	e.must(t, "decrypt", "--sk", "bob.sec", "--range", fmt.Sprint(size-100000), "-i", url("big.c4gh"), "-o", "bob-end")
 	sameBytes(t, "bob's end", e.read(t, "bob-end"), patternRange(size-100000, size))
 	e.must(t, "decrypt", "--sk", "bob.sec", "--range", "0-70000", "-i", url("big.c4gh"), "-o", "bob-start")
 	sameBytes(t, "bob's start", e.read(t, "bob-start"), patternRange(0, 70000))
