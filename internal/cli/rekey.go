@@ -75,7 +75,7 @@ func compose(c *cli.Context, dest objstore.Location, parts []objstore.Part, forc
 		return err
 	}
 	err = interruptible(c, func(ctx context.Context) error {
-		return cl.Compose(ctx, dest.Bucket, dest.Key, parts, &objstore.ComposeOptions{Force: force})
+		return cl.Compose(ctx, dest.Bucket, dest.Key, parts, &objstore.ComposeOptions{Force: force, CopyPartSize: copyPart, Concurrency: copyJobs})
 	})
 	if errors.Is(err, objstore.ErrExists) {
 		return withHint(err, "use --force to replace it")

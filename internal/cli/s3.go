@@ -38,8 +38,15 @@ const (
 	// readChunk is the size of the ranged GETs of a stream: 128 encrypted
 	// segments, so that the chunks of a body end on segments.
 	readChunk = 128 * body.EncryptedSegmentSize
-	// writeBudget is how many bytes of parts an upload holds at most.
-	writeBudget = 96 << 20
+	// writeBudget is how many bytes of parts an upload holds at most:
+	// five parts of 16 MiB.
+	writeBudget = 80 << 20
+	// copyPart is the size of the server-side copies of a rekey or a
+	// splice between objects, and copyJobs how many run at once: few
+	// and large, for a small store copies faster one or two at a time
+	// (and checksums what it copies).
+	copyPart = 1 << 30
+	copyJobs = 2
 	// headSize is what is fetched first of an object, in one request:
 	// enough for any usual header.
 	headSize = 64 << 10
