@@ -189,13 +189,6 @@ type partialWriter struct {
 // earlier run left and that may be kept.
 func openPartial(c *cli.Context, path string, rec resumeRecord, plainSize int64) (*partialWriter, error) {
 	w := &partialWriter{path: path, record: strings.TrimSuffix(path, resumeSuffix) + recordSuffix, rec: rec}
-	w.start = w.kept(c, plainSize)
-	w.rec.Plaintext = w.start
-	w.rec.BootID = bootID()
-	// The record first: a partial output without one is not trusted.
-	if err := w.saveRecord(); err != nil {
-		return nil, err
-	}
 	f, err := openPrivate(path)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open %s: %w", quoteName(path), pathErr(err))
@@ -204,13 +197,26 @@ func openPartial(c *cli.Context, path string, rec resumeRecord, plainSize int64)
 		f.Close()
 		return nil, withHint(usagef("%s is in use by another crypt4gh", quoteName(path)), "wait for it to end, or stop it")
 	}
-	if err := f.Truncate(w.start); err != nil {
+	fail := func(what string, err error) (*partialWriter, error) {
 		f.Close()
-		return nil, fmt.Errorf("failed to truncate %s: %w", quoteName(path), pathErr(err))
+		return nil, fmt.Errorf("failed to %s %s: %w", what, quoteName(path), pathErr(err))
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail("read", err)
+	}
+	w.start = w.kept(c, fi.Size(), plainSize)
+	w.rec.Plaintext = w.start
+	w.rec.BootID = bootID()
+	if err := w.saveRecord(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Truncate(w.start); err != nil {
+		return fail("truncate", err)
 	}
 	if _, err := f.Seek(w.start, io.SeekStart); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("failed to seek %s: %w", quoteName(path), pathErr(err))
+		return fail("seek", err)
 	}
 	w.f = f
 	w.written.Store(w.start)
@@ -218,16 +224,14 @@ func openPartial(c *cli.Context, path string, rec resumeRecord, plainSize int64)
 	return w, nil
 }
 
-// kept returns how many bytes of plaintext of an earlier run at w.path
-// are kept: whole segments, as far as the record says they were written
-// for the same object.
-func (w *partialWriter) kept(c *cli.Context, plainSize int64) int64 {
-	fi, err := os.Lstat(w.path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return 0
-	}
+// kept returns how many of the size bytes of plaintext that an earlier run
+// left in the partial output are kept: whole segments, as far as its
+// record says they were written for the same object. A partial output
+// without a record (the record is written before anything else) keeps
+// nothing.
+func (w *partialWriter) kept(c *cli.Context, size, plainSize int64) int64 {
 	data, err := os.ReadFile(w.record)
-	if err != nil {
+	if err != nil || size == 0 {
 		return 0
 	}
 	var old resumeRecord
@@ -242,14 +246,14 @@ func (w *partialWriter) kept(c *cli.Context, plainSize int64) int64 {
 	n := old.Plaintext
 	if id := bootID(); id != "" && id == old.BootID {
 		// No restart since: every byte written is in the file.
-		n = fi.Size()
+		n = size
 	}
-	n = min(n, fi.Size()) / body.SegmentSize * body.SegmentSize
+	n = min(n, size) / body.SegmentSize * body.SegmentSize
 	if n < 0 || n > plainSize {
 		return 0
 	}
 	if n > 0 && !c.Bool("quiet") {
-		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: resuming %s after %d bytes of plaintext (%d of %d)\n",
+		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: resuming %s after %d bytes of plaintext (%d of %d segments)\n",
 			w.rec.Source, n, n/body.SegmentSize, (plainSize+body.SegmentSize-1)/body.SegmentSize)
 	}
 	return n

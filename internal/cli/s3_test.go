@@ -382,3 +382,56 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestS3Streams covers the other ways in and out of objects: stdin to an
+// object (of unknown size), encrypt --range of an object, --header to an
+// object, decrypt of an object to stdout, and an object that is not a
+// crypt4gh file.
+func TestS3Streams(t *testing.T) {
+	e := newS3Env(t)
+	plain := randomData(300000, 81)
+	t.Chdir(e.dir)
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"crypt4gh", "encrypt", "--recipient_pk", "me.pub", "-o", url("stdin.c4gh")}, bytes.NewReader(plain), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("encrypt from stdin: exit %d\n%s", code, stderr.String())
+	}
+	sameBytes(t, "from stdin", decryptBytes(t, e.get(t, "stdin.c4gh"), e.sk), plain)
+
+	e.put(t, "plain", plain)
+	e.must(t, "encrypt", "--recipient_pk", "me.pub", "--range", "1000-200000", "-i", url("plain"), "-o", url("ranged.c4gh"))
+	sameBytes(t, "encrypt --range of an object", decryptBytes(t, e.get(t, "ranged.c4gh"), e.sk), plain[1000:200000])
+	if code, _, stderr := e.run(t, "encrypt", "--recipient_pk", "me.pub", "--range", "300000-300001", "-i", url("plain"), "-o", "x"); code != exitUsage || !strings.Contains(stderr, "beyond") {
+		t.Errorf("encrypt --range past the end of an object: exit %d\n%s", code, stderr)
+	}
+
+	e.must(t, "encrypt", "--recipient_pk", "me.pub", "--header", url("split.hdr"), "-i", url("plain"), "-o", url("split.body"))
+	sameBytes(t, "--header to an object", decryptBytes(t, append(e.get(t, "split.hdr"), e.get(t, "split.body")...), e.sk), plain)
+
+	out := e.must(t, "decrypt", "--sk", "me.sec", "-i", url("stdin.c4gh"), "-o", "-")
+	sameBytes(t, "decrypted to stdout", []byte(out), plain)
+
+	code, _, errOut := e.run(t, "decrypt", "--sk", "me.sec", "-i", url("plain"), "-o", "out")
+	if code != exitData || !strings.Contains(errOut, "not a crypt4gh file") {
+		t.Errorf("decrypt of a plain object: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestS3ResumeComplete: a partial output that holds all of the plaintext
+// (the run was stopped before its commit) is committed as it is.
+func TestS3ResumeComplete(t *testing.T) {
+	e := newS3Env(t)
+	plain := randomData(3*65536, 82) // whole segments
+	enc := encryptBytes(t, plain, e.sk)
+	etag := e.put(t, "full.c4gh", enc)
+	h := len(enc) - (len(plain)/65536)*65564
+	e.write(t, ".out"+resumeSuffix, plain)
+	e.write(t, ".out"+recordSuffix, []byte(fmt.Sprintf(`{"source":%q,"etag":%q,"size":%d,"header_size":%d,"plaintext":%d,"boot_id":""}`,
+		url("full.c4gh"), etag, len(enc), h, len(plain))))
+	e.px.Zero()
+	_, _, stderr := e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", url("full.c4gh"), "-o", "out")
+	sameBytes(t, "committed", e.read(t, "out"), plain)
+	if !strings.Contains(stderr, "resuming") || e.px.Down() > 256<<10 {
+		t.Errorf("%d bytes fetched to finish; stderr:\n%s", e.px.Down(), stderr)
+	}
+}
