@@ -50,12 +50,14 @@ func rekeyObject(c *cli.Context, h *header.Header, o *objstore.Object, dest stri
 		return err
 	}
 	defer sk.Zero()
-	return rekey(c, sk, h, o, loc, recipients, c.Bool("force"))
+	return interruptible(c, func(ctx context.Context) error {
+		return rekey(ctx, c, sk, h, o, loc, recipients, c.Bool("force"))
+	})
 }
 
 // rekey composes the object at dest from a new header for recipients and
 // the body of o.
-func rekey(c *cli.Context, sk *keys.SecretKey, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) error {
+func rekey(ctx context.Context, c *cli.Context, sk *keys.SecretKey, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) error {
 	if !force && o.Location() == dest {
 		return withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
 	}
@@ -64,19 +66,17 @@ func rekey(c *cli.Context, sk *keys.SecretKey, h *header.Header, o *objstore.Obj
 		return noPacketHint(err, sk, nil)
 	}
 	parts := []objstore.Part{objstore.Bytes(nh.Marshal()), objstore.Range(o, h.Size(), o.Size()-h.Size())}
-	return compose(c, dest, parts, force)
+	return compose(ctx, c, dest, parts, force)
 }
 
-// compose writes the object at dest made of parts (objstore.Compose), and
-// aborts it on a signal.
-func compose(c *cli.Context, dest objstore.Location, parts []objstore.Part, force bool) error {
+// compose writes the object at dest made of parts (objstore.Compose). ctx
+// is that of interruptible, so that a signal aborts the upload.
+func compose(ctx context.Context, c *cli.Context, dest objstore.Location, parts []objstore.Part, force bool) error {
 	cl, err := client(c)
 	if err != nil {
 		return err
 	}
-	err = interruptible(c, func(ctx context.Context) error {
-		return cl.Compose(ctx, dest.Bucket, dest.Key, parts, &objstore.ComposeOptions{Force: force, CopyPartSize: copyPart, Concurrency: copyJobs})
-	})
+	err = cl.Compose(ctx, dest.Bucket, dest.Key, parts, &objstore.ComposeOptions{Force: force, CopyPartSize: copyPart, Concurrency: copyJobs})
 	if errors.Is(err, objstore.ErrExists) {
 		return withHint(err, "use --force to replace it")
 	}
@@ -160,27 +160,32 @@ func reencryptBatch(c *cli.Context) error {
 		wg           sync.WaitGroup
 	)
 	workers := min(len(srcs), rekeyJobs)
-	for range workers {
-		wg.Go(func() {
-			for name := range work {
-				err := rekeyOne(c, cl, sk, name, recipients)
-				mu.Lock()
-				if err != nil {
-					failed++
-					code = max(code, exitCode(err))
-					report(c.App.ErrWriter, fmt.Errorf("%s: %w", name, err))
-				} else if !c.Bool("quiet") {
-					fmt.Fprintf(c.App.Writer, "%s: rekeyed\n", name)
+	// One context for the batch: a signal cancels every rekey under way
+	// at once, and the exit waits for their uploads to be aborted.
+	interruptible(c, func(ctx context.Context) error {
+		for range workers {
+			wg.Go(func() {
+				for name := range work {
+					err := rekeyOne(ctx, c, cl, sk, name, recipients)
+					mu.Lock()
+					if err != nil {
+						failed++
+						code = max(code, exitCode(err))
+						report(c.App.ErrWriter, fmt.Errorf("%s: %w", name, err))
+					} else if !c.Bool("quiet") {
+						fmt.Fprintf(c.App.Writer, "%s: rekeyed\n", name)
+					}
+					mu.Unlock()
 				}
-				mu.Unlock()
-			}
-		})
-	}
-	for _, s := range srcs {
-		work <- s.in
-	}
-	close(work)
-	wg.Wait()
+			})
+		}
+		for _, s := range srcs {
+			work <- s.in
+		}
+		close(work)
+		wg.Wait()
+		return nil
+	})
 	if failed > 0 {
 		return batchError{failed: failed, total: len(srcs), code: max(code, exitError)}
 	}
@@ -188,7 +193,7 @@ func reencryptBatch(c *cli.Context) error {
 }
 
 // rekeyOne rekeys the object at name in place.
-func rekeyOne(c *cli.Context, cl *objstore.Client, sk *keys.SecretKey, name string, recipients []keys.PublicKey) error {
+func rekeyOne(ctx context.Context, c *cli.Context, cl *objstore.Client, sk *keys.SecretKey, name string, recipients []keys.PublicKey) error {
 	loc, err := objstore.Parse(name)
 	if err != nil {
 		return err
@@ -204,7 +209,7 @@ func rekeyOne(c *cli.Context, cl *objstore.Client, sk *keys.SecretKey, name stri
 	if _, err := body.PlaintextSize(o.Size() - h.Size()); err != nil {
 		return fmt.Errorf("body %w", err)
 	}
-	return rekey(c, sk, h, o, loc, recipients, true)
+	return rekey(ctx, c, sk, h, o, loc, recipients, true)
 }
 
 // spliceObject writes what rearrange and splice keep of the object of s:
@@ -252,7 +257,7 @@ func spliceObject(c *cli.Context, s *objectStream, opts reencrypt.SpliceOptions)
 		for _, r := range runs {
 			parts = append(parts, objstore.Range(o, h.Size()+r.Offset, r.Length))
 		}
-		return compose(c, loc, parts, c.Bool("force"))
+		return interruptible(c, func(ctx context.Context) error { return compose(ctx, c, loc, parts, c.Bool("force")) })
 	}
 	return out.finish(copyObjectRuns(c, out, nh, o, h.Size(), runs))
 }

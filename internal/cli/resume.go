@@ -227,8 +227,8 @@ func openPartial(c *cli.Context, path string, rec resumeRecord, plainSize int64)
 // kept returns how many of the size bytes of plaintext that an earlier run
 // left in the partial output are kept: whole segments, as far as its
 // record says they were written for the same object. A partial output
-// without a record (the record is written before anything else) keeps
-// nothing.
+// without a record (each run writes its record before any plaintext)
+// keeps nothing.
 func (w *partialWriter) kept(c *cli.Context, size, plainSize int64) int64 {
 	data, err := os.ReadFile(w.record)
 	if err != nil || size == 0 {
