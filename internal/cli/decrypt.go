@@ -53,6 +53,7 @@ func decrypt(c *cli.Context) error {
 	if c.Bool("continue") {
 		return decryptResume(c, rng)
 	}
+	warnResumable(c, c.String("output"))
 	in, err := openSource(c, c.String("input"))
 	if err != nil {
 		return err

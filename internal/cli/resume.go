@@ -372,6 +372,21 @@ func openPrivate(path string) (*os.File, error) {
 	return f, nil
 }
 
+// warnResumable says when the output of a decrypt without --continue
+// has the partial output of an interrupted download with --continue
+// beside it, which this run neither uses nor removes.
+func warnResumable(c *cli.Context, path string) {
+	if isStdout(path) || objstore.IsURL(path) {
+		return
+	}
+	dir, base := filepath.Split(path)
+	partial := filepath.Join(dir, "."+base+resumeSuffix)
+	if fi, err := os.Lstat(partial); err == nil && fi.Mode().IsRegular() {
+		warnf(c, "%s holds the plaintext of an interrupted download: add --continue to resume it, or remove it and %s",
+			quoteName(partial), quoteName(filepath.Join(dir, "."+base+recordSuffix)))
+	}
+}
+
 // bootID identifies the boot of the machine (Linux), "" when unknown.
 func bootID() string {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")

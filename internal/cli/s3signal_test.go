@@ -214,9 +214,14 @@ func TestS3Resume(t *testing.T) {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 
+	// Without --continue, a run says that the partial output is there.
+	e.killedDownload(t, "r.c4gh", "out3", 12*MiB)
+	if _, _, stderr := e.run(t, "decrypt", "--sk", "me.sec", "-i", url("r.c4gh"), "-o", "out3"); !strings.Contains(stderr, "add --continue to resume it") {
+		t.Errorf("no word of the partial output:\n%s", stderr)
+	}
+	os.Remove(filepath.Join(e.dir, "out3"))
 	// An existing output is not replaced without --force, and the
 	// interrupted download stays for the run that has it.
-	e.killedDownload(t, "r.c4gh", "out3", 12*MiB)
 	e.write(t, "out3", []byte("mine"))
 	if code, _, stderr := e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", url("r.c4gh"), "-o", "out3"); code != exitUsage || !strings.Contains(stderr, "already exists") {
 		t.Errorf("over an existing file: exit %d\n%s", code, stderr)
