@@ -207,7 +207,7 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 	// Reserve room for the output, as single-file mode does: the body's
 	// size when encrypting, and the input's size (an upper bound, which
 	// commit trims) when decrypting.
-	if size := reservable(in.file); srcIsPlain {
+	if size := in.reservable(); srcIsPlain {
 		out.preallocate(body.EncryptedSize(size))
 	} else {
 		out.preallocate(size)

@@ -99,7 +99,7 @@ func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string
 		}
 	} else if _, has := r.EditList(); !has {
 		// What is left of the input is the body.
-		if n, err := body.PlaintextSize(reservable(in.file) + int64(src.Buffered())); err == nil {
+		if n, err := body.PlaintextSize(in.reservable() + int64(src.Buffered())); err == nil {
 			out.preallocate(n)
 		}
 	}

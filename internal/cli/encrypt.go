@@ -135,7 +135,7 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 		prog = newProgress(c, in.size(), "encrypting")
 		// Room for the body (-1 for an input of unknown size: none); the
 		// header, when out holds it, goes a few hundred bytes past it.
-		out.preallocate(body.EncryptedSize(reservable(in.file)))
+		out.preallocate(body.EncryptedSize(in.reservable()))
 	}
 	sums := newFileSums(c.Bool("checksum"))
 	prog.start()

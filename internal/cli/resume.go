@@ -141,7 +141,7 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	defer rw.close()
 
 	from := rw.start / body.SegmentSize * body.EncryptedSegmentSize
-	rest := &objectStream{o: o, opts: readerOptions(c), fetched: true, pos: min(hsize+from, size)}
+	rest := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return readerOptions(c) }, fetched: true, pos: min(hsize+from, size)}
 	defer rest.Close()
 	prog := newProgress(c, size-hsize-from, "decrypting")
 	stream := io.MultiReader(io.NewSectionReader(ra, 0, hsize), prog.reader(rest))

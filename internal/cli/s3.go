@@ -58,10 +58,12 @@ const (
 // stores is the object storage of one run: one client, made when a first
 // s3:// location is used, and how many files share the memory.
 type stores struct {
-	mu     sync.Mutex
-	client *objstore.Client
-	err    error
-	files  int
+	mu      sync.Mutex
+	client  *objstore.Client
+	err     error
+	files   int  // files of a batch that move at once
+	reading bool // objects are read: uploads get half the budget
+	writing bool // objects are written: downloads get half the budget
 }
 
 var storesMu sync.Mutex
@@ -91,10 +93,27 @@ func shareMemory(c *cli.Context, n int) {
 	s.mu.Unlock()
 }
 
-func (s *stores) sharing() int {
+// shares returns how many shares of the memory budgets of downloads and
+// uploads there are: one per file that moves at once, and twice as many
+// when objects are both read and written.
+func (s *stores) shares() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.reading && s.writing {
+		return 2 * s.files
+	}
 	return s.files
+}
+
+// uses records that the run reads (or, with write, writes) objects.
+func (s *stores) uses(write bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if write {
+		s.writing = true
+	} else {
+		s.reading = true
+	}
 }
 
 // readChunks is how many chunks a stream holds at most (64 MiB), shared
@@ -125,7 +144,7 @@ func client(c *cli.Context) (*objstore.Client, error) {
 
 // readerOptions are the options of the streams of a run.
 func readerOptions(c *cli.Context) *objstore.ReaderOptions {
-	return &objstore.ReaderOptions{ChunkSize: readChunk, Concurrency: max(min(2, readChunks), readChunks/storesOf(c).sharing())}
+	return &objstore.ReaderOptions{ChunkSize: readChunk, Concurrency: max(min(2, readChunks), readChunks/storesOf(c).shares())}
 }
 
 // writerOptions are the options of an upload of size bytes (0: unknown):
@@ -137,7 +156,7 @@ func writerOptions(c *cli.Context, size int64, force bool) *objstore.WriterOptio
 		need := (size + objstore.MaxParts - 1) / objstore.MaxParts
 		part = max(part, (need+1<<20-1)&^(1<<20-1))
 	}
-	conc := int64(writeBudget) / int64(storesOf(c).sharing()) / part
+	conc := int64(writeBudget) / int64(storesOf(c).shares()) / part
 	return &objstore.WriterOptions{Force: force, Size: max(size, 0), PartSize: part, Concurrency: int(max(2, conc))}
 }
 
@@ -151,6 +170,15 @@ func encryptedSize(in *input) int64 {
 		return body.EncryptedSize(n) + headerRoom
 	}
 	return 0
+}
+
+// reservable is the size to reserve an output for: reservable(in.file),
+// or what is left of an object.
+func (in *input) reservable() int64 {
+	if in.obj != nil {
+		return in.obj.remaining()
+	}
+	return reservable(in.file)
 }
 
 // randomAccess returns the rest of a regular file, or an object that was
@@ -216,7 +244,8 @@ func openSource(c *cli.Context, path string) (*input, error) {
 
 // objectInput is the input that reads o.
 func objectInput(c *cli.Context, o *objstore.Object) *input {
-	s := &objectStream{o: o, opts: readerOptions(c)}
+	storesOf(c).uses(false)
+	s := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return readerOptions(c) }}
 	return &input{Reader: s, name: o.Location().String(), obj: s}
 }
 
@@ -228,7 +257,7 @@ func objectInput(c *cli.Context, o *objstore.Object) *input {
 // one costs its bytes once.
 type objectStream struct {
 	o    *objstore.Object
-	opts *objstore.ReaderOptions
+	opts func() *objstore.ReaderOptions // when the body starts: the output is open by then
 
 	head    []byte // the first bytes
 	prefix  int64  // how many of them are served from head
@@ -323,7 +352,7 @@ func (s *objectStream) startBody() error {
 	if s.pos >= s.o.Size() {
 		return io.EOF
 	}
-	r, err := s.o.NewReader(s.pos, -1, s.opts)
+	r, err := s.o.NewReader(s.pos, -1, s.opts())
 	if err != nil {
 		return err
 	}
@@ -345,7 +374,7 @@ func (s *objectStream) section(r edit.Range) (io.Reader, error) {
 	if r.Start >= end {
 		return bytes.NewReader(nil), nil
 	}
-	body, err := s.o.NewReader(r.Start, end-r.Start, s.opts)
+	body, err := s.o.NewReader(r.Start, end-r.Start, s.opts())
 	if err != nil {
 		return nil, err
 	}
@@ -420,6 +449,7 @@ func openDest(c *cli.Context, path string, size int64, opts outputOptions) (*out
 	if err != nil {
 		return nil, err
 	}
+	storesOf(c).uses(true)
 	ctx, cancel := context.WithCancel(c.Context)
 	w, err := cl.NewWriter(ctx, loc.Bucket, loc.Key, writerOptions(c, size, opts.force))
 	if err != nil {
