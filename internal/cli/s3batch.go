@@ -199,6 +199,9 @@ func decryptBatchItems(c *cli.Context, files []string) ([]batchItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(srcs) == 0 {
+		return nil, usagef("nothing to decrypt")
+	}
 	items := make([]batchItem, len(srcs))
 	for i, s := range srcs {
 		it := batchItem{in: s.in}
@@ -274,6 +277,9 @@ func verifySources(c *cli.Context, args []string) ([]string, error) {
 	srcs, err := batchSources(c, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
 	if err != nil {
 		return nil, err
+	}
+	if len(srcs) == 0 {
+		return nil, usagef("nothing to verify")
 	}
 	out := make([]string, len(srcs))
 	for i, s := range srcs {

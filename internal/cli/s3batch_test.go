@@ -75,6 +75,17 @@ func TestS3Batch(t *testing.T) {
 	}
 	sameBytes(t, "one, decrypted beside", e.read(t, "one"), files["one"])
 
+	// An empty prefix.
+	for _, args := range [][]string{
+		{"decrypt", "--sk", "me.sec", "-o", "x/", url("nothing/")},
+		{"encrypt", "--recipient_pk", "me.pub", "-o", "x/", url("nothing/")},
+		{"verify", "--sk", "me.sec", url("nothing/")},
+		{"reencrypt", "--sk", "me.sec", "--recipient_pk", "me.pub", "--force", url("nothing/")},
+	} {
+		if code, _, stderr := e.run(t, args...); code != exitUsage || !strings.Contains(stderr, "nothing to") {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+		}
+	}
 	// An output folder that is an object, not a prefix, is refused.
 	if code, _, stderr := e.run(t, "encrypt", "--recipient_pk", "me.pub", "-o", url("enc"), "one"); code != exitUsage || !strings.Contains(stderr, "--output cannot be used with FILE arguments") {
 		t.Errorf("-o OBJECT in batch mode: exit %d\n%s", code, stderr)
