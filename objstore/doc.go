@@ -46,7 +46,9 @@
 // the header and about 5 MiB of traffic, whatever the size of the file,
 // and the destination may be the source itself.
 //
-// [Client.List] lists the objects under a prefix, for batch work.
+// [Client.List] lists the objects under a prefix, for batch work;
+// [Client.ListDir] lists one level of it, as a folder, for a file system
+// view.
 //
 // # Errors
 //

@@ -143,7 +143,8 @@ func classify(err error) error {
 	case "NoSuchBucket":
 		s = ErrNoBucket
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
-		"InvalidToken", "TokenRefreshRequired", "AllAccessDisabled", "AccountProblem":
+		"InvalidToken", "TokenRefreshRequired", "AllAccessDisabled", "AccountProblem",
+		"XAdminUserNotFound": // versitygw's answer (404) to an unknown access key
 		s = ErrAccessDenied
 	case "PreconditionFailed":
 		s = ErrChanged // the caller turns it into ErrExists for a conditional write

@@ -98,10 +98,18 @@ func (c *Client) notFound(ctx context.Context, bucket string, err error) error {
 	if !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	if _, berr := c.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); berr != nil && statusOf(berr) == http.StatusNotFound {
-		return &detailed{sentinel: ErrNoBucket, cause: err}
+	_, berr := c.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket})
+	if berr == nil || statusOf(berr) != http.StatusNotFound {
+		return err
 	}
-	return err
+	// An answer to HEAD has no error code either: ask again with a
+	// request whose answer has one. Some stores answer 404 to an
+	// unknown access key (versitygw: XAdminUserNotFound).
+	_, lerr := c.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, MaxKeys: aws.Int32(1)})
+	if lerr = classify(lerr); errors.Is(lerr, ErrAccessDenied) {
+		return lerr
+	}
+	return &detailed{sentinel: ErrNoBucket, cause: err}
 }
 
 // Size returns the size of the object in bytes.

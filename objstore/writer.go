@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -99,6 +100,10 @@ type Writer struct {
 	aborted  bool // the upload was aborted (or never started)
 	checksum bool // send CRC32 checksums of the parts
 
+	// A part request was stopped under way: the server may still store
+	// the part after the upload is aborted.
+	stopped atomic.Bool
+
 	// A request to create the upload whose answer was lost and that was
 	// made again may have left an upload nobody knows the ID of.
 	mayOrphan bool
@@ -170,7 +175,7 @@ func (c *Client) checkAbsent(ctx context.Context, bucket, key string) error {
 	switch statusOf(err) {
 	case http.StatusNotFound:
 		err = c.notFound(ctx, bucket, err)
-		if errors.Is(err, ErrNoBucket) {
+		if errors.Is(err, ErrNoBucket) || errors.Is(err, ErrAccessDenied) {
 			return err
 		}
 		return nil
@@ -391,6 +396,9 @@ func (w *Writer) send(do func(context.Context) (types.CompletedPart, error)) err
 		defer func() { <-w.slots }()
 		part, err := do(w.wctx)
 		if err != nil {
+			if w.wctx.Err() != nil {
+				w.stopped.Store(true)
+			}
 			w.setErr(w.c.fail("write", w.bucket, w.key, err))
 			return
 		}
@@ -567,9 +575,48 @@ func (w *Writer) abort() error {
 	defer w.sweep()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 2*time.Minute)
 	defer cancel()
-	_, err := w.c.s3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &w.bucket, Key: &w.key, UploadId: w.uploadID})
-	if err != nil && statusOf(err) != http.StatusNotFound {
-		return w.c.fail("abort the upload of", w.bucket, w.key, err)
+	return w.abortUpload(ctx, w.uploadID)
+}
+
+// settleChecks are the delays after an abort at which an upload whose
+// parts were stopped under way is looked for again.
+var settleChecks = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
+
+// abortUpload aborts the upload id. A part that was being sent when the
+// abort came may still be stored by the server after it, and bring the
+// upload back (S3 says so of AbortMultipartUpload: it may have to be
+// called again): when a part request was stopped under way, the upload is
+// looked for during a few seconds after the abort, and aborted again
+// whenever it is there.
+func (w *Writer) abortUpload(ctx context.Context, id *string) error {
+	abort := func() error {
+		_, err := w.c.s3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &w.bucket, Key: &w.key, UploadId: id})
+		if err != nil && statusOf(err) != http.StatusNotFound {
+			return w.c.fail("abort the upload of", w.bucket, w.key, err)
+		}
+		return nil
+	}
+	if err := abort(); err != nil {
+		return err
+	}
+	if !w.stopped.Load() {
+		return nil
+	}
+	for _, d := range settleChecks {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		_, err := w.c.s3.ListParts(ctx, &s3.ListPartsInput{Bucket: &w.bucket, Key: &w.key, UploadId: id, MaxParts: aws.Int32(1)})
+		if err != nil {
+			continue // NoSuchUpload: gone, for now
+		}
+		if err := abort(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -114,27 +114,17 @@ type SpliceOptions struct {
 // range that starts at or after the end of the data), the header
 // ([header.ErrNoDecryptablePacket] when the reader opens no packet) and the
 // body length. After that, only I/O errors remain.
+//
+// To splice a file that is not an io.ReadSeeker (an object in a store,
+// whose segments a server can copy), see [PlanSplice].
 func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
-	if len(opts.Ranges) == 0 {
-		return fmt.Errorf("%w: no range to keep", edit.ErrEmpty)
-	}
-	if opts.Reader == nil {
-		return errkind.New(errkind.Usage, "no reader key")
-	}
-	ranges, err := edit.Normalize(opts.Ranges)
-	if err != nil {
+	if err := checkSpliceOptions(opts); err != nil {
 		return err
 	}
 	h, err := header.Parse(src)
 	if err != nil {
 		return err
 	}
-	c, err := h.Decrypt(opts.Reader, nil)
-	if err != nil {
-		return err
-	}
-	defer c.Zero()
-
 	bodyStart, err := src.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return fmt.Errorf("failed to seek input: %w", err)
@@ -143,9 +133,48 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	if err != nil {
 		return fmt.Errorf("failed to seek input: %w", err)
 	}
-	plainSize, err := body.PlaintextSize(end - bodyStart)
+	nh, runs, err := PlanSplice(h, end-bodyStart, opts)
 	if err != nil {
-		return fmt.Errorf("failed to read body: %w", err)
+		return err
+	}
+	if _, err := nh.WriteTo(dst); err != nil {
+		return fmt.Errorf("failed to write header: %w", err)
+	}
+	return copyRuns(dst, src, bodyStart, runs)
+}
+
+// A Run is a piece of the body of a file that a spliced file keeps:
+// Length bytes at Offset, counted from the start of the body. A run holds
+// whole segments, consecutive ones (the last segment of the body may be
+// shorter than the others).
+type Run struct {
+	Offset, Length int64
+}
+
+// PlanSplice returns what [Splice] writes for the file whose header is h
+// and whose body is bodySize bytes long: the new header, to be written
+// first, and the runs of the body to copy after it, in order. Nothing is
+// read but the header; the caller copies the runs as it can, for example
+// as server-side copies between objects of a store.
+//
+// It checks what Splice checks, and fails as Splice does.
+func PlanSplice(h *header.Header, bodySize int64, opts SpliceOptions) (*header.Header, []Run, error) {
+	if err := checkSpliceOptions(opts); err != nil {
+		return nil, nil, err
+	}
+	ranges, err := edit.Normalize(opts.Ranges)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := h.Decrypt(opts.Reader, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.Zero()
+
+	plainSize, err := body.PlaintextSize(bodySize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to read body: %w", err)
 	}
 
 	// The plaintext the file stands for: its edit list, clipped to the
@@ -164,7 +193,7 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	// merges with a range before it; the error names it as given.
 	for _, r := range opts.Ranges {
 		if r.Start >= size {
-			return fmt.Errorf("%w: range %s, but the data is %d bytes", edit.ErrBeyondEnd, r, size)
+			return nil, nil, fmt.Errorf("%w: range %s, but the data is %d bytes", edit.ErrBeyondEnd, r, size)
 		}
 	}
 	var selected []edit.Interval
@@ -173,7 +202,7 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	}
 	plan, err := edit.PlanSegments(selected, plainSize, body.SegmentSize)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 
 	recipients := opts.Recipients
@@ -192,42 +221,60 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	if plan.List != nil {
 		el, err := header.EditListPayload(plan.List)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		payloads = append(payloads, el)
 	}
 	nh, err := header.Seal(opts.Reader, recipients, payloads, nil)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if _, err := nh.WriteTo(dst); err != nil {
-		return fmt.Errorf("failed to write header: %w", err)
-	}
-	return copySegments(dst, src, bodyStart, end, plan.Segments)
+	return nh, segmentRuns(plan.Segments, bodySize), nil
 }
 
-// copySegments copies the stored segments with the given indices
-// (increasing), a run of consecutive ones at a time. Each run is one
-// io.CopyN from src, so that *os.File to *os.File is one copy_file_range
-// loop in the kernel.
-func copySegments(dst io.Writer, src io.ReadSeeker, bodyStart, end int64, segments []int64) error {
+// checkSpliceOptions fails on what makes a splice impossible whatever the
+// file.
+func checkSpliceOptions(opts SpliceOptions) error {
+	if len(opts.Ranges) == 0 {
+		return fmt.Errorf("%w: no range to keep", edit.ErrEmpty)
+	}
+	if opts.Reader == nil {
+		return errkind.New(errkind.Usage, "no reader key")
+	}
+	_, err := edit.Normalize(opts.Ranges)
+	return err
+}
+
+// segmentRuns groups the stored segments with the given indices
+// (increasing) into runs of consecutive ones, in a body of bodySize bytes.
+func segmentRuns(segments []int64, bodySize int64) []Run {
+	var runs []Run
 	for i := 0; i < len(segments); {
 		j := i + 1
 		for j < len(segments) && segments[j] == segments[j-1]+1 {
 			j++
 		}
-		off := bodyStart + segments[i]*body.EncryptedSegmentSize
-		n := min(int64(j-i)*body.EncryptedSegmentSize, end-off)
-		if _, err := src.Seek(off, io.SeekStart); err != nil {
+		off := segments[i] * body.EncryptedSegmentSize
+		runs = append(runs, Run{Offset: off, Length: min(int64(j-i)*body.EncryptedSegmentSize, bodySize-off)})
+		i = j
+	}
+	return runs
+}
+
+// copyRuns copies the runs of the body that starts at bodyStart of src.
+// Each run is one io.CopyN from src, so that *os.File to *os.File is one
+// copy_file_range loop in the kernel.
+func copyRuns(dst io.Writer, src io.ReadSeeker, bodyStart int64, runs []Run) error {
+	for _, r := range runs {
+		if _, err := src.Seek(bodyStart+r.Offset, io.SeekStart); err != nil {
 			return fmt.Errorf("failed to seek input: %w", err)
 		}
-		if _, err := io.CopyN(dst, src, n); err != nil {
+		if _, err := io.CopyN(dst, src, r.Length); err != nil {
 			if err == io.EOF {
 				err = fmt.Errorf("%w: the input shrank while it was copied", io.ErrUnexpectedEOF)
 			}
 			return fmt.Errorf("failed to copy segments: %w", err)
 		}
-		i = j
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
 )
 
@@ -41,7 +41,7 @@ func batchArgs(c *cli.Context, singleOnly ...string) ([]string, error) {
 		return nil, nil
 	}
 	for _, name := range append([]string{"input", "output"}, singleOnly...) {
-		if c.IsSet(name) {
+		if c.IsSet(name) && !(name == "output" && isOutputFolder(c.String(name))) {
 			return nil, usagef("--%s cannot be used with FILE arguments", name)
 		}
 	}
@@ -92,7 +92,10 @@ func checkDistinct(items []batchItem) error {
 		if it.err != nil {
 			continue
 		}
-		key := resolved(it.out)
+		key := it.out
+		if !objstore.IsURL(key) {
+			key = resolved(key)
+		}
 		if prev, ok := seen[key]; ok {
 			return usagef("%s and %s would both be written to %s", quoteName(prev), quoteName(it.in), quoteName(key))
 		}
@@ -137,6 +140,7 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 	jobs := body.Jobs(c.Int("jobs"))
 	workers := min(len(items), jobs)
 	perFile := max(1, jobs/workers)
+	shareMemory(c, workers)
 
 	var total int64
 	for _, it := range items {
@@ -163,7 +167,7 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 			failed++
 			failedAt[i] = true
 			code = max(code, exitCode(err))
-			prog.print(func() { report(c.App.ErrWriter, fmt.Errorf("%s: %w", quoteName(items[i].in), err)) })
+			prog.print(func() { report(c.App.ErrWriter, fmt.Errorf("%s: %w", quoteName(shownName(items[i].in)), err)) })
 		}
 		// Checksum lines come out in the order of the arguments, each as
 		// soon as the files before it are done.
@@ -236,35 +240,29 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 	if it.err != nil {
 		return "", it.err
 	}
-	f, err := os.Open(it.in)
+	in, err := openBatchInput(c, it.in)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", usagef("no such file")
-		}
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path already starts the line
-		}
-		return "", fmt.Errorf("failed to open input: %w", err)
+		return "", err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return "", usagef("is a directory")
+	defer in.Close()
+	outSize := max(in.size(), 0)
+	if srcIsPlain {
+		outSize = encryptedSize(in)
 	}
-	out, err := openOutput(it.out, c.App.Writer, outputOptions{force: c.Bool("force"), mode: mode, input: f})
+	out, err := openBatchOutput(c, it.out, outSize, outputOptions{force: c.Bool("force"), mode: mode, input: in.file})
 	if err != nil {
 		return "", err
 	}
 	// Reserve room for the output, as single-file mode does: the body's
 	// size when encrypting, and the input's size (an upper bound, which
 	// commit trims) when decrypting.
-	if size := reservable(f); srcIsPlain {
+	if size := in.reservable(); srcIsPlain {
 		out.preallocate(body.EncryptedSize(size))
 	} else {
 		out.preallocate(size)
 	}
 	sums := newFileSums(c.Bool("checksum"))
-	err = out.finish(sums.run(out, prog.reader(f), jobs, op))
+	err = out.finish(sums.run(out, prog.reader(in.Reader), jobs, op))
 	if err != nil {
 		return "", err
 	}
@@ -329,6 +327,7 @@ func (s *fileSums) lines(inName, outName string, srcIsPlain bool) string {
 		return ""
 	}
 	plain, cipher := s.out, s.in
+	inName, outName = shownName(inName), shownName(outName)
 	plainName, cipherName := outName, inName
 	if srcIsPlain {
 		plain, cipher = s.in, s.out
@@ -378,7 +377,7 @@ func checksumSingle(c *cli.Context, rng *edit.Range) error {
 // decryptBatch decrypts every FILE.c4gh in files to FILE, with the secret
 // key (and its passphrase) read once.
 func decryptBatch(c *cli.Context, files []string) error {
-	items, err := decryptItems(files)
+	items, err := decryptBatchItems(c, files)
 	if err != nil {
 		return err
 	}

@@ -23,19 +23,20 @@ func decryptCommand() *cli.Command {
 			"for, after its edit list, to stdout (or -o). With --range, only bytes\n" +
 			"[START, END) of that plaintext are written; on a file only the segments\n" +
 			"that the range needs are read. Given FILE.c4gh arguments (flags first),\n" +
-			"writes FILE beside each.",
+			"writes FILE beside each." + objectHelp + resumeHelp + batchFolderHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			senderFlag(),
 			&cli.StringFlag{Name: "range", Usage: "output only bytes [START, END) (`START-END`, or START for the rest)"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(),
+			s3ConfigFlag(), continueFlag(),
 		},
 		Action: decrypt,
 	}
 }
 
 func decrypt(c *cli.Context) error {
-	files, err := batchArgs(c, "range")
+	files, err := batchArgs(c, "range", "continue")
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,11 @@ func decrypt(c *cli.Context) error {
 	if err := checksumSingle(c, rng); err != nil {
 		return err
 	}
-	in, out, err := openStreams(c, outputOptions{mode: modeSecret})
+	if c.Bool("continue") {
+		return decryptResume(c, rng)
+	}
+	warnResumable(c, c.String("output"))
+	in, out, err := openStreams(c, outputOptions{mode: modeSecret}, func(in *input) int64 { return max(in.size(), 0) })
 	if err != nil {
 		return err
 	}
@@ -66,7 +71,7 @@ func decrypt(c *cli.Context) error {
 // The key is loaded, and its passphrase asked, only once the input is
 // known to start like a crypt4gh file.
 func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string, error) {
-	if rng != nil && in.regular() {
+	if rng != nil && (in.regular() || in.obj != nil) {
 		return "", decryptRangeAt(c, in, out, *rng)
 	}
 	size := in.size() // before anything is read: the whole file
@@ -90,7 +95,7 @@ func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string
 		}
 	} else if _, has := r.EditList(); !has {
 		// What is left of the input is the body.
-		if n, err := body.PlaintextSize(reservable(in.file) + int64(src.Buffered())); err == nil {
+		if n, err := body.PlaintextSize(in.reservable() + int64(src.Buffered())); err == nil {
 			out.preallocate(n)
 		}
 	}
@@ -109,12 +114,10 @@ func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string
 // decryptRangeAt writes bytes rng of the regular file in to out, reading
 // only the header and the segments the range touches.
 func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) error {
-	off, err := in.file.Seek(0, io.SeekCurrent)
+	file, size, err := in.randomAccess()
 	if err != nil {
-		return fmt.Errorf("failed to read input: %w", err)
+		return err
 	}
-	size := in.size()
-	file := io.NewSectionReader(in.file, off, size)
 	if err := checkMagic(bufio.NewReader(io.NewSectionReader(file, 0, 16))); err != nil {
 		return err
 	}

@@ -20,13 +20,14 @@ func encryptCommand() *cli.Command {
 		Description: "Reads the plaintext from stdin (or -i) and writes a crypt4gh file to stdout\n" +
 			"(or -o). Without --sk (or C4GH_SECRET_KEY), a new writer key is made for this\n" +
 			"file and discarded. Given FILE arguments (flags first), writes FILE.c4gh\n" +
-			"beside each FILE.",
+			"beside each FILE." + objectHelp + batchFolderHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			recipientFlag("encrypt for the public key(s) in the file at `PATH` (repeatable)"),
 			&cli.StringFlag{Name: "range", Usage: "encrypt only bytes [START, END) of the input (`START-END` or START)"},
 			&cli.StringFlag{Name: "header", Usage: "write the header to `PATH` and only the segments to the output"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(),
+			s3ConfigFlag(),
 		},
 		Action: encrypt,
 	}
@@ -56,7 +57,7 @@ func encrypt(c *cli.Context) error {
 	}
 	opts := c4gh.EncryptOptions{Recipients: recipients, Jobs: c.Int("jobs")}
 	if files != nil {
-		items, skipped, err := encryptItems(files)
+		items, skipped, err := encryptBatchItems(c, files)
 		if err != nil {
 			return err
 		}
@@ -82,14 +83,14 @@ func encrypt(c *cli.Context) error {
 		})
 	}
 
-	in, out, err := openStreams(c, outputOptions{binary: true, mode: modePublic})
+	in, out, err := openStreams(c, outputOptions{binary: true, mode: modePublic}, encryptedSize)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	var hdr *output
 	if p := c.String("header"); p != "" {
-		hdr, err = openOutput(p, c.App.Writer, outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
+		hdr, err = openDest(c, p, 0, outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
 		if err != nil {
 			out.abort()
 			return err
@@ -132,7 +133,7 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 		prog = newProgress(c, in.size(), "encrypting")
 		// Room for the body (-1 for an input of unknown size: none); the
 		// header, when out holds it, goes a few hundred bytes past it.
-		out.preallocate(body.EncryptedSize(reservable(in.file)))
+		out.preallocate(body.EncryptedSize(in.reservable()))
 	}
 	sums := newFileSums(c.Bool("checksum"))
 	prog.start()
@@ -161,6 +162,9 @@ func writerKey(c *cli.Context) (*keys.SecretKey, error) {
 // read and dropped. A range that starts at or after the end of the input
 // (Start > 0) is an error wrapping edit.ErrBeyondEnd.
 func selectRange(in *input, r edit.Range) (io.Reader, error) {
+	if in.obj != nil {
+		return in.obj.section(r)
+	}
 	if size := in.size(); size >= 0 {
 		if r.Start > 0 && r.Start >= size {
 			return nil, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, size)

@@ -82,9 +82,12 @@ func report(w io.Writer, err error) {
 // hintFor returns the hint to print after err, if any.
 func hintFor(err error) string {
 	var h hinted
+	var advice interface{ Hint() string } // errors of objstore
 	switch {
 	case errors.As(err, &h):
 		return h.hint
+	case errors.As(err, &advice) && advice.Hint() != "":
+		return advice.Hint()
 	case errors.Is(err, keys.ErrWrongPassphrase):
 		return "check the passphrase given on the terminal, in C4GH_PASSPHRASE or with --passphrase-file"
 	case errors.Is(err, header.ErrNotCrypt4GH), errors.Is(err, header.ErrEmptyInput):

@@ -9,12 +9,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// input is what a command reads: stdin, or a file.
+// input is what a command reads: stdin, a file, or an object (s3.go).
 type input struct {
 	io.Reader
-	name string   // for messages: the path, or "stdin"
-	file *os.File // the file (or stdin when it is one), nil for other readers
-	own  bool     // the file was opened here and is closed by Close
+	name string        // for messages: the path, or "stdin"
+	file *os.File      // the file (or stdin when it is one), nil for other readers
+	own  bool          // the file was opened here and is closed by Close
+	obj  *objectStream // an object, read through Reader; nil for files and stdin
 }
 
 // openInput opens path for reading ("" or "-" is stdin). The caller must
@@ -40,6 +41,9 @@ func openInput(path string, stdin io.Reader) (*input, error) {
 
 // Close closes the file if openInput opened it.
 func (in *input) Close() error {
+	if in.obj != nil {
+		return in.obj.Close()
+	}
 	if in.own {
 		return in.file.Close()
 	}
@@ -58,6 +62,9 @@ func (in *input) regular() bool {
 // size is the number of bytes left to read in the input, or -1 when it is
 // not a regular file.
 func (in *input) size() int64 {
+	if in.obj != nil {
+		return in.obj.remaining()
+	}
 	if in.file == nil {
 		return -1
 	}
@@ -93,17 +100,20 @@ func reservable(f *os.File) int64 {
 // openStreams opens the input of -i (or stdin) and the output of -o (or
 // stdout) of a command; the output may not be the input. The caller must
 // close the input and finish the output.
-func openStreams(c *cli.Context, opts outputOptions) (*input, *output, error) {
+//
+// Either may be an object (s3://, https://); size(in) is what the output
+// will hold, as far as it is known, for the parts of an upload.
+func openStreams(c *cli.Context, opts outputOptions, size func(*input) int64) (*input, *output, error) {
 	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
 		return nil, nil, err
 	}
-	in, err := openInput(c.String("input"), c.App.Reader)
+	in, err := openSource(c, c.String("input"))
 	if err != nil {
 		return nil, nil, err
 	}
 	opts.force = c.Bool("force")
 	opts.input = in.file
-	out, err := openOutput(c.String("output"), c.App.Writer, opts)
+	out, err := openDest(c, c.String("output"), size(in), opts)
 	if err != nil {
 		in.Close()
 		return nil, nil, err

@@ -64,6 +64,7 @@ func inspectCommand() *cli.Command {
 			skFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)"},
 			passphraseFileFlag(), inputFlag(), quietFlag(),
+			s3ConfigFlag(),
 		},
 		Action: inspect,
 	}
@@ -133,7 +134,7 @@ func inspect(c *cli.Context) error {
 	case c.NArg() == 1:
 		path = c.Args().First()
 	}
-	in, err := openInput(path, c.App.Reader)
+	in, err := openSource(c, path)
 	if err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func inspect(c *cli.Context) error {
 		defer sk.Zero()
 	}
 	r := describe(h, bodySize)
-	r.File = path
+	r.File = shownName(path)
 	if r.File == "" {
 		r.File = "-"
 	}

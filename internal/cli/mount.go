@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/c4gh-go/crypt4gh/mount"
+	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
 )
 
@@ -21,12 +22,13 @@ func mountCommand() *cli.Command {
 			"as they are. Nothing decrypted is written to disk. Files for other keys are\n" +
 			"left out and named once on stderr; a damaged segment makes the read that\n" +
 			"needs it fail (EIO). Runs in the foreground until Ctrl-C, SIGTERM or\n" +
-			"fusermount3 -u MOUNTPOINT. Linux only (FUSE).",
+			"fusermount3 -u MOUNTPOINT. Linux only (FUSE)." + mountObjectsHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			senderFlag(),
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)"},
 			passphraseFileFlag(), quietFlag(),
+			s3ConfigFlag(),
 		},
 		Action: mountAction,
 	}
@@ -40,7 +42,18 @@ func mountAction(c *cli.Context) error {
 		return usagef("mount needs SOURCE and MOUNTPOINT, got %d arguments", c.NArg())
 	}
 	source, mountpoint := c.Args().Get(0), c.Args().Get(1)
-	for _, p := range []string{source, mountpoint} {
+	paths := []string{source, mountpoint}
+	var src mount.Source
+	if objstore.IsURL(source) {
+		var err error
+		if src, err = objectSource(c, source); err != nil {
+			return err
+		}
+		paths = paths[1:]
+	} else {
+		src = mount.Dir(source)
+	}
+	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
 			return usagef("%s: %v", quoteName(p), pathErr(err))
@@ -71,7 +84,7 @@ func mountAction(c *cli.Context) error {
 		got <- <-sigs
 		cancel()
 	}()
-	srv, err := mount.Mount(mount.Dir(source), mountpoint, mount.Options{
+	srv, err := mount.Mount(src, mountpoint, mount.Options{
 		Key: sk, Sender: sender, AllowOther: c.Bool("allow-other"), Log: c.App.ErrWriter,
 	})
 	if err != nil {

@@ -35,10 +35,11 @@ const (
 // output is where a command writes one result.
 type output struct {
 	io.Writer
-	path  string   // the name the user gave; "" for stdout
-	final string   // where the file is committed
-	tmp   *os.File // the temporary file, until commit or abort
-	dev   *os.File // a device or named pipe written in place
+	path  string      // the name the user gave; "" for stdout
+	final string      // where the file is committed
+	tmp   *os.File    // the temporary file, until commit or abort
+	dev   *os.File    // a device or named pipe written in place
+	obj   *objectSink // an object being uploaded (s3.go)
 	force bool
 	// reserved: blocks may be reserved past what was written (preallocate),
 	// to be released by commit.
@@ -263,6 +264,11 @@ func warnStale(dir string) {
 // commit moves a file output into place. It must be called only after
 // everything was written successfully.
 func (o *output) commit() error {
+	if o.obj != nil {
+		obj := o.obj
+		o.obj = nil
+		return obj.commit()
+	}
 	if o.dev != nil {
 		err := o.dev.Close()
 		o.dev = nil
@@ -365,6 +371,10 @@ func (o *output) undo() {
 // abort removes a file output that was not committed (a device or named
 // pipe is only closed). It is safe to call after commit.
 func (o *output) abort() {
+	if o.obj != nil {
+		o.obj.abort()
+		o.obj = nil
+	}
 	if o.dev != nil {
 		o.dev.Close()
 		o.dev = nil

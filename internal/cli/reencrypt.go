@@ -7,6 +7,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
 	"github.com/urfave/cli/v2"
 )
@@ -18,24 +19,25 @@ func reencryptCommand() *cli.Command {
 		Description: "Every header packet that --sk opens is encrypted again for each --recipient_pk;\n" +
 			"packets that --sk cannot open are kept unless --trim. The body is copied\n" +
 			"unchanged. With --header-only, only the new header is written; the input\n" +
-			"may be a bare header, as encrypt --header writes it.",
+			"may be a bare header, as encrypt --header writes it." + rekeyHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			recipientFlag("re-encrypt for the public key(s) in the file at `PATH` (repeatable)"),
 			&cli.BoolFlag{Name: "trim", Aliases: []string{"t"}, Usage: "drop the packets that --sk cannot open"},
 			&cli.BoolFlag{Name: "header-only", Usage: "read and write only a header"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(),
+			s3ConfigFlag(),
 		},
 		Action: reencryptAction,
 	}
 }
 
 func reencryptAction(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usagef("unexpected argument %q (use -i for the input file)", c.Args().First())
-	}
 	if len(c.StringSlice("recipient_pk")) == 0 {
 		return usagef("no recipient: use --recipient_pk PATH")
+	}
+	if c.NArg() > 0 {
+		return reencryptBatch(c)
 	}
 	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
 		return err
@@ -44,7 +46,7 @@ func reencryptAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := openInput(c.String("input"), c.App.Reader)
+	in, err := openSource(c, c.String("input"))
 	if err != nil {
 		return err
 	}
@@ -62,7 +64,10 @@ func reencryptAction(c *cli.Context) error {
 			return fmt.Errorf("body %w", err)
 		}
 	}
-	out, err := openOutput(c.String("output"), c.App.Writer,
+	if in.obj != nil && objstore.IsURL(c.String("output")) && !c.Bool("header-only") {
+		return rekeyObject(c, h, in.obj.o, c.String("output"), recipients)
+	}
+	out, err := openDest(c, c.String("output"), max(in.size(), 0)+headerRoom,
 		outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
 	if err != nil {
 		return err

@@ -16,11 +16,12 @@ func rearrangeCommand() *cli.Command {
 		Description: "Writes a file that stands for bytes [START, END) of the input: a header with the\n" +
 			"data keys and an edit list, encrypted for the public key of --sk, and the\n" +
 			"segments that the range touches, copied unchanged. From a pipe, the segments\n" +
-			"before the range are read and dropped, the others held in a temporary file.",
+			"before the range are read and dropped, the others held in a temporary file." + spliceObjectsHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START (required)"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(),
+			s3ConfigFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if !c.IsSet("range") {
@@ -37,12 +38,13 @@ func spliceCommand() *cli.Command {
 		Usage: "keep several ranges of a file in one output, for new recipients, without decrypting the body",
 		Description: "Like rearrange, for several ranges at once: the output stands for the ranges\n" +
 			"in increasing order, overlapping or adjacent ranges merged. The header is\n" +
-			"for the --recipient_pk keys, or for the public key of --sk when none is given.",
+			"for the --recipient_pk keys, or for the public key of --sk when none is given." + spliceObjectsHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)"},
 			recipientFlag("write the header for the public key(s) in the file at `PATH` (repeatable)"),
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(),
+			s3ConfigFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if len(c.StringSlice("range")) == 0 {
@@ -69,11 +71,22 @@ func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
 	if err != nil {
 		return err
 	}
-	in, out, err := openStreams(c, outputOptions{binary: true, mode: modePublic})
+	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
+		return err
+	}
+	in, err := openSource(c, c.String("input"))
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	if in.obj != nil {
+		return spliceObject(c, in.obj, reencrypt.SpliceOptions{Recipients: recipients, Ranges: ranges})
+	}
+	out, err := openDest(c, c.String("output"), max(in.size(), 0)+headerRoom,
+		outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
+	if err != nil {
+		return err
+	}
 	sk, err := readSecretKey(c)
 	if err != nil {
 		out.abort()

@@ -9,6 +9,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
 )
 
@@ -25,12 +26,13 @@ func verifyCommand() *cli.Command {
 			"status is 0 when all pass, else the highest code among the failures (4 for\n" +
 			"damaged, truncated or tampered data, 3 for key problems). Whole segments\n" +
 			"cut off the end of a body cannot be detected, unless an edit list reaches\n" +
-			"into them.",
+			"into them." + verifyObjectsHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			senderFlag(),
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing for files that pass"},
 			passphraseFileFlag(), jobsFlag(),
+			s3ConfigFlag(),
 		},
 		Action: verify,
 	}
@@ -54,7 +56,10 @@ func verify(c *cli.Context) error {
 	if err := flagsFirst(c); err != nil {
 		return err
 	}
-	paths := c.Args().Slice()
+	paths, err := verifySources(c, c.Args().Slice())
+	if err != nil {
+		return err
+	}
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
@@ -67,7 +72,7 @@ func verify(c *cli.Context) error {
 	var worst error
 	failed := 0
 	for _, path := range paths {
-		name := quoteName(path)
+		name := quoteName(shownName(path))
 		if path == "-" {
 			name = "stdin"
 		}
@@ -100,10 +105,10 @@ func verify(c *cli.Context) error {
 // verifyFile opens the header of the file at path with sk, authenticates
 // every segment of its body and checks that its edit list fits the body.
 func verifyFile(c *cli.Context, path string, sk *keys.SecretKey, sender *keys.PublicKey) error {
-	if _, err := os.Stat(path); path != "-" && errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path); path != "-" && !objstore.IsURL(path) && errors.Is(err, os.ErrNotExist) {
 		return usagef("no such file") // the line starts with the name already
 	}
-	in, err := openInput(path, c.App.Reader)
+	in, err := openSource(c, path)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,283 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/objstore"
+	"github.com/c4gh-go/crypt4gh/reencrypt"
+	"github.com/urfave/cli/v2"
+)
+
+// Rekeying objects: a new header, then the body of the object as it is,
+// copied by the server (objstore's Compose), so that only the header and
+// the few MiB that S3 requires of a first part pass through the client,
+// whatever the size of the object.
+//
+// In batch form, "reencrypt --sk K --recipient_pk P --force s3://b/p/ …"
+// rekeys in place every object ending in .c4gh under each prefix, and each
+// object named: one line per object, failures reported and not stopping
+// the others, the exit status the highest of theirs. --force is required:
+// every object is replaced.
+
+// rekeyHelp is the paragraph of reencrypt's description about objects.
+const rekeyHelp = "\n\n" +
+	"With -i and -o s3:// objects of one store (the same one to rekey in\n" +
+	"place, which needs --force), the body is copied by the server: a few MiB\n" +
+	"pass through, whatever the size. Given s3://BUCKET/PREFIX/ or object FILE\n" +
+	"arguments and --force, rekeys in place every object ending in .c4gh under\n" +
+	"each prefix, and each object named, printing one line for each."
+
+// rekeyJobs is how many objects a batch rekeys at once.
+const rekeyJobs = 4
+
+// rekeyObject writes the object o, whose header is h, with a new header
+// to the object at dest.
+func rekeyObject(c *cli.Context, h *header.Header, o *objstore.Object, dest string, recipients []keys.PublicKey) error {
+	loc, err := objectDest(dest)
+	if err != nil {
+		return err
+	}
+	sk, err := readSecretKey(c)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	return interruptible(c, func(ctx context.Context) error {
+		return rekey(ctx, c, sk, h, o, loc, recipients, c.Bool("force"))
+	})
+}
+
+// rekey composes the object at dest from a new header for recipients and
+// the body of o.
+func rekey(ctx context.Context, c *cli.Context, sk *keys.SecretKey, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) error {
+	if !force && o.Location() == dest {
+		return withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
+	}
+	nh, err := reencrypt.Header(h, sk, recipients, c.Bool("trim"), nil)
+	if err != nil {
+		return noPacketHint(err, sk, nil)
+	}
+	parts := []objstore.Part{objstore.Bytes(nh.Marshal()), objstore.Range(o, h.Size(), o.Size()-h.Size())}
+	return compose(ctx, c, dest, parts, force)
+}
+
+// compose writes the object at dest made of parts (objstore.Compose). ctx
+// is that of interruptible, so that a signal aborts the upload.
+func compose(ctx context.Context, c *cli.Context, dest objstore.Location, parts []objstore.Part, force bool) error {
+	cl, err := client(c)
+	if err != nil {
+		return err
+	}
+	err = cl.Compose(ctx, dest.Bucket, dest.Key, parts, &objstore.ComposeOptions{Force: force, CopyPartSize: copyPart, Concurrency: copyJobs})
+	if errors.Is(err, objstore.ErrExists) {
+		return withHint(err, "use --force to replace it")
+	}
+	return err
+}
+
+// objectDest parses the s3:// object that -o names.
+func objectDest(dest string) (objstore.Location, error) {
+	loc, err := objstore.Parse(dest)
+	if err != nil {
+		return loc, err
+	}
+	switch {
+	case loc.URL != "":
+		return loc, usagef("cannot write to %s: only s3:// objects are written", loc)
+	case loc.IsPrefix():
+		return loc, withHint(usagef("%s is a prefix, not an object", loc), "name the object: s3://BUCKET/KEY")
+	}
+	return loc, nil
+}
+
+// readObjectHeader parses the header at the start of o, fetched in one
+// small request.
+func readObjectHeader(c *cli.Context, o *objstore.Object) (*header.Header, error) {
+	in := objectInput(c, o)
+	defer in.Close()
+	ra, err := in.obj.readerAt()
+	if err != nil {
+		return nil, err
+	}
+	return header.Parse(io.NewSectionReader(ra, 0, o.Size()))
+}
+
+// reencryptBatch rekeys in place the objects of the FILE arguments.
+func reencryptBatch(c *cli.Context) error {
+	if err := flagsFirst(c); err != nil {
+		return err
+	}
+	for _, name := range []string{"input", "output", "header-only"} {
+		if c.IsSet(name) {
+			return usagef("--%s cannot be used with FILE arguments", name)
+		}
+	}
+	args := c.Args().Slice()
+	for _, a := range args {
+		if loc, err := objstore.Parse(a); !objstore.IsURL(a) || err == nil && loc.URL != "" {
+			return withHint(usagef("unexpected argument %q: FILE arguments of reencrypt are s3:// objects or prefixes, rekeyed in place", a),
+				"use -i and -o for a file")
+		} else if err != nil {
+			return err
+		}
+	}
+	if !c.Bool("force") {
+		return withHint(usagef("rekeying objects in place replaces them"), "add --force to rekey %s in place", strings.Join(args, " "))
+	}
+	recipients, err := readPublicKeys(c.StringSlice("recipient_pk"))
+	if err != nil {
+		return err
+	}
+	srcs, err := batchSources(c, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
+	if err != nil {
+		return err
+	}
+	if len(srcs) == 0 {
+		return usagef("nothing to rekey")
+	}
+	sk, err := readSecretKey(c)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	cl, err := client(c)
+	if err != nil {
+		return err
+	}
+
+	var (
+		mu           sync.Mutex // guards the counts and the writes to stdout and stderr
+		failed, code int
+		work         = make(chan string)
+		wg           sync.WaitGroup
+	)
+	workers := min(len(srcs), rekeyJobs)
+	// One context for the batch: a signal cancels every rekey under way
+	// at once, and the exit waits for their uploads to be aborted.
+	interruptible(c, func(ctx context.Context) error {
+		for range workers {
+			wg.Go(func() {
+				for name := range work {
+					err := rekeyOne(ctx, c, cl, sk, name, recipients)
+					mu.Lock()
+					if err != nil {
+						failed++
+						code = max(code, exitCode(err))
+						report(c.App.ErrWriter, fmt.Errorf("%s: %w", name, err))
+					} else if !c.Bool("quiet") {
+						fmt.Fprintf(c.App.Writer, "%s: rekeyed\n", name)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		for _, s := range srcs {
+			work <- s.in
+		}
+		close(work)
+		wg.Wait()
+		return nil
+	})
+	if failed > 0 {
+		return batchError{failed: failed, total: len(srcs), code: max(code, exitError)}
+	}
+	return nil
+}
+
+// rekeyOne rekeys the object at name in place.
+func rekeyOne(ctx context.Context, c *cli.Context, cl *objstore.Client, sk *keys.SecretKey, name string, recipients []keys.PublicKey) error {
+	loc, err := objstore.Parse(name)
+	if err != nil {
+		return err
+	}
+	o, err := cl.Open(c.Context, loc.Bucket, loc.Key)
+	if err != nil {
+		return err
+	}
+	h, err := readObjectHeader(c, o)
+	if err != nil {
+		return err
+	}
+	if _, err := body.PlaintextSize(o.Size() - h.Size()); err != nil {
+		return fmt.Errorf("body %w", err)
+	}
+	return rekey(ctx, c, sk, h, o, loc, recipients, true)
+}
+
+// spliceObject writes what rearrange and splice keep of the object of s:
+// to an object of the same store, the segments copied by the server; else
+// fetched, segment runs in parallel ranged GETs.
+func spliceObject(c *cli.Context, s *objectStream, opts reencrypt.SpliceOptions) error {
+	o := s.o
+	ra, err := s.readerAt()
+	if err != nil {
+		return err
+	}
+	h, err := header.Parse(io.NewSectionReader(ra, 0, o.Size()))
+	if err != nil {
+		return err
+	}
+	dest := c.String("output")
+	var out *output
+	var loc objstore.Location
+	if objstore.IsURL(dest) {
+		if loc, err = objectDest(dest); err != nil {
+			return err
+		}
+		if !c.Bool("force") && o.Location() == loc {
+			return withHint(usagef("output %s is the input", loc), "use --force to replace it")
+		}
+	} else if out, err = openDest(c, dest, o.Size()+headerRoom, outputOptions{force: c.Bool("force"), binary: true, mode: modePublic}); err != nil {
+		return err
+	}
+	if opts.Reader, err = readSecretKey(c); err != nil {
+		if out != nil {
+			out.abort()
+		}
+		return err
+	}
+	defer opts.Reader.Zero()
+	nh, runs, err := reencrypt.PlanSplice(h, o.Size()-h.Size(), opts)
+	if err != nil {
+		if out != nil {
+			out.abort()
+		}
+		return noPacketHint(err, opts.Reader, nil)
+	}
+	if out == nil {
+		parts := []objstore.Part{objstore.Bytes(nh.Marshal())}
+		for _, r := range runs {
+			parts = append(parts, objstore.Range(o, h.Size()+r.Offset, r.Length))
+		}
+		return interruptible(c, func(ctx context.Context) error { return compose(ctx, c, loc, parts, c.Bool("force")) })
+	}
+	return out.finish(copyObjectRuns(c, out, nh, o, h.Size(), runs))
+}
+
+// copyObjectRuns writes the header nh, then the runs of the body of o,
+// which starts at bodyStart.
+func copyObjectRuns(c *cli.Context, out io.Writer, nh *header.Header, o *objstore.Object, bodyStart int64, runs []reencrypt.Run) error {
+	if _, err := nh.WriteTo(out); err != nil {
+		return fmt.Errorf("failed to write header: %w", err)
+	}
+	for _, run := range runs {
+		r, err := o.NewReader(bodyStart+run.Offset, run.Length, readerOptions(c))
+		if err != nil {
+			return err
+		}
+		_, err = r.WriteTo(out)
+		r.Close()
+		if err != nil {
+			return fmt.Errorf("failed to copy segments: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,397 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/objstore"
+	"github.com/urfave/cli/v2"
+)
+
+// decrypt --continue: a download of an object that was interrupted (by a
+// signal, SIGKILL, a lost network, a crash) resumes after the last segment
+// that was authenticated and written, instead of starting again.
+//
+// With --continue, the plaintext goes to .NAME.c4gh-resume beside the
+// output NAME (mode 0600), and a record of the download to
+// .NAME.c4gh-resume.json: the object's location, ETag, size and header
+// size, how many bytes of plaintext were written and synced to disk, and
+// the boot of the machine during which they were written. Both stay when
+// the run fails or is interrupted. The next run with --continue checks the
+// record against the object: when the object changed (another ETag or
+// size), it says so and starts again; otherwise it keeps the whole
+// segments of plaintext that are on disk (all that the file holds, when
+// the machine was not restarted meanwhile; else what was synced, at most
+// resumeSync bytes less) and fetches the body from the next segment on.
+// At the end the partial file is committed under NAME as every output is
+// (never over a file that appeared meanwhile, without --force), and the
+// record is removed.
+//
+// Segments are independent, so the body can be decrypted from any
+// segment on; an edit list, whose offsets count from the start, would
+// need more: a file that has one is refused with --continue.
+
+// resumeSync is how many bytes are written between two syncs of the
+// partial output and its record.
+const resumeSync = 64 << 20
+
+// Suffixes of the files that --continue keeps beside the output.
+const (
+	resumeSuffix = ".c4gh-resume"
+	recordSuffix = ".c4gh-resume.json"
+)
+
+func continueFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name:  "continue",
+		Usage: "keep the partial output of a download beside -o FILE and resume it after an interruption (s3:// and https:// inputs)",
+	}
+}
+
+// resumeRecord is what .NAME.c4gh-resume.json holds.
+type resumeRecord struct {
+	Source     string `json:"source"`
+	ETag       string `json:"etag"`
+	Size       int64  `json:"size"`
+	HeaderSize int64  `json:"header_size"`
+	Plaintext  int64  `json:"plaintext"` // written and synced: whole segments
+	BootID     string `json:"boot_id"`   // when the partial output was last written
+}
+
+// decryptResume decrypts the object of -i to -o with --continue.
+func decryptResume(c *cli.Context, rng *edit.Range) error {
+	src, path := c.String("input"), c.String("output")
+	switch {
+	case rng != nil:
+		return usagef("--continue cannot be used with --range")
+	case c.Bool("checksum"):
+		return usagef("--continue cannot be used with --checksum")
+	case !objstore.IsURL(src):
+		return withHint(usagef("--continue resumes the download of an object or a web resource"),
+			"use -i s3://BUCKET/KEY or -i https://…")
+	case isStdout(path):
+		return withHint(usagef("--continue needs an output file"), "use -o FILE")
+	case objstore.IsURL(path):
+		return usagef("--continue writes a local file, not %s", path)
+	}
+	final, err := checkOutput(path, outputOptions{force: c.Bool("force")})
+	if err != nil {
+		return err
+	}
+	if final == "" {
+		return usagef("--continue needs a regular file as output, not %s", quoteName(path))
+	}
+	dir, base := filepath.Split(final)
+	if len("."+base+recordSuffix) > maxName {
+		return usagef("the name %s is too long for the files of --continue beside it", quoteName(path))
+	}
+	partial := filepath.Join(dir, "."+base+resumeSuffix)
+
+	in, err := openSource(c, src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	o := in.obj.o
+	ra, size, err := in.randomAccess()
+	if err != nil {
+		return err
+	}
+	h, err := header.Parse(io.NewSectionReader(ra, 0, size))
+	if err != nil {
+		return err
+	}
+	hsize := h.Size()
+	plainSize, err := body.PlaintextSize(size - hsize)
+	if err != nil {
+		return fmt.Errorf("body %w", err)
+	}
+	sk, sender, err := readReaderKeys(c)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	contents, err := h.Decrypt(sk, sender)
+	if err != nil {
+		return noPacketHint(err, sk, sender)
+	}
+	hasEditList := contents.HasEditList
+	contents.Zero()
+	if hasEditList {
+		return withHint(usagef("%s has an edit list: --continue cannot resume it", o.Location()),
+			"decrypt it without --continue")
+	}
+
+	rec := resumeRecord{Source: o.Location().String(), ETag: o.ETag(), Size: size, HeaderSize: hsize}
+	rw, err := openPartial(c, partial, rec, plainSize)
+	if err != nil {
+		return err
+	}
+	defer rw.close()
+
+	from := rw.start / body.SegmentSize * body.EncryptedSegmentSize
+	rest := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return readerOptions(c) }, fetched: true, pos: min(hsize+from, size)}
+	defer rest.Close()
+	prog := newProgress(c, size-hsize-from, "decrypting")
+	stream := io.MultiReader(io.NewSectionReader(ra, 0, hsize), prog.reader(rest))
+	r, err := c4gh.NewReader(stream, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs")})
+	if err != nil {
+		return noPacketHint(err, sk, sender)
+	}
+	defer r.Close()
+	prog.start()
+	_, err = r.WriteTo(rw)
+	prog.stop()
+	if err != nil {
+		err = decryptError(err, hsize, size)
+		if serr := rw.sync(); serr != nil {
+			return err
+		}
+		if hintFor(err) == "" {
+			err = withHint(err, "the plaintext decrypted so far is kept in %s: run the same command again to resume", quoteName(partial))
+		}
+		return err
+	}
+	if n := rw.written.Load(); n != plainSize {
+		return fmt.Errorf("failed to decrypt %s: %d bytes of plaintext, want %d", o.Location(), n, plainSize)
+	}
+	return rw.commit(final, path, c.Bool("force"))
+}
+
+// partialWriter writes the plaintext to the partial output, syncing it
+// and updating the record every resumeSync bytes, and on a signal.
+type partialWriter struct {
+	f       *os.File
+	path    string // of the partial output
+	record  string // of the record
+	rec     resumeRecord
+	start   int64        // where this run began to write
+	written atomic.Int64 // bytes of plaintext in f
+
+	mu        sync.Mutex // between the writes of the record
+	sinceSync int64
+	forget    func()
+}
+
+// openPartial opens the partial output at path for the download rec of
+// plainSize bytes of plaintext, positioned after the plaintext that an
+// earlier run left and that may be kept.
+func openPartial(c *cli.Context, path string, rec resumeRecord, plainSize int64) (*partialWriter, error) {
+	w := &partialWriter{path: path, record: strings.TrimSuffix(path, resumeSuffix) + recordSuffix, rec: rec}
+	f, err := openPrivate(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open %s: %w", quoteName(path), pathErr(err))
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, withHint(usagef("%s is in use by another crypt4gh", quoteName(path)), "wait for it to end, or stop it")
+	}
+	fail := func(what string, err error) (*partialWriter, error) {
+		f.Close()
+		return nil, fmt.Errorf("failed to %s %s: %w", what, quoteName(path), pathErr(err))
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail("read", err)
+	}
+	w.start = w.kept(c, fi.Size(), plainSize)
+	w.rec.Plaintext = w.start
+	w.rec.BootID = bootID()
+	if err := w.saveRecord(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Truncate(w.start); err != nil {
+		return fail("truncate", err)
+	}
+	if _, err := f.Seek(w.start, io.SeekStart); err != nil {
+		return fail("seek", err)
+	}
+	w.f = f
+	w.written.Store(w.start)
+	w.forget = cleanup.onInterrupt(func() { w.sync() })
+	return w, nil
+}
+
+// kept returns how many of the size bytes of plaintext that an earlier run
+// left in the partial output are kept: whole segments, as far as its
+// record says they were written for the same object. A partial output
+// without a record (each run writes its record before any plaintext)
+// keeps nothing.
+func (w *partialWriter) kept(c *cli.Context, size, plainSize int64) int64 {
+	data, err := os.ReadFile(w.record)
+	if err != nil || size == 0 {
+		return 0
+	}
+	var old resumeRecord
+	if json.Unmarshal(data, &old) != nil || old.Source != w.rec.Source {
+		return 0
+	}
+	if old.ETag != w.rec.ETag || old.Size != w.rec.Size || old.HeaderSize != w.rec.HeaderSize {
+		warnf(c, "%s changed since the interrupted download (ETag %s, size %d; it was %s, %d): starting again",
+			w.rec.Source, w.rec.ETag, w.rec.Size, old.ETag, old.Size)
+		return 0
+	}
+	n := old.Plaintext
+	if id := bootID(); id != "" && id == old.BootID {
+		// No restart since: every byte written is in the file.
+		n = size
+	}
+	n = min(n, size) / body.SegmentSize * body.SegmentSize
+	if n < 0 || n > plainSize {
+		return 0
+	}
+	if n > 0 && !c.Bool("quiet") {
+		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: resuming %s after %d bytes of plaintext (%d of %d segments)\n",
+			w.rec.Source, n, n/body.SegmentSize, (plainSize+body.SegmentSize-1)/body.SegmentSize)
+	}
+	return n
+}
+
+func (w *partialWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.written.Add(int64(n))
+	if err != nil {
+		return n, fmt.Errorf("failed to write %s: %w", quoteName(w.path), pathErr(err))
+	}
+	w.mu.Lock()
+	w.sinceSync += int64(n)
+	due := w.sinceSync >= resumeSync
+	w.mu.Unlock()
+	if due {
+		if err := w.sync(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// sync makes what was written durable and records it.
+func (w *partialWriter) sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := w.written.Load()
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("failed to sync %s: %w", quoteName(w.path), pathErr(err))
+	}
+	w.sinceSync = 0
+	w.rec.Plaintext = n / body.SegmentSize * body.SegmentSize
+	return w.saveRecordLocked()
+}
+
+func (w *partialWriter) saveRecord() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.saveRecordLocked()
+}
+
+// saveRecordLocked replaces the record, atomically.
+func (w *partialWriter) saveRecordLocked() error {
+	data, err := json.Marshal(w.rec)
+	if err != nil {
+		return err
+	}
+	tmp := w.record + ".new"
+	os.Remove(tmp)
+	f, err := openPrivate(tmp)
+	if err == nil {
+		_, err = f.Write(append(data, '\n'))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, w.record)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("failed to write %s: %w", quoteName(w.record), pathErr(err))
+	}
+	return nil
+}
+
+// commit gives the complete partial output the name final (path as the
+// user wrote it), as output.commit does, and removes the record.
+func (w *partialWriter) commit(final, path string, force bool) error {
+	w.forget()
+	err := w.f.Sync()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	w.f = nil
+	if err == nil {
+		err = place(w.path, final, force)
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return withHint(usagef("output file %q already exists (it appeared while this command ran)", path),
+				"the plaintext is kept in %s; use --force with --continue to replace the file", quoteName(w.path))
+		}
+		return fmt.Errorf("failed to write %s: %w", path, pathErr(err))
+	}
+	os.Remove(w.record)
+	return syncDir(filepath.Dir(final))
+}
+
+// close releases the partial output if commit did not.
+func (w *partialWriter) close() {
+	if w.f != nil {
+		w.forget()
+		w.f.Close()
+		w.f = nil
+	}
+}
+
+// openPrivate opens the regular file at path for writing, creating it with
+// mode 0600; it refuses a symbolic link or anything but a regular file.
+func openPrivate(path string) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, modeSecret)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	li, lerr := os.Lstat(path)
+	if err != nil || lerr != nil || !os.SameFile(fi, li) || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("changed while it was opened")}
+	}
+	return f, nil
+}
+
+// warnResumable says when the output of a decrypt without --continue
+// has the partial output of an interrupted download with --continue
+// beside it, which this run neither uses nor removes.
+func warnResumable(c *cli.Context, path string) {
+	if isStdout(path) || objstore.IsURL(path) {
+		return
+	}
+	dir, base := filepath.Split(path)
+	partial := filepath.Join(dir, "."+base+resumeSuffix)
+	if fi, err := os.Lstat(partial); err == nil && fi.Mode().IsRegular() {
+		warnf(c, "%s holds the plaintext of an interrupted download: add --continue to resume it, or remove it and %s",
+			quoteName(partial), quoteName(filepath.Join(dir, "."+base+recordSuffix)))
+	}
+}
+
+// bootID identifies the boot of the machine (Linux), "" when unknown.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,546 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/mount"
+	"github.com/c4gh-go/crypt4gh/objstore"
+	"github.com/urfave/cli/v2"
+)
+
+// Objects of S3-compatible stores (s3://BUCKET/KEY) are read and written
+// wherever a command takes a data path, and resources on web servers
+// (https://…, http:// to a loopback address) are read with range requests.
+// This file holds what every command shares for them: the client of the
+// run, inputs that stream an object in parallel ranged GETs, and outputs
+// that upload as a multipart upload aborted on every failure and signal.
+
+// s3ConfigFlag is the flag of every command that reads or writes data.
+func s3ConfigFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:  "s3-config",
+		Usage: "take the S3 credentials and endpoint from the s3cmd configuration file at `PATH` (default: the AWS environment variables and files)",
+	}
+}
+
+// Memory of the transfers of one run, shared by the files of a batch
+// that move at once.
+const (
+	// readChunk is the size of the ranged GETs of a stream: 128 encrypted
+	// segments, so that the chunks of a body end on segments.
+	readChunk = 128 * body.EncryptedSegmentSize
+	// writeBudget is how many bytes of parts an upload holds at most:
+	// five parts of 16 MiB.
+	writeBudget = 80 << 20
+	// copyPart is the size of the server-side copies of a rekey or a
+	// splice between objects, and copyJobs how many run at once: few
+	// and large, for a small store copies faster one or two at a time
+	// (and checksums what it copies).
+	copyPart = 1 << 30
+	copyJobs = 2
+	// headSize is what is fetched first of an object, in one request:
+	// enough for any usual header.
+	headSize = 64 << 10
+	// abortTimeout is how long an interrupted command waits for its
+	// uploads to be aborted before it exits anyway.
+	abortTimeout = 15 * time.Second
+)
+
+// stores is the object storage of one run: one client, made when a first
+// s3:// location is used, and how many files share the memory.
+type stores struct {
+	mu      sync.Mutex
+	client  *objstore.Client
+	err     error
+	files   int  // files of a batch that move at once
+	reading bool // objects are read: uploads get half the budget
+	writing bool // objects are written: downloads get half the budget
+}
+
+var storesMu sync.Mutex
+
+const storesKey = "crypt4gh/stores"
+
+// storesOf returns the object storage of the run of c.
+func storesOf(c *cli.Context) *stores {
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	if s, ok := c.App.Metadata[storesKey].(*stores); ok {
+		return s
+	}
+	if c.App.Metadata == nil {
+		c.App.Metadata = map[string]any{}
+	}
+	s := &stores{files: 1}
+	c.App.Metadata[storesKey] = s
+	return s
+}
+
+// shareMemory says that n files of a batch move at once.
+func shareMemory(c *cli.Context, n int) {
+	s := storesOf(c)
+	s.mu.Lock()
+	s.files = max(1, n)
+	s.mu.Unlock()
+}
+
+// shares returns how many shares of the memory budgets of downloads and
+// uploads there are: one per file that moves at once, and twice as many
+// when objects are both read and written.
+func (s *stores) shares() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reading && s.writing {
+		return 2 * s.files
+	}
+	return s.files
+}
+
+// uses records that the run reads (or, with write, writes) objects.
+func (s *stores) uses(write bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if write {
+		s.writing = true
+	} else {
+		s.reading = true
+	}
+}
+
+// readChunks is how many chunks a stream holds at most (64 MiB), shared
+// by the files of a batch, two at least. A variable for the tests, which
+// read one chunk at a time to stall a download at a known place.
+var readChunks = 8
+
+// storeIdleTimeout is how long a request may make no progress before it
+// is retried; 0 is objstore's default (a minute). A variable for the
+// tests, which stall requests.
+var storeIdleTimeout time.Duration
+
+// storeConfig is the configuration of the client of the run.
+func storeConfig(c *cli.Context) objstore.Config {
+	return objstore.Config{S3Config: expandHome(c.String("s3-config")), IdleTimeout: storeIdleTimeout}
+}
+
+// client returns the client of the run, made at the first call.
+func client(c *cli.Context) (*objstore.Client, error) {
+	s := storesOf(c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client == nil && s.err == nil {
+		s.client, s.err = objstore.New(c.Context, storeConfig(c))
+	}
+	return s.client, s.err
+}
+
+// readerOptions are the options of the streams of a run.
+func readerOptions(c *cli.Context) *objstore.ReaderOptions {
+	return &objstore.ReaderOptions{ChunkSize: readChunk, Concurrency: max(min(2, readChunks), readChunks/storesOf(c).shares())}
+}
+
+// writerOptions are the options of an upload of size bytes (0: unknown):
+// the part size that objstore needs for size, and as many parts at once
+// as the budget allows, two at least.
+func writerOptions(c *cli.Context, size int64, force bool) *objstore.WriterOptions {
+	part := int64(objstore.DefaultPartSize)
+	if size > 0 {
+		need := (size + objstore.MaxParts - 1) / objstore.MaxParts
+		part = max(part, (need+1<<20-1)&^(1<<20-1))
+	}
+	conc := int64(writeBudget) / int64(storesOf(c).shares()) / part
+	return &objstore.WriterOptions{Force: force, Size: max(size, 0), PartSize: part, Concurrency: int(max(2, conc))}
+}
+
+// headerRoom is more than the header of a file that encrypt writes.
+const headerRoom = 64 << 10
+
+// encryptedSize is at most the size of the encryption of in, 0 when
+// unknown.
+func encryptedSize(in *input) int64 {
+	if n := in.size(); n >= 0 {
+		return body.EncryptedSize(n) + headerRoom
+	}
+	return 0
+}
+
+// reservable is the size to reserve an output for: reservable(in.file),
+// or what is left of an object.
+func (in *input) reservable() int64 {
+	if in.obj != nil {
+		return in.obj.remaining()
+	}
+	return reservable(in.file)
+}
+
+// randomAccess returns the rest of a regular file, or an object that was
+// not read yet, as an io.ReaderAt of size bytes.
+func (in *input) randomAccess() (io.ReaderAt, int64, error) {
+	if in.obj != nil {
+		ra, err := in.obj.readerAt()
+		return ra, in.obj.o.Size(), err
+	}
+	off, err := in.file.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, 0, fmt.Errorf("failed to read input: %w", err)
+	}
+	size := in.size()
+	return io.NewSectionReader(in.file, off, size), size, nil
+}
+
+// shownName is how a path or URL is named in messages and output lines:
+// a URL without its query (that of a presigned URL is a bearer
+// credential) nor anything that Parse refuses to show.
+func shownName(p string) string {
+	if !objstore.IsURL(p) {
+		return p
+	}
+	loc, err := objstore.Parse(p)
+	if err != nil {
+		return "URL"
+	}
+	return loc.String()
+}
+
+// openObject opens the object (or web resource) at the URL s.
+func openObject(c *cli.Context, s string) (*objstore.Object, error) {
+	loc, err := objstore.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if loc.URL != "" {
+		return objstore.OpenURL(c.Context, loc.URL, storeConfig(c))
+	}
+	if loc.IsPrefix() {
+		return nil, withHint(usagef("%s is a prefix, not an object", loc), "name an object (s3://BUCKET/KEY), or give the prefix as a FILE argument of batch mode")
+	}
+	cl, err := client(c)
+	if err != nil {
+		return nil, err
+	}
+	return cl.Open(c.Context, loc.Bucket, loc.Key)
+}
+
+// openSource opens path for reading as openInput does, and also an
+// object or web resource when path is a URL. The caller must call Close.
+func openSource(c *cli.Context, path string) (*input, error) {
+	if !objstore.IsURL(path) {
+		return openInput(path, c.App.Reader)
+	}
+	o, err := openObject(c, path)
+	if err != nil {
+		return nil, err
+	}
+	return objectInput(c, o), nil
+}
+
+// objectInput is the input that reads o.
+func objectInput(c *cli.Context, o *objstore.Object) *input {
+	storesOf(c).uses(false)
+	s := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return readerOptions(c) }}
+	return &input{Reader: s, name: o.Location().String(), obj: s}
+}
+
+// objectStream reads an object from the start, as a file is read. Its
+// first bytes come in one small request; when they start a crypt4gh
+// header, the rest (the body) is streamed from the end of the header, in
+// parallel ranged GETs of whole segments, only once something reads past
+// the header. So inspecting an object costs its header, and decrypting
+// one costs its bytes once.
+type objectStream struct {
+	o    *objstore.Object
+	opts func() *objstore.ReaderOptions // when the body starts: the output is open by then
+
+	head    []byte // the first bytes
+	prefix  int64  // how many of them are served from head
+	fetched bool
+	pos     int64
+	body    *objstore.Reader
+	err     error
+}
+
+// fetchHead reads the first bytes of the object, once.
+func (s *objectStream) fetchHead() error {
+	if s.fetched {
+		return s.err
+	}
+	s.fetched = true
+	s.head = make([]byte, min(s.o.Size(), headSize))
+	if s.err = readExact(s.o, s.head, 0); s.err != nil {
+		return s.err
+	}
+	s.prefix = int64(len(s.head))
+	if s.prefix == s.o.Size() {
+		return nil // all of it
+	}
+	if h, err := header.Parse(bytes.NewReader(s.head)); err == nil {
+		s.prefix = h.Size()
+	}
+	return nil
+}
+
+// readExact reads len(p) bytes of o at off with one request of that size
+// (a ReadAt at the start of an object would fetch a read-ahead window).
+func readExact(o *objstore.Object, p []byte, off int64) error {
+	if len(p) == 0 {
+		return nil
+	}
+	r, err := o.NewReader(off, int64(len(p)), &objstore.ReaderOptions{ChunkSize: int64(len(p)), Concurrency: 1})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.ReadFull(r, p)
+	return err
+}
+
+func (s *objectStream) Read(p []byte) (int, error) {
+	if err := s.fetchHead(); err != nil {
+		return 0, err
+	}
+	if s.pos < s.prefix {
+		n := copy(p, s.head[s.pos:s.prefix])
+		s.pos += int64(n)
+		return n, nil
+	}
+	if err := s.startBody(); err != nil {
+		return 0, err
+	}
+	n, err := s.body.Read(p)
+	s.pos += int64(n)
+	return n, err
+}
+
+// WriteTo writes the rest of the object to w, the body without a copy of
+// its own.
+func (s *objectStream) WriteTo(w io.Writer) (int64, error) {
+	if err := s.fetchHead(); err != nil {
+		return 0, err
+	}
+	var total int64
+	if s.pos < s.prefix {
+		n, err := w.Write(s.head[s.pos:s.prefix])
+		s.pos += int64(n)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	if err := s.startBody(); err == io.EOF {
+		return total, nil
+	} else if err != nil {
+		return total, err
+	}
+	n, err := s.body.WriteTo(w)
+	s.pos += n
+	return total + n, err
+}
+
+// startBody starts the parallel stream from the current position.
+func (s *objectStream) startBody() error {
+	if s.body != nil {
+		return nil
+	}
+	if s.pos >= s.o.Size() {
+		return io.EOF
+	}
+	r, err := s.o.NewReader(s.pos, -1, s.opts())
+	if err != nil {
+		return err
+	}
+	s.body = r
+	return nil
+}
+
+// remaining is the number of bytes left to read.
+func (s *objectStream) remaining() int64 { return s.o.Size() - s.pos }
+
+// section returns a reader of bytes [r.Start, r.End) of the object, which
+// must not have been read yet, as selectRange does for a file.
+func (s *objectStream) section(r edit.Range) (io.Reader, error) {
+	size := s.o.Size()
+	if r.Start > 0 && r.Start >= size {
+		return nil, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, size)
+	}
+	end := min(r.End, size)
+	if r.Start >= end {
+		return bytes.NewReader(nil), nil
+	}
+	body, err := s.o.NewReader(r.Start, end-r.Start, s.opts())
+	if err != nil {
+		return nil, err
+	}
+	s.body, s.fetched, s.pos = body, true, r.Start
+	return body, nil
+}
+
+// readerAt returns the object as an io.ReaderAt whose first bytes come
+// from the head fetched in one request, for c4gh.NewReaderAt: a header
+// costs the head, and each segment what it is (with the read-ahead of
+// objstore.Object for sequential reads).
+func (s *objectStream) readerAt() (io.ReaderAt, error) {
+	if err := s.fetchHead(); err != nil {
+		return nil, err
+	}
+	return headReaderAt{o: s.o, head: s.head}, nil
+}
+
+// Close stops the stream.
+func (s *objectStream) Close() error {
+	if s.body != nil {
+		s.body.Close()
+	}
+	return nil
+}
+
+// headReaderAt serves the reads within head from memory.
+type headReaderAt struct {
+	o    *objstore.Object
+	head []byte
+}
+
+func (h headReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off >= 0 && off+int64(len(p)) <= int64(len(h.head)) {
+		return copy(p, h.head[off:]), nil
+	}
+	return h.o.ReadAt(p, off)
+}
+
+// objectSink uploads what a command writes to an object. Every call into
+// the objstore.Writer holds sem, so that an interruption, which cancels
+// the upload's context and then takes sem for good, aborts the upload
+// itself when the command is not inside the Writer (it may be waiting for
+// stdin), and else waits for the Writer to return: then no multipart
+// upload is left pending.
+type objectSink struct {
+	w      *objstore.Writer
+	cancel context.CancelFunc
+	sem    chan struct{}
+	forget func()
+}
+
+// openDest opens path for writing as openOutput does, and also an object
+// when path is an s3:// URL. size is how many bytes will be written, at
+// most, when known (0 otherwise): it sets the part size of a large
+// upload.
+func openDest(c *cli.Context, path string, size int64, opts outputOptions) (*output, error) {
+	if !objstore.IsURL(path) {
+		return openOutput(path, c.App.Writer, opts)
+	}
+	loc, err := objstore.Parse(path)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case loc.URL != "":
+		return nil, usagef("cannot write to %s: only s3:// objects are written", loc)
+	case loc.IsPrefix():
+		return nil, withHint(usagef("%s is a prefix, not an object", loc), "name the object: s3://BUCKET/KEY")
+	}
+	cl, err := client(c)
+	if err != nil {
+		return nil, err
+	}
+	storesOf(c).uses(true)
+	ctx, cancel := context.WithCancel(c.Context)
+	w, err := cl.NewWriter(ctx, loc.Bucket, loc.Key, writerOptions(c, size, opts.force))
+	if err != nil {
+		cancel()
+		if errors.Is(err, objstore.ErrExists) {
+			return nil, withHint(err, "use --force to replace it")
+		}
+		return nil, err
+	}
+	s := &objectSink{w: w, cancel: cancel, sem: make(chan struct{}, 1)}
+	s.forget = cleanup.onInterrupt(s.interrupted)
+	return &output{Writer: s, path: path, obj: s}, nil
+}
+
+func (s *objectSink) Write(p []byte) (int, error) {
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	return s.w.Write(p)
+}
+
+// commit completes the upload.
+func (s *objectSink) commit() error {
+	s.sem <- struct{}{}
+	err := s.w.Close()
+	<-s.sem
+	s.forget()
+	s.cancel()
+	if errors.Is(err, objstore.ErrExists) {
+		return withHint(err, "use --force to replace it")
+	}
+	return err
+}
+
+// abort abandons the upload.
+func (s *objectSink) abort() {
+	s.sem <- struct{}{}
+	s.w.Abort()
+	<-s.sem
+	s.forget()
+	s.cancel()
+}
+
+// interrupted runs on a signal: it stops the upload and aborts it, within
+// abortTimeout.
+func (s *objectSink) interrupted() {
+	s.cancel()
+	aborted := make(chan struct{})
+	go func() {
+		s.sem <- struct{}{} // never given back: the process exits
+		s.w.Abort()
+		close(aborted)
+	}()
+	select {
+	case <-aborted:
+	case <-time.After(abortTimeout):
+	}
+}
+
+// interruptible runs fn with a context that a signal cancels, and makes
+// the exit on that signal wait (up to abortTimeout) for fn to return, so
+// that what fn has under way on a server (a Compose) is aborted.
+func interruptible(c *cli.Context, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	finished := make(chan struct{})
+	forget := cleanup.onInterrupt(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(abortTimeout):
+		}
+	})
+	err := fn(ctx)
+	close(finished)
+	forget()
+	return err
+}
+
+// objectSource is the mount.Source of the objects under the s3:// prefix
+// (or the key, taken as a prefix) of source.
+func objectSource(c *cli.Context, source string) (mount.Source, error) {
+	loc, err := objstore.Parse(source)
+	if err != nil {
+		return nil, err
+	}
+	if loc.URL != "" {
+		return nil, usagef("mount shows an s3:// prefix or a folder, not %s", loc)
+	}
+	cl, err := client(c)
+	if err != nil {
+		return nil, err
+	}
+	return mount.Objects(cl, loc.Bucket, loc.Key), nil
+}

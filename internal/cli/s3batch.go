@@ -1,0 +1,314 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/c4gh-go/crypt4gh/objstore"
+	"github.com/urfave/cli/v2"
+)
+
+// Batch mode with objects and output folders:
+//
+//   - A FILE argument may be an object (s3://BUCKET/KEY) or a web
+//     resource (https://…), and a prefix (s3://BUCKET/PREFIX/) stands for
+//     every object under it, at any depth, that the command takes: the
+//     objects not ending in .c4gh for encrypt, those ending in .c4gh for
+//     decrypt, verify and reencrypt.
+//   - -o names an output folder when it ends in "/", names an existing
+//     folder, or is an s3:// prefix: each result goes there under the name
+//     of its input (FILE.c4gh when encrypting, FILE without .c4gh when
+//     decrypting), the objects of a prefix under their keys relative to
+//     it (so s3://b/raw/x/y → DIR/x/y.c4gh, missing local folders made).
+//   - Without -o, results go beside their inputs, objects too when
+//     encrypting (s3://b/k → s3://b/k.c4gh); decrypted objects need -o,
+//     so that no plaintext is written back into a store unasked.
+
+// batchFolderHelp is the paragraph of the commands' descriptions about
+// objects in batch mode.
+const batchFolderHelp = "\n\n" +
+	"FILE arguments may be s3://BUCKET/KEY objects, https:// resources, or\n" +
+	"s3://BUCKET/PREFIX/ prefixes, which stand for every object under them that\n" +
+	"the command takes (by their .c4gh suffix). With -o DIR (a name ending in /,\n" +
+	"an existing folder, or an s3:// prefix) each result goes into DIR under the\n" +
+	"name of its input, or its key relative to the prefix it came from; without\n" +
+	"-o results go beside their inputs."
+
+// objectHelp is the paragraph of the commands' descriptions about
+// objects in single mode.
+const objectHelp = "\n\n" +
+	"-i and -o (and --header) may be s3://BUCKET/KEY objects, read with parallel\n" +
+	"ranged GETs and written as multipart uploads (aborted on failure: nothing\n" +
+	"is left); -i may be an https:// URL read with range requests. Credentials\n" +
+	"and endpoint come from the AWS environment variables and files, or from\n" +
+	"--s3-config."
+
+// isOutputFolder reports whether -o p names an output folder of a batch.
+func isOutputFolder(p string) bool {
+	switch {
+	case p == "" || p == "-":
+		return false
+	case objstore.IsURL(p):
+		loc, err := objstore.Parse(p)
+		return err == nil && loc.URL == "" && loc.IsPrefix()
+	case strings.HasSuffix(p, "/") || strings.HasSuffix(p, string(filepath.Separator)):
+		return true
+	}
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// source is one input of a batch: the path or URL to read, and the name of
+// its result relative to an output folder (slash-separated).
+type source struct {
+	in, rel string
+}
+
+// batchSources expands the FILE arguments: a prefix to the objects under it
+// whose keys keep accepts, anything else to itself.
+func batchSources(c *cli.Context, args []string, keep func(key string) bool) ([]source, error) {
+	var out []source
+	for _, a := range args {
+		if !objstore.IsURL(a) {
+			out = append(out, source{in: a, rel: filepath.ToSlash(filepath.Base(a))})
+			continue
+		}
+		loc, err := objstore.Parse(a)
+		if err != nil {
+			return nil, err
+		}
+		if loc.URL != "" {
+			out = append(out, source{in: a, rel: urlBase(loc)})
+			continue
+		}
+		if !loc.IsPrefix() {
+			out = append(out, source{in: a, rel: path.Base(loc.Key)})
+			continue
+		}
+		objs, err := listObjects(c, loc, keep)
+		if err != nil {
+			return nil, err
+		}
+		if len(objs) == 0 {
+			warnf(c, "no object to take under %s", loc)
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// listObjects returns the objects under the prefix loc whose keys keep
+// accepts.
+func listObjects(c *cli.Context, loc objstore.Location, keep func(string) bool) ([]source, error) {
+	cl, err := client(c)
+	if err != nil {
+		return nil, err
+	}
+	var out []source
+	for info, err := range cl.List(c.Context, loc.Bucket, loc.Key) {
+		if err != nil {
+			return nil, err
+		}
+		if keep(info.Key) {
+			out = append(out, source{in: objstore.Location{Bucket: loc.Bucket, Key: info.Key}.String(), rel: info.Key[len(loc.Key):]})
+		}
+	}
+	return out, nil
+}
+
+// urlBase is the last element of the path of a web resource.
+func urlBase(loc objstore.Location) string {
+	s := loc.String()
+	s = strings.TrimSuffix(s, "?...")
+	return path.Base(s)
+}
+
+// inFolder names the result rel in the output folder dir.
+func inFolder(dir, rel string) (string, error) {
+	if objstore.IsURL(dir) {
+		loc, err := objstore.Parse(dir)
+		if err != nil {
+			return "", err
+		}
+		if loc.Key != "" && !strings.HasSuffix(loc.Key, "/") {
+			loc.Key += "/"
+		}
+		return loc.Join(rel).String(), nil
+	}
+	local := filepath.FromSlash(rel)
+	if !filepath.IsLocal(local) {
+		return "", usagef("the name %q cannot be a file in %s", rel, quoteName(dir))
+	}
+	return filepath.Join(dir, local), nil
+}
+
+// hasURL reports whether any of args is a URL.
+func hasURL(args []string) bool {
+	for _, a := range args {
+		if objstore.IsURL(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// encryptBatchItems maps each FILE to FILE.c4gh, beside it or in the
+// output folder; inputs that end in .c4gh already are skipped.
+func encryptBatchItems(c *cli.Context, files []string) ([]batchItem, []string, error) {
+	dir := c.String("output")
+	if dir == "" && !hasURL(files) {
+		return encryptItems(files)
+	}
+	srcs, err := batchSources(c, files, func(key string) bool { return !strings.HasSuffix(key, c4ghSuffix) })
+	if err != nil {
+		return nil, nil, err
+	}
+	var items []batchItem
+	var skipped []string
+	for _, s := range srcs {
+		if strings.HasSuffix(s.in, c4ghSuffix) {
+			skipped = append(skipped, s.in)
+			continue
+		}
+		it := batchItem{in: s.in}
+		switch {
+		case dir != "":
+			it.out, it.err = inFolder(dir, s.rel+c4ghSuffix)
+		case strings.HasPrefix(strings.ToLower(s.in), "s3://") || !objstore.IsURL(s.in):
+			it.out = s.in + c4ghSuffix
+		default:
+			it.err = withHint(usagef("a web resource has no place beside it"), "use -o FOLDER")
+		}
+		items = append(items, it)
+	}
+	return items, skipped, checkDistinct(items)
+}
+
+// decryptBatchItems maps each FILE.c4gh to FILE, beside it or in the
+// output folder.
+func decryptBatchItems(c *cli.Context, files []string) ([]batchItem, error) {
+	dir := c.String("output")
+	if dir == "" && !hasURL(files) {
+		return decryptItems(files)
+	}
+	srcs, err := batchSources(c, files, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
+	if err != nil {
+		return nil, err
+	}
+	if len(srcs) == 0 {
+		return nil, usagef("nothing to decrypt")
+	}
+	items := make([]batchItem, len(srcs))
+	for i, s := range srcs {
+		it := batchItem{in: s.in}
+		rel, ok := strings.CutSuffix(s.rel, c4ghSuffix)
+		switch {
+		case !ok:
+			it.err = usagef("the name does not end in %s; use -i and -o for this file", c4ghSuffix)
+		case rel == "" || strings.HasSuffix(rel, "/"):
+			it.err = usagef("the name is only %s", c4ghSuffix)
+		case dir != "":
+			it.out, it.err = inFolder(dir, rel)
+		case objstore.IsURL(s.in):
+			it.err = withHint(usagef("no output folder for a decrypted object"),
+				"use -o FOLDER (plaintext is not written back into a store unless -o names a prefix)")
+		default:
+			it.out = strings.TrimSuffix(s.in, c4ghSuffix)
+		}
+		items[i] = it
+	}
+	return items, checkDistinct(items)
+}
+
+// openBatchInput opens the input of one file of a batch, with messages
+// that follow the name of the file on its line.
+func openBatchInput(c *cli.Context, name string) (*input, error) {
+	if objstore.IsURL(name) {
+		return openSource(c, name)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, usagef("no such file")
+		}
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path already starts the line
+		}
+		return nil, fmt.Errorf("failed to open input: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, usagef("is a directory")
+	}
+	return &input{Reader: f, name: name, file: f, own: true}, nil
+}
+
+// openBatchOutput opens the output of one file of a batch, making the
+// local folder it goes in when it is missing (for the objects of a
+// prefix).
+func openBatchOutput(c *cli.Context, name string, size int64, opts outputOptions) (*output, error) {
+	if !objstore.IsURL(name) {
+		if dir := filepath.Dir(name); dir != "." {
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				perm := os.FileMode(0o777)
+				if opts.mode == modeSecret {
+					perm = 0o700
+				}
+				if err := os.MkdirAll(dir, perm); err != nil {
+					return nil, fmt.Errorf("failed to make folder %s: %w", quoteName(dir), pathErr(err))
+				}
+			}
+		}
+	}
+	return openDest(c, name, size, opts)
+}
+
+// verifySources expands the FILE arguments of verify: a prefix to the
+// objects ending in .c4gh under it.
+func verifySources(c *cli.Context, args []string) ([]string, error) {
+	if !hasURL(args) {
+		return args, nil
+	}
+	srcs, err := batchSources(c, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
+	if err != nil {
+		return nil, err
+	}
+	if len(srcs) == 0 {
+		return nil, usagef("nothing to verify")
+	}
+	out := make([]string, len(srcs))
+	for i, s := range srcs {
+		out[i] = s.in
+	}
+	return out, nil
+}
+
+// resumeHelp is the paragraph of decrypt's description about --continue.
+const resumeHelp = "\n\n" +
+	"With --continue (an s3:// or https:// input, -o FILE, no --range), the\n" +
+	"plaintext goes to .FILE.c4gh-resume and a record of the download to\n" +
+	".FILE.c4gh-resume.json beside FILE; both stay when the run fails or is\n" +
+	"interrupted, and the same command resumes after the last segment written\n" +
+	"(from the start if the object changed). Files with an edit list are refused."
+
+// mountObjectsHelp is the paragraph of mount's description about objects.
+const mountObjectsHelp = "\n\n" +
+	"SOURCE may be an s3://BUCKET/PREFIX/ prefix: the keys under it, cut at each\n" +
+	"/, are the files and folders; a read fetches only the segments it needs."
+
+// verifyObjectsHelp is the paragraph of verify's description about
+// objects.
+const verifyObjectsHelp = "\n\n" +
+	"FILE may be an s3://BUCKET/KEY object, an https:// URL, or an\n" +
+	"s3://BUCKET/PREFIX/ prefix, for every object ending in .c4gh under it."
+
+// spliceObjectsHelp is the paragraph of rearrange's and splice's
+// descriptions about objects.
+const spliceObjectsHelp = "\n\n" +
+	"-i and -o may be s3:// objects: between objects of one store the segments\n" +
+	"are copied by the server."

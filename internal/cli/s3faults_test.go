@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/objstore"
+)
+
+// shortIdle makes the requests of the command give up after 2 s without
+// progress, for the tests that stall them.
+func shortIdle(t *testing.T) {
+	old := storeIdleTimeout
+	storeIdleTimeout = 2 * time.Second
+	t.Cleanup(func() { storeIdleTimeout = old })
+}
+
+// TestS3Faults runs encrypt to and decrypt from objects through a proxy
+// that resets a connection in the middle of a part, stalls a response and
+// answers a burst of 503s: the command succeeds and the bytes are right.
+func TestS3Faults(t *testing.T) {
+	e := newS3Env(t)
+	shortIdle(t)
+	plain := randomData(17*MiB, 11)
+	e.write(t, "p", plain)
+	check := func(t *testing.T, key string) {
+		t.Helper()
+		sameBytes(t, key, decryptBytes(t, e.get(t, key), e.sk), plain)
+		e.must(t, "decrypt", "--sk", "me.sec", "--force", "-i", url(key), "-o", "back")
+		sameBytes(t, "decrypted "+key, e.read(t, "back"), plain)
+	}
+	t.Run("reset during a part", func(t *testing.T) {
+		e.px.Zero()
+		e.px.ResetUpAfter(7 * MiB)
+		e.must(t, "encrypt", "--recipient_pk", "me.pub", "-i", "p", "-o", url("reset.c4gh"))
+		if e.px.Up() < int64(len(plain))+MiB {
+			t.Errorf("%d bytes up for %d: the reset part was not sent again", e.px.Up(), len(plain))
+		}
+		check(t, "reset.c4gh")
+	})
+	t.Run("reset during a download", func(t *testing.T) {
+		e.px.Zero()
+		e.px.ResetDownAfter(9 * MiB)
+		e.must(t, "decrypt", "--sk", "me.sec", "--force", "-i", url("reset.c4gh"), "-o", "back")
+		sameBytes(t, "decrypted after a reset", e.read(t, "back"), plain)
+	})
+	t.Run("stalled response", func(t *testing.T) {
+		e.px.Zero()
+		e.px.StallDownAfter(5 * MiB)
+		start := time.Now()
+		e.must(t, "decrypt", "--sk", "me.sec", "--force", "-i", url("reset.c4gh"), "-o", "back")
+		sameBytes(t, "decrypted after a stall", e.read(t, "back"), plain)
+		t.Logf("stalled download done in %v", time.Since(start).Round(time.Millisecond))
+	})
+	t.Run("stalled answer to an upload", func(t *testing.T) {
+		e.px.Zero()
+		e.px.StallDownAfter(0)
+		e.must(t, "encrypt", "--recipient_pk", "me.pub", "-i", "p", "-o", url("stall.c4gh"))
+		check(t, "stall.c4gh")
+	})
+	t.Run("503s", func(t *testing.T) {
+		e.px.Zero()
+		e.px.Fail503(5)
+		e.must(t, "encrypt", "--recipient_pk", "me.pub", "-i", "p", "-o", url("busy.c4gh"))
+		e.px.Fail503(5)
+		e.must(t, "decrypt", "--sk", "me.sec", "--force", "-i", url("busy.c4gh"), "-o", "back")
+		sameBytes(t, "decrypted after 503s", e.read(t, "back"), plain)
+		if n := countLines(e.px.Requests(), " "); n < 10 {
+			t.Errorf("%d requests: the 503s were not retried", n)
+		}
+	})
+	e.noUploads(t)
+}
+
+func countLines(lines []string, s string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// pattern is a plaintext of n bytes whose every 8-byte word is its own
+// offset, so that any range of it can be checked without keeping it.
+type pattern struct{ off, n int64 }
+
+func (p *pattern) Read(b []byte) (int, error) {
+	if p.off >= p.n {
+		return 0, io.EOF
+	}
+	m := 0
+	for m < len(b) && p.off < p.n {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], uint64(p.off&^7))
+		c := copy(b[m:], w[p.off&7:min(8, 8-(p.off&7)+p.n-p.off)])
+		m += c
+		p.off += int64(c)
+	}
+	return m, nil
+}
+
+// patternRange is bytes [start, end) of the pattern.
+func patternRange(start, end int64) []byte {
+	b := make([]byte, end-start)
+	p := &pattern{off: start, n: end}
+	io.ReadFull(p, b)
+	return b
+}
+
+// putBig uploads a crypt4gh file of n pattern bytes for sk at key, from a
+// file on disk, and returns its header size.
+func (e *s3env) putBig(t *testing.T, key string, n int64, sk *keys.SecretKey) int64 {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "big.c4gh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := c4gh.Encrypt(f, &pattern{n: n}, c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}}); err != nil {
+		t.Fatal(err)
+	}
+	size, _ := f.Seek(0, io.SeekEnd)
+	f.Seek(0, io.SeekStart)
+	if _, err := e.sdk.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(testBucket), Key: &key, Body: f, ContentLength: aws.Int64(size)}); err != nil {
+		t.Fatal(err)
+	}
+	return size - body.EncryptedSize(n)
+}
+
+// bodySum is the sha256 of the object at key from byte off on.
+func (e *s3env) bodySum(t *testing.T, key string, off int64) string {
+	t.Helper()
+	out, err := e.sdk.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: &key, Range: aws.String(fmt.Sprintf("bytes=%d-", off))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, out.Body); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// TestS3Costs measures what goes through the client, at the proxy, for a
+// 256 MiB object:
+//
+//   - decrypt --range of 1 MiB reads at most the head of the object
+//     (headSize, one request), the segments the range touches, and one
+//     read-ahead window of objstore.Object (1 MiB) past them, plus the
+//     HTTP headers of the requests (4 KiB each at most);
+//   - a rekey in place moves at most 6 MiB each way: the new header and
+//     the 5 MiB that S3 needs of a first part; the rest is copied by the
+//     server. The new recipient reads the object, the old one no longer
+//     can (--trim), and the body is unchanged.
+func TestS3Costs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and uploads a 256 MiB object")
+	}
+	e := newS3Env(t)
+	e.keygen(t, "bob")
+	const size = 256 * MiB
+	hsize := e.putBig(t, "big.c4gh", size, e.sk)
+	bodyBefore := e.bodySum(t, "big.c4gh", hsize)
+
+	const start, n = 100*MiB + 12345, 1 * MiB
+	e.px.Zero()
+	e.must(t, "decrypt", "--sk", "me.sec", "--range", fmt.Sprintf("%d-%d", start, start+n), "-i", url("big.c4gh"), "-o", "range")
+	sameBytes(t, "--range", e.read(t, "range"), patternRange(start, start+n))
+	touched := int64((start+n-1)/body.SegmentSize - start/body.SegmentSize + 1)
+	requests := int64(len(e.px.Requests()))
+	bound := int64(headSize) + touched*body.EncryptedSegmentSize + objstore.ReadAheadSize + requests*4096
+	t.Logf("decrypt --range of 1 MiB from 256 MiB: %d bytes down in %d requests (bound %d: head %d + %d segments + read-ahead %d + headers)",
+		e.px.Down(), requests, bound, headSize, touched, objstore.ReadAheadSize)
+	if e.px.Down() > bound {
+		t.Errorf("decrypt --range fetched %d bytes, more than %d", e.px.Down(), bound)
+	}
+
+	e.px.Zero()
+	e.must(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--force", "-i", url("big.c4gh"), "-o", url("big.c4gh"))
+	t.Logf("rekey in place of 256 MiB: %d bytes up, %d down, %d requests", e.px.Up(), e.px.Down(), len(e.px.Requests()))
+	if e.px.Up() > 6*MiB || e.px.Down() > 6*MiB {
+		t.Errorf("rekey in place moved %d bytes up and %d down", e.px.Up(), e.px.Down())
+	}
+	code, _, stderr := e.run(t, "decrypt", "--sk", "me.sec", "--range", "0-10", "-i", url("big.c4gh"), "-o", "old")
+	if code != exitKey || !strings.Contains(stderr, "no packet") {
+		t.Errorf("the old key after the rekey: exit %d\n%s", code, stderr)
+	}
+	e.must(t, "decrypt", "--sk", "bob.sec", "--range", fmt.Sprint(size-100000), "-i", url("big.c4gh"), "-o", "bob-end")
+	sameBytes(t, "bob's end", e.read(t, "bob-end"), patternRange(size-100000, size))
+	e.must(t, "decrypt", "--sk", "bob.sec", "--range", "0-70000", "-i", url("big.c4gh"), "-o", "bob-start")
+	sameBytes(t, "bob's start", e.read(t, "bob-start"), patternRange(0, 70000))
+	out, err := e.sdk.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: aws.String("big.c4gh"), Range: aws.String("bytes=0-65535")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nh, err := header.Parse(out.Body)
+	out.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.bodySum(t, "big.c4gh", nh.Size()); got != bodyBefore {
+		t.Error("the body changed in the rekey")
+	}
+	e.noUploads(t)
+}
