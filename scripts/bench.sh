@@ -31,7 +31,8 @@
 # With PREV=REV (a git revision, e.g. PREV=main~5) the same commands of that
 # version are timed in the same run, and each figure is also given as a
 # ratio to the previous version's. With MOUNT=1 the mount benchmark runs
-# too (it needs FUSE and 2 GiB in $TMPDIR).
+# too (it needs FUSE and 2 GiB in $TMPDIR); with S3=1, scripts/bench-s3.sh
+# (object storage against a local versitygw).
 # Each timing is the best (least) of RUNS runs (default 5) with the files in
 # the page cache. It takes two to three minutes on a 2-core machine; set
 # GOTEST=0 to skip the go test part. Everything is removed on exit.
@@ -41,6 +42,7 @@ RUNS=${RUNS:-5}
 GOTEST=${GOTEST:-1}
 PREV=${PREV:-}
 MOUNT=${MOUNT:-0}
+S3=${S3:-0}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench.XXXXXX")
@@ -236,6 +238,11 @@ if [[ $MOUNT != 0 ]]; then
 	echo
 	echo "mount (go test -bench Mount ./mount/): cat of a mounted 1 GiB file against decrypt, random 4 KiB reads, RSS"
 	(cd "$root" && go test -run '^$' -bench Mount -benchtime 1x ./mount/) | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+fi
+
+if [[ $S3 != 0 ]]; then
+	echo
+	bash "$root/scripts/bench-s3.sh"
 fi
 
 if [[ $GOTEST != 0 ]]; then
