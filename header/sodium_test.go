@@ -71,7 +71,11 @@ func sodiumRandomPayload(t *testing.T, i int) []byte {
 		for j := range list {
 			list[j] = binary.LittleEndian.Uint64(sodiumRandom(t, 8))
 		}
-		return header.EditListPayload(list)
+		b, err := header.EditListPayload(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	default:
 		return sodiumRandom(t, sodiumRandomLen(t, 300))
 	}
@@ -160,7 +164,10 @@ func TestSodiumSealedPacketOpens(t *testing.T) {
 		}
 		// Padding after the payload is allowed and ignored.
 		keyPayload := append(header.DataKeyPayload(&dataKey), sodiumRandom(t, sodiumRandomLen(t, 3)*16)...)
-		listPayload := header.EditListPayload(list)
+		listPayload, err := header.EditListPayload(list)
+		if err != nil {
+			t.Fatal(err)
+		}
 		otherKey := [32]byte(sodiumRandom(t, 32))
 		payloads := [][]byte{header.DataKeyPayload(&otherKey), keyPayload, listPayload}
 		packets := [][]byte{
