@@ -141,16 +141,6 @@ func rss(ps *os.ProcessState) int64 {
 	return 0
 }
 
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "C4GH_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
-}
-
 // encryptFor writes plain encrypted for dave to a new file and returns its
 // path and the length of its header.
 func (e *safetyEnv) encryptFor(t *testing.T, name string, plain []byte) (string, int64) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -124,4 +125,16 @@ func flipbyte(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	data[off] ^= 1
 	ts.Check(os.WriteFile(name, data, 0o644))
+}
+
+// cleanEnv is the environment of the tests without any C4GH_ variable,
+// plus extra.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "C4GH_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
 }
