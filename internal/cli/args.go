@@ -86,7 +86,7 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") || a == completeFlag {
 			// The end of the flags: the parser stops at the first
 			// argument too.
-			out = append(out, rest[i:]...)
+			out = append(out, endFlags(app, rest[i:])...)
 			break
 		}
 		if !strings.HasPrefix(a, "--") {
@@ -120,6 +120,27 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 	}
 	return out, nil
 }
+
+// endFlags returns the arguments after the flags. A "--" among them,
+// before any other argument that starts with "-", ends the flags as
+// getopt has it ("decrypt a.c4gh -- -b.c4gh"): it is moved to the front,
+// where the parser drops it, and the app notes that every argument left
+// is a file, for [flagsFirst].
+func endFlags(app *cli.App, rest []string) []string {
+	for j, a := range rest {
+		if a == "--" {
+			app.Metadata = map[string]any{filesOnly: true}
+			return append(append([]string{"--"}, rest[:j]...), rest[j+1:]...)
+		}
+		if len(a) > 1 && a[0] == '-' {
+			break // a flag after the files: flagsFirst names it
+		}
+	}
+	return rest
+}
+
+// filesOnly is the key of app.Metadata set when "--" ended the flags.
+const filesOnly = "files-only"
 
 // findFlag returns the flag of cmd that name names or, with prefix, that
 // name is an unambiguous prefix of a long name of; nil when none does, and

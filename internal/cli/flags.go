@@ -91,11 +91,14 @@ func checksumFlag() cli.Flag {
 // parser stops reading flags at the first argument, so "inspect FILE --sk
 // KEY" would otherwise take "--sk" for a file name.
 func flagsFirst(c *cli.Context) error {
+	if c.App.Metadata[filesOnly] == true {
+		return nil // after "--", a name that starts with - is a file
+	}
 	for _, a := range c.Args().Slice() {
 		if len(a) > 1 && a[0] == '-' {
 			return withHint(usagef("flag %s after the file arguments", a),
-				"put the flags first: crypt4gh %s [flags] FILE… (a file whose name starts with - can be given as ./%s)",
-				c.Command.Name, a)
+				"put the flags first: crypt4gh %s [flags] FILE… (files whose names start with - go after --)",
+				c.Command.Name)
 		}
 	}
 	return nil
