@@ -166,7 +166,7 @@ func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Conte
 
 	switch {
 	case total == 0:
-		return fail(fmt.Errorf("%w: the header has no packets", ErrNoDecryptablePacket))
+		return fail(noPackets{})
 	case len(c.Opened) == 0 && otherSender > 0:
 		if w, ok := h.openedBy(reader, sender); ok {
 			return fail(&wrongSender{writer: w, sender: *sender})
@@ -191,6 +191,14 @@ func (e *wrongSender) Error() string {
 }
 
 func (e *wrongSender) Unwrap() []error { return []error{ErrWrongSender, ErrNoDecryptablePacket} }
+
+// noPackets is ErrNoPackets, and also ErrNoDecryptablePacket for callers
+// that only ask whether the key opens the file. Its class is the first
+// one's: the file is damaged, the key may be right.
+type noPackets struct{}
+
+func (noPackets) Error() string   { return ErrNoPackets.Error() }
+func (noPackets) Unwrap() []error { return []error{ErrNoPackets, ErrNoDecryptablePacket} }
 
 // openedBy returns the writer of a packet, not written by sender, that
 // reader opens: the file is for reader, but from another writer. It tries

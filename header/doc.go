@@ -37,9 +37,9 @@
 // tested with [errors.Is]: [ErrEmptyInput], [ErrNotCrypt4GH],
 // [ErrUnsupportedVersion], [ErrTruncated], [ErrTooManyPackets] and
 // [ErrInvalidPacket] from parsing; [ErrPacketAuth] from opening one packet;
-// [ErrNoDecryptablePacket], [ErrNoDataKey], [ErrMultipleEditLists],
-// [ErrMixedDataMethods] and [ErrInvalidPacket] (an authenticated payload too
-// short for its type) from decrypting a header. Read and write errors of the
+// [ErrNoDecryptablePacket], [ErrNoPackets], [ErrNoDataKey],
+// [ErrMultipleEditLists], [ErrMixedDataMethods] and [ErrInvalidPacket] (an
+// authenticated payload too short for its type) from decrypting a header. Read and write errors of the
 // underlying stream are wrapped as they are, and so are the errors of
 // [keys] when a key exchange fails while writing.
 package header

@@ -39,6 +39,11 @@ var (
 	// opens with the reader's key (from the required sender, if any).
 	ErrNoDecryptablePacket = errkind.New(errkind.Key, "no header packet can be decrypted with this key")
 
+	// ErrNoPackets is returned by [Header.Decrypt] for a header without
+	// packets: no key can decrypt the file. The error also wraps
+	// ErrNoDecryptablePacket.
+	ErrNoPackets = errkind.New(errkind.Data, "the header has no packets, so no key can decrypt the file")
+
 	// ErrWrongSender is returned by [Header.Decrypt], given a sender, when
 	// no packet from that sender opens but packets from another writer
 	// do: the file is for the reader, not from the sender. The error also

@@ -209,7 +209,7 @@ func noPacketHint(err error, sk *keys.SecretKey, sender *keys.PublicKey) error {
 	if errors.Is(err, header.ErrWrongSender) {
 		return withHint(err, "the file is for your key, but --sender_pk names another writer")
 	}
-	if !errors.Is(err, header.ErrNoDecryptablePacket) {
+	if !errors.Is(err, header.ErrNoDecryptablePacket) || errors.Is(err, header.ErrNoPackets) {
 		return err
 	}
 	if sender != nil {

@@ -45,6 +45,7 @@ var sentinelCodes = map[string]struct {
 	"header.ErrNoDecryptablePacket": {header.ErrNoDecryptablePacket, exitKey},
 	"header.ErrNoDataKey":           {header.ErrNoDataKey, exitKey},
 	"header.ErrWrongSender":         {header.ErrWrongSender, exitKey},
+	"header.ErrNoPackets":           {header.ErrNoPackets, exitData},
 	"header.ErrMultipleEditLists":   {header.ErrMultipleEditLists, exitData},
 	"header.ErrMixedDataMethods":    {header.ErrMixedDataMethods, exitData},
 	"keys.ErrLowOrderPoint":         {keys.ErrLowOrderPoint, exitKey},

@@ -60,6 +60,7 @@ func TestExitCodeTable(t *testing.T) {
 		{"no packet for this key", exitKey, "", []string{"decrypt", "--sk", in("other.sec"), "-i", in("f.c4gh"), "-o", in("x")}, "no header packet can be decrypted"},
 		{"not a crypt4gh file", exitData, "", []string{"decrypt", "--sk", in("me.sec"), "-i", in("plain"), "-o", in("x")}, "not a crypt4gh file"},
 		{"unsupported version", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("v2", v2), "-o", in("x")}, "unsupported crypt4gh version"},
+		{"header without packets", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("nopackets", []byte("crypt4gh\x01\x00\x00\x00\x00\x00\x00\x00")), "-o", in("x")}, "the header has no packets"},
 		{"truncated header", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("cuth", enc[:50]), "-o", in("x")}, "header truncated"},
 		{"truncated body", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("cutb", enc[:len(enc)-len(plain)%65536-20]), "-o", in("x")}, "is truncated"},
 		{"tampered", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("t", tampered), "-o", in("x")}, "failed authentication"},
