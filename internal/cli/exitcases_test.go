@@ -29,6 +29,12 @@ func TestExitCodeTable(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	enc, _ := os.ReadFile(in("f.c4gh"))
+	if code, _, stderr := runArgs(t, nil, "rearrange", "--sk", in("me.sec"), "--range", "0-100000", "-i", in("f.c4gh"), "-o", in("r.c4gh")); code != 0 {
+		t.Fatal(stderr)
+	}
+	edited, _ := os.ReadFile(in("r.c4gh"))
+	// Its last segment cut off: the edit list reaches past the body.
+	edited = edited[:len(edited)-(len(plain)-65536+28)]
 	write := func(name string, b []byte) string {
 		os.WriteFile(in(name), b, 0o600)
 		return in(name)
@@ -63,6 +69,8 @@ func TestExitCodeTable(t *testing.T) {
 		{"header without packets", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("nopackets", []byte("crypt4gh\x01\x00\x00\x00\x00\x00\x00\x00")), "-o", in("x")}, "the header has no packets"},
 		{"truncated header", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("cuth", enc[:50]), "-o", in("x")}, "header truncated"},
 		{"truncated body", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("cutb", enc[:len(enc)-len(plain)%65536-20]), "-o", in("x")}, "is truncated"},
+		{"edit list past the body", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("short", edited), "-o", in("x")}, "the edit list reaches past"},
+		{"edit list past the body, inspect", exitData, "secret", []string{"inspect", "--sk", in("me.sec"), in("short")}, "the edit list reaches past"},
 		{"tampered", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("t", tampered), "-o", in("x")}, "failed authentication"},
 		{"I/O error", exitError, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", in("f.c4gh"), "-o", in("nodir/x")}, "no such file or directory"},
 	} {

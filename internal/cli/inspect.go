@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -267,6 +268,11 @@ func (r *inspectReport) open(h *header.Header, sk *keys.SecretKey) error {
 		if has {
 			r.EditListFits = &fits
 		}
+		if !fits {
+			// The same failure as decrypt's and verify's, after the
+			// description.
+			r.bodyErr = fmt.Errorf("%w: the edit list reaches past its %d bytes of plaintext", c4gh.ErrMissingData, *r.BodyPlaintextSize)
+		}
 	}
 	return nil
 }
@@ -346,9 +352,6 @@ func (r *inspectReport) print(w io.Writer, asJSON bool) error {
 	case r.HasEditList != nil && *r.HasEditList:
 		line("plaintext size", "%s after the edit list (%s before)",
 			bytesText(*r.PlaintextSize), bytesText(*r.BodyPlaintextSize))
-		if r.EditListFits != nil && !*r.EditListFits {
-			line("warning", "the edit list reaches past the end of the body: segments are missing, or the list is wrong")
-		}
 	default:
 		line("plaintext size", "%s (no edit list)", bytesText(*r.PlaintextSize))
 	}
