@@ -109,8 +109,9 @@ func checkDistinct(items []batchItem) error {
 	return nil
 }
 
-// fileOp turns src into dst with jobs segment workers.
-type fileOp func(dst io.Writer, src io.Reader, jobs int) error
+// fileOp turns src, of size bytes (-1 when unknown), into dst with jobs
+// segment workers.
+type fileOp func(dst io.Writer, src io.Reader, size int64, jobs int) error
 
 // batchError ends a batch in which some files failed; each was already
 // reported on its own line. Its exit code is the highest of theirs.
@@ -262,7 +263,7 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 		out.preallocate(size)
 	}
 	sums := newFileSums(c.Bool("checksum"))
-	err = out.finish(sums.run(out, prog.reader(in.Reader), jobs, op))
+	err = out.finish(sums.run(out, prog.reader(in.Reader), in.size(), jobs, op))
 	if err != nil {
 		return "", err
 	}
@@ -312,9 +313,9 @@ func (s *fileSums) drain(r io.Reader) error {
 }
 
 // run runs op from src to dst, hashing both sides.
-func (s *fileSums) run(dst io.Writer, src io.Reader, jobs int, op fileOp) error {
+func (s *fileSums) run(dst io.Writer, src io.Reader, size int64, jobs int, op fileOp) error {
 	src = s.reader(src)
-	if err := op(s.writer(dst), src, jobs); err != nil {
+	if err := op(s.writer(dst), src, size, jobs); err != nil {
 		return err
 	}
 	return s.drain(src)
@@ -386,14 +387,14 @@ func decryptBatch(c *cli.Context, files []string) error {
 		return err
 	}
 	defer sk.Zero()
-	return runBatch(c, items, "decrypting", modeSecret, false, func(dst io.Writer, src io.Reader, jobs int) error {
+	return runBatch(c, items, "decrypting", modeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) error {
 		r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs})
 		if err != nil {
 			return noPacketHint(err, sk, sender)
 		}
 		defer r.Close()
 		if _, err := r.WriteTo(dst); err != nil {
-			return decryptError(err, r.HeaderSize(), -1)
+			return decryptError(err, r.HeaderSize(), size)
 		}
 		return nil
 	})

@@ -193,7 +193,7 @@ func TestFileSumsDrain(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789"), 10000)
 	s := newFileSums(true)
 	var out bytes.Buffer
-	err := s.run(&out, bytes.NewReader(data), 1, func(dst io.Writer, src io.Reader, _ int) error {
+	err := s.run(&out, bytes.NewReader(data), -1, 1, func(dst io.Writer, src io.Reader, _ int64, _ int) error {
 		_, err := io.CopyN(dst, src, 10)
 		return err
 	})

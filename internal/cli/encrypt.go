@@ -73,7 +73,7 @@ func encrypt(c *cli.Context) error {
 		if opts.Writer != nil {
 			defer opts.Writer.Zero()
 		}
-		return runBatch(c, items, "encrypting", modePublic, true, func(dst io.Writer, src io.Reader, jobs int) error {
+		return runBatch(c, items, "encrypting", modePublic, true, func(dst io.Writer, src io.Reader, _ int64, jobs int) error {
 			o := opts
 			o.Jobs = jobs
 			if _, err := c4gh.Encrypt(dst, src, o); err != nil {
@@ -137,7 +137,7 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 	}
 	sums := newFileSums(c.Bool("checksum"))
 	prog.start()
-	err = sums.run(out, prog.reader(src), opts.Jobs, func(dst io.Writer, src io.Reader, _ int) error {
+	err = sums.run(out, prog.reader(src), -1, opts.Jobs, func(dst io.Writer, src io.Reader, _ int64, _ int) error {
 		_, err := c4gh.Encrypt(dst, src, opts)
 		return err
 	})
