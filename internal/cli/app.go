@@ -20,7 +20,12 @@ import (
 // Each call builds its own app and flags: runs share no state.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && filepath.Base(args[0]) == "crypt4gh-keygen" {
-		args = append([]string{"crypt4gh", "keygen"}, args[1:]...)
+		if len(args) > 2 && args[1] == "__complete" {
+			// The completion scripts: __complete SHELL WORDS…
+			args = append([]string{"crypt4gh", "__complete", args[2], "keygen"}, args[3:]...)
+		} else {
+			args = append([]string{"crypt4gh", "keygen"}, args[1:]...)
+		}
 	}
 	// Every catchable signal ends a run the same way (cleanup, then
 	// 128+N), also one that has created nothing yet (SIGQUIT would

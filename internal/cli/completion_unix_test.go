@@ -21,6 +21,11 @@ func shellEnv(t *testing.T, shell string) ([]string, string) {
 	if err := os.WriteFile(filepath.Join(dir, "crypt4gh"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The keygen link: the same binary under the name crypt4gh-keygen.
+	keygen := "#!/usr/bin/env bash\nexec -a crypt4gh-keygen " + os.Args[0] + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "crypt4gh-keygen"), []byte(keygen), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	script := filepath.Join(dir, "completion."+shell)
 	gen := exec.Command(os.Args[0], "completion", shell)
 	gen.Env = append(os.Environ(), childEnv+"=1")
@@ -47,6 +52,10 @@ func TestBashCompletion(t *testing.T) {
 		{`crypt4gh encrypt --rec`, []string{"--recipient_pk"}, []string{"--sk"}},
 		{`crypt4gh keygen --kdf ""`, []string{"scrypt", "bcrypt", "pbkdf2_hmac_sha256"}, nil},
 		{`crypt4gh keygen --kdf b`, []string{"bcrypt"}, []string{"scrypt"}},
+		{`crypt4gh keygen --kdf =`, []string{"scrypt", "bcrypt", "pbkdf2_hmac_sha256"}, []string{"="}},
+		{`crypt4gh keygen --kdf = b`, []string{"bcrypt"}, []string{"scrypt"}},
+		{`crypt4gh-keygen --kdf ""`, []string{"scrypt", "bcrypt"}, nil},
+		{`crypt4gh-keygen --c`, []string{"--comment", "--convert"}, []string{"--recipient_pk"}},
 		{`crypt4gh de`, []string{"decrypt"}, []string{"encrypt"}},
 		{`crypt4gh decrypt --sk ""`, nil, []string{"--sk", "decrypt"}},
 		{`crypt4gh completion ""`, []string{"bash", "zsh", "fish"}, nil},
@@ -72,6 +81,8 @@ func TestZshCompletion(t *testing.T) {
 	}{
 		{`crypt4gh encrypt --`, []string{"--recipient_pk:", "--sk:"}, nil},
 		{`crypt4gh keygen --kdf ''`, []string{"scrypt:", "bcrypt:"}, nil},
+		{`crypt4gh keygen --kdf=b`, []string{"--kdf=bcrypt:"}, []string{"--kdf=scrypt:"}},
+		{`crypt4gh-keygen --kdf ''`, []string{"scrypt:", "bcrypt:"}, nil},
 		{`crypt4gh decrypt --sk ''`, []string{"FILES"}, []string{"--sk"}},
 	} {
 		cmd := exec.Command(zsh, "-fc", `compdef() { :; }; _describe() { print -l -- "${(@P)2}" }; _files() { print FILES }
@@ -96,6 +107,7 @@ func TestFishCompletion(t *testing.T) {
 	}{
 		{"crypt4gh encrypt --rec", []string{"--recipient_pk", "--recipient-pk"}, []string{"--sk"}},
 		{"crypt4gh keygen --kdf ", []string{"scrypt", "bcrypt", "pbkdf2_hmac_sha256"}, nil},
+		{"crypt4gh-keygen --kdf ", []string{"scrypt", "bcrypt", "pbkdf2_hmac_sha256"}, nil},
 		{"crypt4gh dec", []string{"decrypt"}, nil},
 	} {
 		cmd := exec.Command(fish, "--no-config", "-c", `source $argv[1]; complete -C $argv[2]`, script, tc.line)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
@@ -14,7 +15,11 @@ const childEnv = "CRYPT4GH_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
-		code := Run(append([]string{"crypt4gh"}, os.Args[1:]...), os.Stdin, os.Stdout, os.Stderr)
+		name := "crypt4gh"
+		if filepath.Base(os.Args[0]) == "crypt4gh-keygen" {
+			name = os.Args[0] // started as the keygen link
+		}
+		code := Run(append([]string{name}, os.Args[1:]...), os.Stdin, os.Stdout, os.Stderr)
 		if report := os.Getenv(childEnv); report != "1" {
 			// Report what the process read, before anything else reads.
 			if io, err := os.ReadFile("/proc/self/io"); err == nil {
