@@ -140,7 +140,9 @@ func commandPage(cmd *cli.Command) string {
 	if len(ex.examples) > 0 {
 		b.WriteString("\nExamples:\n")
 		for _, e := range ex.examples {
-			b.WriteString(wrap(e, helpWidth, "  ", "      "))
+			for _, l := range shellLines(e, helpWidth-2) {
+				b.WriteString("  " + l + "\n")
+			}
 		}
 	}
 	b.WriteString("\n" + exitLine())
@@ -318,6 +320,36 @@ func wrap(text string, width int, first, indent string) string {
 	}
 	b.WriteString(strings.TrimRight(line, " ") + "\n")
 	return b.String()
+}
+
+// shellLines cuts a shell command into lines of at most width columns
+// that still paste as one command: each but the last ends with " \\", the
+// next is indented, and a cut falls only before a flag, a redirection or
+// a pipe, so that a flag stays with its value. A part longer than width
+// stays whole.
+func shellLines(cmd string, width int) []string {
+	var parts []string
+	for _, w := range strings.Fields(cmd) {
+		if n := len(parts); n > 0 && !strings.HasPrefix(w, "-") && !strings.ContainsAny(w[:1], "<>|&") {
+			parts[n-1] += " " + w
+			continue
+		}
+		parts = append(parts, w)
+	}
+	var lines []string
+	line := ""
+	for _, p := range parts {
+		switch {
+		case line == "":
+			line = p
+		case len([]rune(line))+1+len([]rune(p))+2 <= width:
+			line += " " + p
+		default:
+			lines = append(lines, line+" \\")
+			line = "    " + p
+		}
+	}
+	return append(lines, line)
 }
 
 // paragraphs re-fills a description: paragraphs are separated by empty

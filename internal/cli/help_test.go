@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -84,5 +85,23 @@ func TestManPage(t *testing.T) {
 	cmd.Stdin = strings.NewReader(page)
 	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("mandoc -Tlint: %v\n%s", err, out)
+	}
+	// At 80 columns, no line runs past the edge: the no-fill blocks
+	// (lists, examples) are laid out for the page, not the help text.
+	cmd = exec.Command(mandoc, "-Tutf8", "-Owidth=80")
+	cmd.Stdin = strings.NewReader(page)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mandoc -Tutf8: %v", err)
+	}
+	text := regexp.MustCompile("(.\b)").ReplaceAllString(string(out), "") // overstrikes
+	for _, line := range strings.Split(text, "\n") {
+		if n := len([]rune(strings.ReplaceAll(line, "\t", "        "))); n > 80 {
+			t.Errorf("a line of %d columns in the page at 80:\n%s", n, line)
+		}
+	}
+	// A cut example still pastes as one command.
+	if !strings.Contains(text, "--range 0-5000 \\\n") {
+		t.Error("the splice example is not cut with a backslash")
 	}
 }

@@ -63,7 +63,7 @@ func manPage(app *cli.App) string {
 			b.WriteString(".TP\n.B " + roff(strings.TrimSpace(f.left)) + "\n" + roff(f.usage) + "\n")
 		}
 		for _, e := range extras[c.Name].examples {
-			b.WriteString(".PP\nExample:\n.PP\n.RS\n.nf\n" + roff(e) + "\n.fi\n.RE\n")
+			b.WriteString(".PP\nExample:\n.PP\n.RS\n.nf\n" + roff(strings.Join(shellLines(e, manExampleWidth), "\n")) + "\n.fi\n.RE\n")
 		}
 	}
 	b.WriteString(".SH ENVIRONMENT\n")
@@ -132,28 +132,91 @@ func roff(s string) string {
 	return b.String()
 }
 
-// roffParagraphs renders a description: paragraphs as .PP, indented lines
-// (a list) kept as they are.
+// roffParagraphs renders a description: paragraphs as .PP, and indented
+// lines (a list, commands) as a block laid out again for the page.
 func roffParagraphs(text string) string {
 	var b strings.Builder
 	for _, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
 		b.WriteString(".PP\n")
-		var run []string
+		var run, block []string
 		flush := func() {
 			if len(run) > 0 {
 				b.WriteString(roff(strings.Join(run, " ")) + "\n")
 				run = nil
 			}
+			if len(block) > 0 {
+				b.WriteString(".nf\n" + roff(strings.Join(refit(block, manBlockWidth), "\n")) + "\n.fi\n")
+				block = nil
+			}
 		}
 		for _, line := range strings.Split(para, "\n") {
 			if strings.HasPrefix(line, " ") {
-				flush()
-				b.WriteString(".nf\n" + roff(line) + "\n.fi\n")
+				if len(run) > 0 {
+					flush()
+				}
+				block = append(block, line)
 				continue
+			}
+			if len(block) > 0 {
+				flush()
 			}
 			run = append(run, line)
 		}
 		flush()
 	}
 	return b.String()
+}
+
+// manBlockWidth is the width that a line of a no-fill block may take in
+// the page at 80 columns: the text is indented by 8, and 2 are kept free.
+// An example, indented once more, gets manExampleWidth.
+const (
+	manBlockWidth   = 70
+	manExampleWidth = 63
+)
+
+// refit lays out again for width columns the indented lines of a
+// description, written for the help page, which starts them at column 0.
+// A list item whose text starts after a gap of two spaces ("  --relock
+// changes …", its next lines indented to that text) is filled again under
+// that indent; any other line too long is cut as a command, by
+// shellLines.
+func refit(lines []string, width int) []string {
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		indent := leadingSpaces(line)
+		hang := hangColumn(line, indent)
+		if hang < 0 {
+			if len([]rune(line)) <= width {
+				out = append(out, line)
+				continue
+			}
+			for _, l := range shellLines(line[indent:], width-indent) {
+				out = append(out, line[:indent]+l)
+			}
+			continue
+		}
+		text := line[hang:]
+		for i+1 < len(lines) && leadingSpaces(lines[i+1]) == hang {
+			i++
+			text += " " + strings.TrimSpace(lines[i])
+		}
+		filled := wrap(text, width, line[:hang], strings.Repeat(" ", hang))
+		out = append(out, strings.Split(strings.TrimSuffix(filled, "\n"), "\n")...)
+	}
+	return out
+}
+
+func leadingSpaces(s string) int { return len(s) - len(strings.TrimLeft(s, " ")) }
+
+// hangColumn returns where the text of a list item starts: after its
+// first word and a gap of at least two spaces; -1 when there is no gap.
+func hangColumn(line string, indent int) int {
+	gap := strings.Index(line[indent:], "  ")
+	if gap <= 0 {
+		return -1
+	}
+	start := indent + gap
+	return start + leadingSpaces(line[start:])
 }
