@@ -32,9 +32,11 @@
 //
 // [Client.NewWriter] returns a [Writer], an io.WriteCloser that sends a
 // stream as a multipart upload, parts in parallel, holding at most
-// Concurrency × part size bytes (128 MiB at the defaults; the part size
-// grows with a large known size so that no object needs more than 10,000
-// parts). Close commits the object; any failure and [Writer.Abort] abort
+// Concurrency × PartSize bytes (128 MiB at the defaults). The part size
+// grows with a large known size, and along a long stream of unknown size,
+// so that no object needs more than 10,000 parts; fewer parts are then
+// sent at once, within the same memory, down to two (about 1 GiB for 5
+// TiB, the largest object S3 holds). Close commits the object; any failure and [Writer.Abort] abort
 // the upload, leaving neither an object nor a pending upload. Without
 // Force an existing object is not replaced: checked before the upload,
 // and enforced at the commit with If-None-Match: * where the server

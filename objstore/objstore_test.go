@@ -640,6 +640,24 @@ func TestMemory(t *testing.T) {
 	if n > 2*objstore.MinPartSize+8*MiB {
 		t.Errorf("Writer: %d bytes allocated", n)
 	}
+	// A size of 75 GB makes the parts 8 MiB (10,000 at most): with room
+	// for 4 parts of 5 MiB, the Writer holds two of them, not four.
+	n = allocated(func() {
+		w, err := e.c.NewWriter(context.Background(), bucket, "grown", &objstore.WriterOptions{PartSize: objstore.MinPartSize, Concurrency: 4, Size: 75e9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+		for off := 0; off < len(data); off += MiB {
+			if _, err := w.Write(data[off : off+MiB]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Logf("Writer, 75 GB in parts of 8 MiB within 4 × 5 MiB: %.1f MiB allocated for 48 MiB", float64(n)/MiB)
+	if n > 2*8*MiB+8*MiB {
+		t.Errorf("Writer with grown parts: %d bytes allocated", n)
+	}
 	n = allocated(func() {
 		o, err := e.c.Open(context.Background(), bucket, "mem")
 		if err != nil {

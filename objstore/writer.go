@@ -69,7 +69,8 @@ type WriterOptions struct {
 // A Writer writes an object as a stream. Data is cut into parts sent in
 // parallel as a multipart upload; a stream that ends before its first
 // part is full is sent with a single PutObject instead. Memory is bounded
-// by Concurrency × part size (128 MiB at the defaults).
+// by Concurrency × PartSize (128 MiB at the defaults), also when the part
+// size grows: then fewer parts are sent at once (but always two buffers).
 //
 // Close commits the object: until then nothing is visible at the key.
 // The caller must call Close or Abort. Any failure, and Abort, aborts the
@@ -89,6 +90,7 @@ type Writer struct {
 	next     int32 // number of the next part
 	free     chan []byte
 	buffers  int           // buffers made
+	budget   int64         // bytes the buffers may hold: Concurrency × the PartSize asked for
 	slots    chan struct{} // one per request in flight
 	wg       sync.WaitGroup
 
@@ -134,6 +136,8 @@ func (c *Client) NewWriter(ctx context.Context, bucket, key string, opts *Writer
 	if opt.Size < 0 {
 		opt.Size = 0
 	}
+	// What the buffers may hold, whatever the part size grows to.
+	budget := int64(opt.Concurrency) * opt.PartSize
 	if opt.Size > 0 {
 		// Parts of whole MiB, enough of them for Size.
 		need := (opt.Size + MaxParts - 1) / MaxParts
@@ -154,6 +158,7 @@ func (c *Client) NewWriter(ctx context.Context, bucket, key string, opts *Writer
 	w := &Writer{
 		c: c, ctx: ctx, bucket: bucket, key: key, opt: opt,
 		next:     1,
+		budget:   budget,
 		free:     make(chan []byte, opt.Concurrency),
 		slots:    make(chan struct{}, opt.Concurrency),
 		aborted:  true,
@@ -271,7 +276,7 @@ func (w *Writer) ensure() error {
 		select {
 		case b = <-w.free:
 		default:
-			if w.buffers < w.opt.Concurrency {
+			if w.buffers < maxBuffers(w.budget, int64(size), w.opt.Concurrency) {
 				w.buffers++
 				w.buf = w.newBuffer(size)
 				return nil
@@ -291,6 +296,14 @@ func (w *Writer) ensure() error {
 		}
 		w.buffers-- // the part size grew: let the small buffer go
 	}
+}
+
+// maxBuffers is how many part buffers of size bytes a Writer may hold:
+// Concurrency, fewer when the part size has grown past the one asked for
+// (a large known size, a long stream) so that they stay within budget,
+// and at least two, one filled while one is sent.
+func maxBuffers(budget, size int64, concurrency int) int {
+	return max(2, min(concurrency, int(budget/size)))
 }
 
 // newBuffer makes a part buffer. Until a first part is full the object may
