@@ -260,15 +260,18 @@ func (w *partialWriter) kept(c *cli.Context, size, plainSize int64) int64 {
 }
 
 func (w *partialWriter) Write(p []byte) (int, error) {
+	// The lock covers the write too, so that a sync on a signal waits for
+	// a write under way and records it: the file's size, seen by the
+	// user, is what the record says once the command has stopped.
+	w.mu.Lock()
 	n, err := w.f.Write(p)
 	w.written.Add(int64(n))
-	if err != nil {
-		return n, fmt.Errorf("failed to write %s: %w", quoteName(w.path), pathErr(err))
-	}
-	w.mu.Lock()
 	w.sinceSync += int64(n)
 	due := w.sinceSync >= resumeSync
 	w.mu.Unlock()
+	if err != nil {
+		return n, fmt.Errorf("failed to write %s: %w", quoteName(w.path), pathErr(err))
+	}
 	if due {
 		if err := w.sync(); err != nil {
 			return n, err
