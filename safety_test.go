@@ -656,7 +656,7 @@ func safetyMessages(t *testing.T, e *safetyEnv) {
 	})
 	t.Run("usage", func(t *testing.T) {
 		r := e.run(t, nil, nil, "decrypt", "--no-such-flag")
-		wantLines(t, r, exitUsage, "flag provided but not defined", "crypt4gh: hint: run 'crypt4gh decrypt --help'")
+		wantLines(t, r, exitUsage, "unknown flag --", "crypt4gh: hint: run 'crypt4gh decrypt --help'")
 		if r.stdout != "" {
 			t.Errorf("a usage error printed on stdout:\n%s", r.stdout)
 		}

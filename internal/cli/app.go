@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -63,7 +65,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		EnableBashCompletion:      true,
 		ExitErrHandler:            func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usage(err)
+			return usage(flagError(err))
 		},
 		Commands: []*cli.Command{
 			keygenCommand(),
@@ -96,7 +98,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		if cmd.OnUsageError == nil {
 			name := cmd.Name
 			cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-				return withHint(usage(err), "run 'crypt4gh %s --help' for its flags", name)
+				return withHint(usage(flagError(err)), "run 'crypt4gh %s --help' for its flags", name)
 			}
 		}
 	}
@@ -110,3 +112,16 @@ func version() string {
 	}
 	return "(devel)"
 }
+
+// flagError rewrites the errors of Go's flag package, which name every
+// flag with one dash ("flag provided but not defined: -bogus"), with the
+// dashes the user types: two for a long flag.
+func flagError(err error) error {
+	msg := longFlag.ReplaceAllString(err.Error(), "$1--$2")
+	msg = strings.Replace(msg, "flag provided but not defined: ", "unknown flag ", 1)
+	return errors.New(msg)
+}
+
+// longFlag matches a flag of more than one letter after the words with
+// which the flag package names it.
+var longFlag = regexp.MustCompile(`(: |for |flag )-([A-Za-z0-9][A-Za-z0-9_-]+)`)

@@ -189,6 +189,7 @@ func fishCompletion(app *cli.App) (string, error) {
 		return "", err
 	}
 	script = fishLongAlias.ReplaceAllString(script, " -l $1")
+	script = strings.ReplaceAll(script, "Shows a list of commands or help for one command", helpUsage)
 	// The keygen link completes as "crypt4gh keygen".
 	script += "complete -c crypt4gh-keygen --wraps 'crypt4gh keygen'\n"
 	// Flags with a fixed set of values offer them.

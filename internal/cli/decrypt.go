@@ -23,12 +23,12 @@ func decryptCommand() *cli.Command {
 			"for, after its edit list, to stdout (or -o). With --range, only bytes\n" +
 			"[START, END) of that plaintext are written; on a file only the segments\n" +
 			"that the range needs are read. Given FILE.c4gh arguments (flags first),\n" +
-			"writes FILE beside each." + objectHelp + resumeHelp + batchFolderHelp,
+			"writes FILE beside each." + objectHelp("-i and -o") + resumeHelp + batchFolderHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			senderFlag(),
 			&cli.StringFlag{Name: "range", Usage: "output only bytes [START, END) (`START-END`, or START for the rest)"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(),
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(true),
 			s3ConfigFlag(), continueFlag(),
 		},
 		Action: decrypt,

@@ -20,13 +20,13 @@ func encryptCommand() *cli.Command {
 		Description: "Reads the plaintext from stdin (or -i) and writes a crypt4gh file to stdout\n" +
 			"(or -o). Without --sk (or C4GH_SECRET_KEY), a new writer key is made for this\n" +
 			"file and discarded. Given FILE arguments (flags first), writes FILE.c4gh\n" +
-			"beside each FILE." + objectHelp + batchFolderHelp,
+			"beside each FILE." + objectHelp("-i, -o and --header") + batchFolderHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			recipientFlag("encrypt for the public key(s) in the file at `PATH` (repeatable)"),
 			&cli.StringFlag{Name: "range", Usage: "encrypt only bytes [START, END) of the input (`START-END` or START)"},
 			&cli.StringFlag{Name: "header", Usage: "write the header to `PATH` and only the segments to the output"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(),
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(true),
 			s3ConfigFlag(),
 		},
 		Action: encrypt,

@@ -53,7 +53,7 @@ func TestExitCodeTable(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"bad flag", exitUsage, "", []string{"decrypt", "--nosuchflag"}, "flag provided but not defined"},
+		{"bad flag", exitUsage, "", []string{"decrypt", "--nosuchflag"}, "unknown flag --nosuchflag"},
 		{"malformed range", exitUsage, "", []string{"decrypt", "--sk", in("me.sec"), "--range", "10-5", "-i", in("f.c4gh")}, "invalid range"},
 		{"empty range", exitUsage, "", []string{"decrypt", "--sk", in("me.sec"), "--range", "5-5", "-i", in("f.c4gh")}, "invalid range"},
 		{"range beyond the data", exitUsage, "secret", []string{"decrypt", "--sk", in("me.sec"), "--range", "9999999", "-i", in("f.c4gh"), "-o", in("x")}, "beyond the end"},

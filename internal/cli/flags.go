@@ -72,12 +72,13 @@ func jobsFlag() cli.Flag {
 	}
 }
 
-func quietFlag() cli.Flag {
-	return &cli.BoolFlag{
-		Name:    "quiet",
-		Aliases: []string{"q"},
-		Usage:   "no progress bar and no warning about C4GH_PASSPHRASE",
+// quietFlag is -q; bar says whether the command draws a progress bar.
+func quietFlag(bar bool) cli.Flag {
+	usage := "no warning about C4GH_PASSPHRASE"
+	if bar {
+		usage = "no progress bar and no warning about C4GH_PASSPHRASE"
 	}
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: usage}
 }
 
 func checksumFlag() cli.Flag {

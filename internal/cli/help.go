@@ -161,6 +161,9 @@ func usageLine(cmd *cli.Command) string {
 	return line
 }
 
+// helpUsage describes the help command that urfave/cli adds.
+const helpUsage = "show the commands, or the help page of one"
+
 // appPage is the page of "crypt4gh --help".
 func appPage(app *cli.App) string {
 	var b strings.Builder
@@ -170,7 +173,11 @@ func appPage(app *cli.App) string {
 	b.WriteString("\nCommands:\n")
 	var rows [][2]string
 	for _, c := range app.VisibleCommands() {
-		rows = append(rows, [2]string{c.Name, c.Usage})
+		usage := c.Usage
+		if c.Name == "help" {
+			usage = helpUsage // urfave/cli's own command, in its words
+		}
+		rows = append(rows, [2]string{c.Name, usage})
 	}
 	b.WriteString(table(rows, helpWidth, 12))
 	b.WriteString("\n")
@@ -182,6 +189,14 @@ func appPage(app *cli.App) string {
 		names = append(names, e.name)
 	}
 	b.WriteString(envTable(names, helpWidth))
+	b.WriteString("\nExamples:\n")
+	for _, e := range []string{
+		"crypt4gh keygen --sk alice.sec --pk alice.pub",
+		"crypt4gh encrypt --recipient_pk bob.pub -i reads.bam -o reads.bam.c4gh",
+		"crypt4gh decrypt --sk bob.sec -i reads.bam.c4gh -o reads.bam",
+	} {
+		b.WriteString("  " + e + "\n")
+	}
 	b.WriteString("\n" + exitLine())
 	return b.String()
 }

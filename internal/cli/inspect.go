@@ -64,7 +64,7 @@ func inspectCommand() *cli.Command {
 		Flags: []cli.Flag{
 			skFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)"},
-			passphraseFileFlag(), inputFlag(), quietFlag(),
+			passphraseFileFlag(), inputFlag(), quietFlag(false),
 			s3ConfigFlag(),
 		},
 		Action: inspect,

@@ -48,10 +48,10 @@ func keygenCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "with --convert: write the crypt4gh secret key to `PATH`"},
 			&cli.StringFlag{Name: "comment", Aliases: []string{"C"}, Usage: "store `TEXT` in clear in the secret key"},
 			&cli.BoolFlag{Name: "nocrypt", Usage: "do not protect the secret key with a passphrase"},
-			&cli.StringFlag{Name: "kdf", Value: string(keys.KDFScrypt), Usage: "passphrase KDF: scrypt, bcrypt or pbkdf2_hmac_sha256"},
+			&cli.StringFlag{Name: "kdf", Value: string(keys.KDFScrypt), Usage: "protect the key with the KDF `NAME`: scrypt, bcrypt or pbkdf2_hmac_sha256"},
 			passphraseFileFlag(),
 			&cli.StringFlag{Name: "new-passphrase-file", Usage: "with --convert and --relock: read the new passphrase from the first line of `PATH`"},
-			forceFlag(), quietFlag(),
+			forceFlag(), quietFlag(false),
 			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version (as crypt4gh-keygen -v does)"},
 		},
 		Action: keygen,
@@ -92,6 +92,11 @@ func keygen(c *cli.Context) error {
 		return keygenConvert(c)
 	case c.Bool("relock"):
 		return keygenRelock(c)
+	}
+	if c.Bool("nocrypt") {
+		if err := unusedWith(c, "--nocrypt", "kdf"); err != nil {
+			return err
+		}
 	}
 	skPath, pkPath, err := newPairPaths(c)
 	if err != nil {

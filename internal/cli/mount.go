@@ -27,7 +27,7 @@ func mountCommand() *cli.Command {
 			skFlag(),
 			senderFlag(),
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)"},
-			passphraseFileFlag(), quietFlag(),
+			passphraseFileFlag(), quietFlag(false),
 			s3ConfigFlag(),
 		},
 		Action: mountAction,

@@ -21,7 +21,7 @@ func pubkeyCommand() *cli.Command {
 			passphraseFileFlag(),
 			outputFlag(),
 			forceFlag(),
-			quietFlag(),
+			quietFlag(false),
 		},
 		Action: pubkey,
 	}

@@ -25,7 +25,7 @@ func reencryptCommand() *cli.Command {
 			recipientFlag("re-encrypt for the public key(s) in the file at `PATH` (repeatable)"),
 			&cli.BoolFlag{Name: "trim", Aliases: []string{"t"}, Usage: "drop the packets that --sk cannot open"},
 			&cli.BoolFlag{Name: "header-only", Usage: "read and write only a header"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(),
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(true),
 			s3ConfigFlag(),
 		},
 		Action: reencryptAction,

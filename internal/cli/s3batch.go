@@ -39,10 +39,13 @@ const batchFolderHelp = "\n\n" +
 	"-o results go beside their inputs."
 
 // objectHelp is the paragraph of the commands' descriptions about
-// objects in single mode.
-const objectHelp = "\n\n" +
-	"-i and -o (and --header) may be s3://BUCKET/KEY objects, read with parallel\n" +
-	"ranged GETs and written as multipart uploads (aborted on failure: nothing\n" +
+// objects in single mode; paths names the flags ("-i and -o").
+func objectHelp(paths string) string {
+	return "\n\n" + paths + " may be s3://BUCKET/KEY objects, read with parallel\n" +
+		objectHelpRest
+}
+
+const objectHelpRest = "ranged GETs and written as multipart uploads (aborted on failure: nothing\n" +
 	"is left); -i may be an https:// URL read with range requests. Credentials\n" +
 	"and endpoint come from the AWS environment variables and files, or from\n" +
 	"--s3-config."

@@ -14,13 +14,14 @@ func rearrangeCommand() *cli.Command {
 		Name:  "rearrange",
 		Usage: "keep one range of a file, for your own key, without decrypting the body",
 		Description: "Writes a file that stands for bytes [START, END) of the input: a header with the\n" +
-			"data keys and an edit list, encrypted for the public key of --sk, and the\n" +
+			"data keys and (unless the range is whole segments) an edit list, encrypted for\n" +
+			"the public key of --sk, and the\n" +
 			"segments that the range touches, copied unchanged. From a pipe, the segments\n" +
 			"before the range are read and dropped, the others held in a temporary file." + spliceObjectsHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START (required)"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(),
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(false),
 			s3ConfigFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -43,7 +44,7 @@ func spliceCommand() *cli.Command {
 			skFlag(),
 			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)"},
 			recipientFlag("write the header for the public key(s) in the file at `PATH` (repeatable)"),
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(),
+			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(false),
 			s3ConfigFlag(),
 		},
 		Action: func(c *cli.Context) error {
