@@ -69,8 +69,12 @@ type WriterOptions struct {
 // A Writer writes an object as a stream. Data is cut into parts sent in
 // parallel as a multipart upload; a stream that ends before its first
 // part is full is sent with a single PutObject instead. Memory is bounded
-// by Concurrency × PartSize (128 MiB at the defaults), also when the part
-// size grows: then fewer parts are sent at once (but always two buffers).
+// by Concurrency × PartSize (128 MiB at the defaults) while the parts are
+// of that size. When they grow (a known Size over 10,000 × PartSize, or a
+// stream past 1,000 parts), fewer are held at once, within the same bytes,
+// but never fewer than two (or Concurrency, when it is 1): then memory is
+// two parts, Size/10,000 each for a known size, and for a stream a part
+// size that doubles every 1,000 parts.
 //
 // Close commits the object: until then nothing is visible at the key.
 // The caller must call Close or Abort. Any failure, and Abort, aborts the
@@ -301,9 +305,9 @@ func (w *Writer) ensure() error {
 // maxBuffers is how many part buffers of size bytes a Writer may hold:
 // Concurrency, fewer when the part size has grown past the one asked for
 // (a large known size, a long stream) so that they stay within budget,
-// and at least two, one filled while one is sent.
+// but two at least (one filled while one is sent) unless Concurrency is 1.
 func maxBuffers(budget, size int64, concurrency int) int {
-	return max(2, min(concurrency, int(budget/size)))
+	return max(min(2, concurrency), min(concurrency, int(budget/size)))
 }
 
 // newBuffer makes a part buffer. Until a first part is full the object may

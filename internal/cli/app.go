@@ -5,11 +5,11 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -64,8 +64,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		DisableSliceFlagSeparator: true,
 		EnableBashCompletion:      true,
 		ExitErrHandler:            func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usage(flagError(err))
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usage(flagError(c, err))
 		},
 		Commands: []*cli.Command{
 			keygenCommand(),
@@ -97,8 +97,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		// stdout.
 		if cmd.OnUsageError == nil {
 			name := cmd.Name
-			cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-				return withHint(usage(flagError(err)), "run 'crypt4gh %s --help' for its flags", name)
+			cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+				return withHint(usage(flagError(c, err)), "run 'crypt4gh %s --help' for its flags", name)
 			}
 		}
 	}
@@ -115,13 +115,35 @@ func version() string {
 
 // flagError rewrites the errors of Go's flag package, which name every
 // flag with one dash ("flag provided but not defined: -bogus"), with the
-// dashes the user types: two for a long flag.
-func flagError(err error) error {
-	msg := longFlag.ReplaceAllString(err.Error(), "$1--$2")
-	msg = strings.Replace(msg, "flag provided but not defined: ", "unknown flag ", 1)
-	return errors.New(msg)
+// dashes as the user typed them (two for a long flag when prepare did
+// not see it). Other errors are returned as they are.
+func flagError(c *cli.Context, err error) error {
+	typed, _ := c.App.Metadata[typedFlags].(map[string]string)
+	dashes := func(name string) string {
+		if d, ok := typed[name]; ok {
+			return d + name
+		}
+		if len(name) > 1 {
+			return "--" + name
+		}
+		return "-" + name
+	}
+	msg := err.Error()
+	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("unknown flag %s", dashes(m[1]))
+	}
+	if m := flagNoValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("flag %s needs a value", dashes(m[1]))
+	}
+	if m := flagBadValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("invalid value %s for flag %s: %s", m[1], dashes(m[2]), m[3])
+	}
+	return err
 }
 
-// longFlag matches a flag of more than one letter after the words with
-// which the flag package names it.
-var longFlag = regexp.MustCompile(`(: |for |flag )-([A-Za-z0-9][A-Za-z0-9_-]+)`)
+// The messages of the flag package.
+var (
+	unknownFlag  = regexp.MustCompile(`^flag provided but not defined: -(.+)$`)
+	flagNoValue  = regexp.MustCompile(`^flag needs an argument: -(.+)$`)
+	flagBadValue = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^ :]+): (.*)$`)
+)

@@ -81,6 +81,8 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 	}
 	out := append([]string{}, args[:2]...)
 	rest := args[2:]
+	typed := map[string]string{}
+	setMetadata(app, typedFlags, typed)
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") || a == completeFlag {
@@ -91,6 +93,8 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 		}
 		if !strings.HasPrefix(a, "--") {
 			// A short flag, and its value.
+			name, _, _ := strings.Cut(a[1:], "=")
+			typed[name] = "-"
 			out = append(out, a)
 			if f, _ := findFlag(cmd, a[1:], false); f != nil && takesValue(f) && !strings.Contains(a, "=") && i+1 < len(rest) {
 				i++
@@ -104,6 +108,7 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 			return nil, withHint(err, "run 'crypt4gh %s --help' for its flags", cmd.Name)
 		}
 		if f == nil {
+			typed[flagName] = "--"
 			out = append(out, a) // urfave/cli reports it
 			continue
 		}
@@ -129,7 +134,7 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 func endFlags(app *cli.App, rest []string) []string {
 	for j, a := range rest {
 		if a == "--" {
-			app.Metadata = map[string]any{filesOnly: true}
+			setMetadata(app, filesOnly, true)
 			return append(append([]string{"--"}, rest[:j]...), rest[j+1:]...)
 		}
 		if len(a) > 1 && a[0] == '-' {
@@ -139,8 +144,20 @@ func endFlags(app *cli.App, rest []string) []string {
 	return rest
 }
 
-// filesOnly is the key of app.Metadata set when "--" ended the flags.
-const filesOnly = "files-only"
+// Keys of app.Metadata: filesOnly is set when "--" ended the flags,
+// typedFlags maps the name of each flag given to its dashes as typed ("-"
+// or "--"), for [flagError].
+const (
+	filesOnly  = "files-only"
+	typedFlags = "typed-flags"
+)
+
+func setMetadata(app *cli.App, key string, v any) {
+	if app.Metadata == nil {
+		app.Metadata = map[string]any{}
+	}
+	app.Metadata[key] = v
+}
 
 // findFlag returns the flag of cmd that name names or, with prefix, that
 // name is an unambiguous prefix of a long name of; nil when none does, and

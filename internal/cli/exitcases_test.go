@@ -54,6 +54,9 @@ func TestExitCodeTable(t *testing.T) {
 		want string
 	}{
 		{"bad flag", exitUsage, "", []string{"decrypt", "--nosuchflag"}, "unknown flag --nosuchflag"},
+		{"bad short flags", exitUsage, "", []string{"decrypt", "-qf"}, "unknown flag -qf"},
+		{"bad flag value", exitUsage, "", []string{"decrypt", "--jobs", "a: -x"}, `invalid value "a: -x" for flag --jobs`},
+		{"flag without its value", exitUsage, "", []string{"decrypt", "--sk"}, "flag --sk needs a value"},
 		{"malformed range", exitUsage, "", []string{"decrypt", "--sk", in("me.sec"), "--range", "10-5", "-i", in("f.c4gh")}, "invalid range"},
 		{"empty range", exitUsage, "", []string{"decrypt", "--sk", in("me.sec"), "--range", "5-5", "-i", in("f.c4gh")}, "invalid range"},
 		{"range beyond the data", exitUsage, "secret", []string{"decrypt", "--sk", in("me.sec"), "--range", "9999999", "-i", in("f.c4gh"), "-o", in("x")}, "beyond the end"},

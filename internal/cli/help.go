@@ -340,11 +340,11 @@ func wrap(text string, width int, first, indent string) string {
 // shellLines cuts a shell command into lines of at most width columns
 // that still paste as one command: each but the last ends with " \\", the
 // next is indented, and a cut falls only before a flag, a redirection or
-// a pipe, so that a flag stays with its value. A part longer than width
-// stays whole.
+// a pipe, so that a flag stays with its value, and never inside quotes.
+// A part longer than width stays whole.
 func shellLines(cmd string, width int) []string {
 	var parts []string
-	for _, w := range strings.Fields(cmd) {
+	for _, w := range shellWords(cmd) {
 		if n := len(parts); n > 0 && !strings.HasPrefix(w, "-") && !strings.ContainsAny(w[:1], "<>|&") {
 			parts[n-1] += " " + w
 			continue
@@ -365,6 +365,37 @@ func shellLines(cmd string, width int) []string {
 		}
 	}
 	return append(lines, line)
+}
+
+// shellWords splits cmd at spaces outside quotes, keeping the spaces
+// inside them.
+func shellWords(cmd string) []string {
+	var words []string
+	var quote rune
+	start := -1
+	for i, r := range cmd {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == ' ':
+			if start >= 0 {
+				words = append(words, cmd[start:i])
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		words = append(words, cmd[start:])
+	}
+	return words
 }
 
 // paragraphs re-fills a description: paragraphs are separated by empty

@@ -105,3 +105,36 @@ func TestManPage(t *testing.T) {
 		t.Error("the splice example is not cut with a backslash")
 	}
 }
+
+// TestShellLines: a long example is cut before flags, with " \" at the
+// end of every line but the last, within the width, never inside quotes,
+// and pastes back as the same command.
+func TestShellLines(t *testing.T) {
+	cmd := `crypt4gh keygen --sk a.sec -C 'a  -b c' --pk a.pub --kdf bcrypt --passphrase-file pw > out`
+	lines := shellLines(cmd, 40)
+	if len(lines) < 3 {
+		t.Fatalf("not cut: %q", lines)
+	}
+	joined := ""
+	for i, l := range lines {
+		if n := len([]rune(l)); n > 40 {
+			t.Errorf("line %d has %d columns: %q", i, n, l)
+		}
+		if i < len(lines)-1 {
+			if !strings.HasSuffix(l, " \\") {
+				t.Errorf("line %d does not end with a backslash: %q", i, l)
+			}
+			l = strings.TrimSuffix(l, " \\")
+		}
+		if i > 0 {
+			if !strings.HasPrefix(l, "    -") && !strings.HasPrefix(l, "    >") {
+				t.Errorf("line %d is not cut before a flag: %q", i, l)
+			}
+			l = " " + strings.TrimPrefix(l, "    ")
+		}
+		joined += l
+	}
+	if joined != cmd {
+		t.Errorf("pasted back:\n%s\nwant\n%s", joined, cmd)
+	}
+}
