@@ -21,14 +21,7 @@ import (
 // unmounts and ends the command.
 func TestMountCommand(t *testing.T) {
 	e := newSafetyEnv(t)
-	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err != nil {
-		clitest.Missing(t, "FUSE is not available: %v", err)
-	} else {
-		f.Close()
-	}
-	if os.Geteuid() != 0 {
-		clitest.Tool(t, "fusermount3")
-	}
+	requireFUSE(t)
 	dir := t.TempDir()
 	src, mp := filepath.Join(dir, "src"), filepath.Join(dir, "mnt")
 	os.Mkdir(src, 0o700)
@@ -49,32 +42,7 @@ func TestMountCommand(t *testing.T) {
 	run(nil, "encrypt", "--recipient_pk", e.pk, "-i", filepath.Join(dir, "plain"), "-o", filepath.Join(src, "other.c4gh"))
 	os.WriteFile(filepath.Join(src, "reads.bam.bai"), []byte("index"), 0o600)
 
-	cmd := exec.Command(e.bin, "mount", "--sk", sk, src, mp)
-	cmd.Env = cleanEnv("C4GH_PASSPHRASE=c0rrect-h0rse")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			exec.Command("umount", "-l", mp).Run()
-		}
-	}()
-	var got []byte
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var err error
-		if got, err = os.ReadFile(filepath.Join(mp, "reads.bam")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the mount never showed reads.bam: %v; stderr:\n%s", err, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	m, got := startMount(t, e.bin, cleanEnv("C4GH_PASSPHRASE=c0rrect-h0rse"), mp, "reads.bam", "--sk", sk, src, mp)
 	if !bytes.Equal(got, plain) {
 		t.Fatalf("reads.bam: %d bytes, not the plaintext", len(got))
 	}
@@ -93,22 +61,78 @@ func TestMountCommand(t *testing.T) {
 		t.Errorf("reads.bam mode: %v, %v", fi.Mode(), err)
 	}
 
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
-			t.Errorf("mount after SIGTERM: exit %d, want %d; stderr:\n%s", code, 128+int(syscall.SIGTERM), stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("mount did not end after SIGTERM")
-	}
+	m.stop(t)
 	info, _ := os.ReadFile("/proc/self/mountinfo")
 	if strings.Contains(string(info), " "+mp+" ") {
 		t.Errorf("%s is still mounted", mp)
 	}
-	if !strings.Contains(stderr.String(), "other.c4gh") || strings.Contains(stderr.String(), "c0rrect-h0rse") {
-		t.Errorf("stderr should name other.c4gh once and never the passphrase:\n%s", stderr.String())
+	if !strings.Contains(m.stderr.String(), "other.c4gh") || strings.Contains(m.stderr.String(), "c0rrect-h0rse") {
+		t.Errorf("stderr should name other.c4gh once and never the passphrase:\n%s", m.stderr.String())
+	}
+}
+
+// requireFUSE reports FUSE Missing when this process cannot mount.
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err != nil {
+		clitest.Missing(t, "FUSE is not available: %v", err)
+	} else {
+		f.Close()
+	}
+	if os.Geteuid() != 0 {
+		clitest.Tool(t, "fusermount3")
+	}
+}
+
+// mountCmd is a running "crypt4gh mount".
+type mountCmd struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+}
+
+// startMount runs bin mount with args and env, and returns it and the
+// bytes of name under the mount point mp once it reads. The test's end
+// kills and unmounts it if it still runs.
+func startMount(t *testing.T, bin string, env []string, mp, name string, args ...string) (*mountCmd, []byte) {
+	t.Helper()
+	m := &mountCmd{cmd: exec.Command(bin, append([]string{"mount"}, args...)...)}
+	m.cmd.Env = env
+	m.cmd.Stderr = &m.stderr
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if m.cmd.ProcessState == nil {
+			m.cmd.Process.Kill()
+			m.cmd.Wait()
+			exec.Command("umount", "-l", mp).Run()
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := os.ReadFile(filepath.Join(mp, name))
+		if err == nil {
+			return m, got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mount never showed %s: %v; stderr:\n%s", name, err, m.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and checks that the command ends with 128+15.
+func (m *mountCmd) stop(t *testing.T) {
+	t.Helper()
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- m.cmd.Wait() }()
+	select {
+	case <-done:
+		if code := m.cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("mount after SIGTERM: exit %d, want %d; stderr:\n%s", code, 128+int(syscall.SIGTERM), m.stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("mount did not end after SIGTERM")
 	}
 }

@@ -9,14 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/internal/s3test"
 )
 
@@ -82,60 +79,18 @@ func TestS3Command(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err != nil {
-		clitest.Missing(t, "FUSE is not available: %v", err)
-	} else {
-		f.Close()
-	}
-	if os.Geteuid() != 0 {
-		clitest.Tool(t, "fusermount3")
-	}
+	requireFUSE(t)
 	mp := filepath.Join(dir, "mnt")
 	os.Mkdir(mp, 0o700)
-	cmd := exec.Command(e.bin, "mount", "--sk", e.sk, "s3://cli-bucket/data/", mp)
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			exec.Command("umount", "-l", mp).Run()
-		}
-	}()
-	var got []byte
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var err error
-		if got, err = os.ReadFile(filepath.Join(mp, "reads.bam")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the mount never showed reads.bam: %v; stderr:\n%s", err, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	m, got := startMount(t, e.bin, env, mp, "reads.bam", "--sk", e.sk, "s3://cli-bucket/data/", mp)
 	if !bytes.Equal(got, plain) {
 		t.Errorf("mounted reads.bam: %d bytes, not the plaintext", len(got))
 	}
 	if b, err := os.ReadFile(filepath.Join(mp, "sub", "notes.txt")); err != nil || string(b) != "plain notes" {
 		t.Errorf("sub/notes.txt: %q, %v", b, err)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
-			t.Errorf("mount after SIGTERM: exit %d, want %d; stderr:\n%s", code, 128+int(syscall.SIGTERM), stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("mount did not end after SIGTERM")
-	}
-	if strings.Contains(stderr.String(), srv.SecretKey) {
-		t.Errorf("the secret key was printed:\n%s", stderr.String())
+	m.stop(t)
+	if strings.Contains(m.stderr.String(), srv.SecretKey) {
+		t.Errorf("the secret key was printed:\n%s", m.stderr.String())
 	}
 }

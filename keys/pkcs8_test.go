@@ -14,11 +14,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 )
 
 // opensslKeys are the encrypted PKCS#8 keys that openssl made for these
@@ -158,25 +159,11 @@ func TestOpenSSLUnsupported(t *testing.T) {
 	}
 }
 
-// requireOpenSSL returns the path of openssl, or skips the test when it is
-// not installed (fails it under CI=true, where it must be).
-func requireOpenSSL(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("openssl")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("openssl is required with CI=true: %v", err)
-		}
-		t.Skipf("openssl not found: %v", err)
-	}
-	return path
-}
-
 // TestOpenSSLFresh has the installed openssl encrypt new X25519 keys with
 // every cipher and KDF it offers for PKCS#8 that this package reads, and
 // with some that it does not.
 func TestOpenSSLFresh(t *testing.T) {
-	openssl := requireOpenSSL(t)
+	openssl := clitest.Tool(t, "openssl")
 	dir := t.TempDir()
 	run := func(args ...string) {
 		t.Helper()

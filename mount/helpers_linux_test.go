@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -115,22 +114,7 @@ func pick(plain []byte, ranges ...edit.Range) []byte {
 }
 
 // syncBuffer is a log that tests read while the mount writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer struct{ clitest.SyncBuffer }
 
 // count returns how many lines of the log contain all the parts.
 func (s *syncBuffer) count(parts ...string) int {

@@ -212,11 +212,6 @@ func (w *Writer) fill(src *Object, off, n int64) error {
 // copyPart makes the server copy size bytes of src at off as the next
 // part.
 func (w *Writer) copyPart(src *Object, off, size int64) error {
-	if w.uploadID == nil {
-		if err := w.start(); err != nil {
-			return err
-		}
-	}
 	n, err := w.number()
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
@@ -75,41 +74,19 @@ func random(n int, seed uint64) []byte {
 // put stores data at key with the plain SDK.
 func (e *env) put(t *testing.T, key string, data []byte) string {
 	t.Helper()
-	out, err := e.sdk.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: &key, Body: bytes.NewReader(data)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return aws.ToString(out.ETag)
+	return e.srv.Put(t, bucket, key, data)
 }
 
 // get reads key with the plain SDK; nil if it does not exist.
 func (e *env) get(t *testing.T, key string) []byte {
 	t.Helper()
-	out, err := e.sdk.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: &key})
-	if err != nil {
-		if strings.Contains(err.Error(), "NoSuchKey") {
-			return nil
-		}
-		t.Fatal(err)
-	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return e.srv.Get(t, bucket, key)
 }
 
 // noUploads fails the test if a multipart upload is pending in the bucket.
 func (e *env) noUploads(t *testing.T) {
 	t.Helper()
-	out, err := e.sdk.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range out.Uploads {
-		t.Errorf("pending upload %s of %s", aws.ToString(u.UploadId), aws.ToString(u.Key))
-	}
+	e.srv.NoUploads(t, bucket)
 }
 
 // write writes data to key with a Writer, in writes of step bytes.

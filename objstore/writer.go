@@ -352,8 +352,14 @@ func (w *Writer) checksumOption(o *s3.Options) {
 	}
 }
 
-// number takes the next part number.
+// number takes the next part number, starting the multipart upload for
+// the first.
 func (w *Writer) number() (int32, error) {
+	if w.uploadID == nil {
+		if err := w.start(); err != nil {
+			return 0, err
+		}
+	}
 	if w.next > MaxParts {
 		return 0, &detailed{sentinel: ErrTooLarge, detail: fmt.Sprintf("more than %d parts", MaxParts)}
 	}
@@ -364,11 +370,6 @@ func (w *Writer) number() (int32, error) {
 
 // flush sends the buffer as the next part.
 func (w *Writer) flush() error {
-	if w.uploadID == nil {
-		if err := w.start(); err != nil {
-			return err
-		}
-	}
 	n, err := w.number()
 	if err != nil {
 		return err

@@ -102,29 +102,13 @@ func url(key string) string { return "s3://" + testBucket + "/" + key }
 // put stores data at key with the plain SDK.
 func (e *s3env) put(t *testing.T, key string, data []byte) string {
 	t.Helper()
-	out, err := e.sdk.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(testBucket), Key: &key, Body: bytes.NewReader(data)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return aws.ToString(out.ETag)
+	return e.srv.Put(t, testBucket, key, data)
 }
 
 // get reads key with the plain SDK; nil if it does not exist.
 func (e *s3env) get(t *testing.T, key string) []byte {
 	t.Helper()
-	out, err := e.sdk.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: &key})
-	if err != nil {
-		if strings.Contains(err.Error(), "NoSuchKey") {
-			return nil
-		}
-		t.Fatal(err)
-	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return e.srv.Get(t, testBucket, key)
 }
 
 // exists reports whether key exists.
@@ -137,13 +121,7 @@ func (e *s3env) exists(t *testing.T, key string) bool {
 // noUploads fails the test if a multipart upload is pending.
 func (e *s3env) noUploads(t *testing.T) {
 	t.Helper()
-	out, err := e.sdk.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(testBucket)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range out.Uploads {
-		t.Errorf("pending upload %s of %s", aws.ToString(u.UploadId), aws.ToString(u.Key))
-	}
+	e.srv.NoUploads(t, testBucket)
 }
 
 // write writes data to name in the folder.

@@ -20,6 +20,7 @@ import (
 	"debug/buildinfo"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -190,7 +191,7 @@ func Start(t testing.TB) *Server {
 		if err != nil {
 			t.Fatal(err)
 		}
-		log := &syncWriter{}
+		log := &clitest.SyncBuffer{}
 		cmd := exec.Command(bin, "--port", addr, "--access", s.AccessKey, "--secret", s.SecretKey,
 			"--quiet", "--keep-alive", "posix", "--sidecar", meta, s.Dir)
 		cmd.Stdout, cmd.Stderr = log, log
@@ -248,24 +249,6 @@ func waitListening(addr string, exited <-chan error) error {
 	return fmt.Errorf("versitygw not listening on %s after 30s", addr)
 }
 
-// syncWriter collects the output of a process.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // S3Config writes an s3cmd configuration file for the server reached at
 // addr (the server's own Addr, or a Proxy's) and returns its path.
 func (s *Server) S3Config(t testing.TB, addr string) string {
@@ -295,6 +278,46 @@ func (s *Server) SDK() *s3.Client {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
 	})
+}
+
+// Put stores data at bucket/key with the plain SDK and returns its ETag.
+func (s *Server) Put(t testing.TB, bucket, key string, data []byte) string {
+	t.Helper()
+	out, err := s.SDK().PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(out.ETag)
+}
+
+// Get reads bucket/key with the plain SDK; nil if it does not exist.
+func (s *Server) Get(t testing.TB, bucket, key string) []byte {
+	t.Helper()
+	out, err := s.SDK().GetObject(context.Background(), &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		if strings.Contains(err.Error(), "NoSuchKey") {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// NoUploads fails t for each multipart upload pending in bucket.
+func (s *Server) NoUploads(t testing.TB, bucket string) {
+	t.Helper()
+	out, err := s.SDK().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: &bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range out.Uploads {
+		t.Errorf("pending upload %s of %s", aws.ToString(u.UploadId), aws.ToString(u.Key))
+	}
 }
 
 // Bucket creates a bucket named name.
