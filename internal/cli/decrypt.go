@@ -139,7 +139,9 @@ func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) erro
 		}
 		return fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.Size())
 	}
-	buf := make([]byte, 1<<20)
+	// One segment at a time: a larger buffer costs its page faults, and
+	// ReadAt opens the segments of one call in turn anyway.
+	buf := make([]byte, body.SegmentSize)
 	if _, err := io.CopyBuffer(out, io.NewSectionReader(r, rng.Start, rng.End-rng.Start), buf); err != nil {
 		return decryptError(err, r.HeaderSize(), size)
 	}
