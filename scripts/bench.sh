@@ -30,9 +30,11 @@
 # then the body/ benchmarks (go test -bench) with allocations per call.
 # With PREV=REV (a git revision, e.g. PREV=main~5) the same commands of that
 # version are timed in the same run, and each figure is also given as a
-# ratio to the previous version's. With MOUNT=1 the mount benchmark runs
-# too (it needs FUSE and 2 GiB in $TMPDIR); with S3=1, scripts/bench-s3.sh
-# (object storage against a local versitygw).
+# ratio to the previous version's, and the writes to a file once more
+# against the previous version followed by "sync out ." (the fsync of the
+# output and its folder that this version does itself). With MOUNT=1 the
+# mount benchmark runs too (it needs FUSE and 2 GiB in $TMPDIR); with S3=1,
+# scripts/bench-s3.sh (object storage against a local versitygw).
 # Each timing is the best (least) of RUNS runs (default 5) with the files in
 # the page cache. It takes two to three minutes on a 2-core machine; set
 # GOTEST=0 to skip the go test part. Everything is removed on exit.
@@ -136,6 +138,9 @@ reenc() { "$c4gh" reencrypt --sk alice.sec --recipient_pk bob.pub -i plain.c4gh 
 range_last() { "$c4gh" decrypt --sk alice.sec --range $((GiB - MiB))-$GiB -i plain.c4gh >/dev/null; }
 # The same commands with the binary of $PREV.
 with_prev() { local c4gh=$tmp/crypt4gh-prev; "$@"; }
+# A command that writes out, then the fsync of out and of its folder that
+# this version does itself: for a version that left them to chance.
+synced() { "$@" && sync out .; }
 tiny() {
 	"$c4gh" encrypt --recipient_pk alice.pub -i plain1k -o tiny.c4gh --force
 	"$c4gh" decrypt --sk alice.sec -i tiny.c4gh -o tiny.out --force
@@ -216,6 +221,9 @@ if [[ -n $PREV ]]; then
 	p_dec_file=$(best with_prev dec_file)
 	p_range=$(best with_prev range_last)
 	p_reenc=$(best with_prev reenc)
+	p_enc_file_sync=$(best with_prev synced enc_file)
+	p_dec_file_sync=$(best with_prev synced dec_file)
+	p_reenc_sync=$(best with_prev synced reenc)
 	# This version once more, right after: the load may have changed.
 	t2_enc_null=$(best enc_null)
 	t2_dec_null=$(best dec_null)
@@ -231,6 +239,13 @@ if [[ -n $PREV ]]; then
 		a=$(eval echo "\$t_$m"); a2=$(eval echo "\$t2_$m"); b=$(eval echo "\$p_$m")
 		a=$(lesser "$a" "$a2")
 		printf '%-40s %10s s %10s s %10s\n' "$m" "$a" "$b" "$(ratio "$a" "$b")"
+	done
+	# The writes to a file against the previous version with the fsync
+	# (of the file and its folder) that this one does: what is left is
+	# the rest of the change.
+	for m in enc_file dec_file reenc; do
+		a=$(lesser "$(eval echo "\$t_$m")" "$(eval echo "\$t2_$m")"); b=$(eval echo "\$p_${m}_sync")
+		printf '%-40s %10s s %10s s %10s\n' "$m, previous + fsync" "$a" "$b" "$(ratio "$a" "$b")"
 	done
 fi
 
