@@ -139,11 +139,33 @@ func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) erro
 		}
 		return fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.Size())
 	}
-	// One segment at a time: a larger buffer costs its page faults, and
-	// ReadAt opens the segments of one call in turn anyway.
+	// One segment at a time (a larger buffer costs its page faults, and
+	// ReadAt opens the segments of one call in turn anyway). Without an
+	// edit list each read ends where a segment of the body ends, so that
+	// no segment is opened twice and whole ones are opened straight into
+	// buf.
 	buf := make([]byte, body.SegmentSize)
-	if _, err := io.CopyBuffer(out, io.NewSectionReader(r, rng.Start, rng.End-rng.Start), buf); err != nil {
-		return decryptError(err, r.HeaderSize(), size)
+	_, edited := r.EditList()
+	for off := rng.Start; off < rng.End; {
+		n := min(int64(len(buf)), rng.End-off)
+		if !edited {
+			n = min(n, body.SegmentSize-off%body.SegmentSize)
+		}
+		m, err := r.ReadAt(buf[:n], off)
+		if m > 0 {
+			if _, err := out.Write(buf[:m]); err != nil {
+				return err
+			}
+		}
+		off += int64(m)
+		switch {
+		case err == io.EOF:
+			return nil // an END past the data: clipped to it
+		case err != nil:
+			return decryptError(err, r.HeaderSize(), size)
+		case m == 0:
+			return nil
+		}
 	}
 	return nil
 }
