@@ -107,7 +107,7 @@ func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, err
 	if err != nil {
 		return nil, fmt.Errorf("failed to create output %s: %w", path, pathErr(err))
 	}
-	return &output{Writer: writeNamer{tmp, path}, path: path, final: final, tmp: tmp, force: opts.force}, nil
+	return &output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.force}, nil
 }
 
 // checkOutput returns the path where the file for path will be committed:
@@ -163,23 +163,45 @@ func holdsSecretKey(path string) bool {
 }
 
 // Write errors name the user's path, not the temporary file.
+//
+// It also has the kernel start writing the file to disk every
+// writebackChunk bytes, so that the fsync at the commit waits for the last
+// few megabytes only and not for the whole file, whose writes to disk then
+// overlap with the work of making the rest.
 type writeNamer struct {
-	f    *os.File
-	path string
+	f       *os.File
+	path    string
+	written int64 // bytes written, from offset 0 on
+	queued  int64 // bytes before this offset were handed to writeback
+	// writeback starts writing n bytes at off to disk (startWriteback).
+	writeback func(f *os.File, off, n int64)
 }
 
-func (w writeNamer) Write(p []byte) (int, error) {
+// writebackChunk is how many written bytes are handed to the disk at once.
+const writebackChunk = 8 << 20
+
+func (w *writeNamer) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
+	w.wrote(int64(n))
 	return n, w.rename(err)
 }
 
 // ReadFrom keeps io.Copy between files in the kernel (copy_file_range).
-func (w writeNamer) ReadFrom(r io.Reader) (int64, error) {
+func (w *writeNamer) ReadFrom(r io.Reader) (int64, error) {
 	n, err := w.f.ReadFrom(r)
+	w.wrote(n)
 	return n, w.rename(err)
 }
 
-func (w writeNamer) rename(err error) error {
+func (w *writeNamer) wrote(n int64) {
+	w.written += n
+	if w.written-w.queued >= writebackChunk {
+		w.writeback(w.f, w.queued, w.written-w.queued)
+		w.queued = w.written
+	}
+}
+
+func (w *writeNamer) rename(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) && pe.Path == w.f.Name() {
 		return &os.PathError{Op: pe.Op, Path: quoteName(w.path), Err: pe.Err}

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -85,5 +86,61 @@ func TestDirectoryInputOutput(t *testing.T) {
 		if err == nil || exitCode(err) != exitUsage || !bytes.Contains([]byte(err.Error()), []byte("is a directory")) {
 			t.Errorf("output, force %v: %v, want a usage error saying it is a directory", force, err)
 		}
+	}
+}
+
+// A file output hands what was written to the disk every writebackChunk
+// bytes, in order and without gaps, whether the bytes came by Write or by
+// ReadFrom (copy_file_range); the tail is left to the fsync of the commit.
+func TestOutputStartsWriteback(t *testing.T) {
+	dir := t.TempDir()
+	out, err := openOutput(filepath.Join(dir, "out"), nil, outputOptions{mode: modePublic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.abort()
+	w := out.Writer.(*writeNamer)
+	type call struct{ off, n int64 }
+	var calls []call
+	w.writeback = func(f *os.File, off, n int64) {
+		if f != out.tmp {
+			t.Errorf("writeback of %s, not of the output", f.Name())
+		}
+		calls = append(calls, call{off, n})
+	}
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, bytes.Repeat([]byte{1}, 5<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte{2}, 3<<20+17)
+	for range 5 {
+		if _, err := out.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		t.Fatal(err)
+	}
+	total := int64(5*len(chunk)) + 5<<20
+	var next int64
+	for _, c := range calls {
+		if c.off != next || c.n < writebackChunk {
+			t.Errorf("writeback of %d bytes at %d after %d bytes handed over", c.n, c.off, next)
+		}
+		next = c.off + c.n
+	}
+	if total-next >= writebackChunk || len(calls) != int(total/writebackChunk) {
+		t.Errorf("%d bytes written, %d calls handed the first %d over", total, len(calls), next)
+	}
+	if err := out.finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "out")); err != nil || fi.Size() != total {
+		t.Errorf("committed output: %v, %v", fi, err)
 	}
 }

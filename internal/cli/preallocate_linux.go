@@ -47,3 +47,11 @@ func sparse(fi os.FileInfo) bool {
 	}
 	return st.Blocks*512 < fi.Size()/2
 }
+
+// startWriteback asks the kernel to start writing n bytes of f at off to
+// disk, without waiting for them (sync_file_range with
+// SYNC_FILE_RANGE_WRITE). It is only a hint: the fsync before the commit
+// is what makes the file durable, and an error changes nothing.
+func startWriteback(f *os.File, off, n int64) {
+	unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+}
