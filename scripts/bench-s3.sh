@@ -26,7 +26,11 @@
 #   rekey      reencrypt in place of the 1 GiB object (new header, body
 #              copied by the server), against a server-side CopyObject
 #
-# Each timing is the best (least) of RUNS runs (default 5), the two sides
+# GWDIR=DIR puts versitygw's folder in a new folder in DIR instead: its multipart uploads are assembled at CompleteMultipartUpload
+# with copy_file_range, a copy of every byte on ext4 or tmpfs and a
+# reflink on XFS or Btrfs, which decides the rekey row (see README).
+# ONLY="rekey download" (any of upload, download, rss, rekey) measures
+# only those. Each timing is the best (least) of RUNS runs (default 5), the two sides
 # of a ratio taking turns. It takes about ten minutes on a 2-core machine
 # and 6 GiB of disk in $TMPDIR (versitygw's folder too: on a slow disk,
 # TMPDIR=/dev/shm measures the client rather than the disk).
@@ -34,13 +38,17 @@
 set -euo pipefail
 
 RUNS=${RUNS:-5}
+ONLY=${ONLY:-upload download rss rekey}
+want() { [[ " $ONLY " == *" $1 "* ]]; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench-s3.XXXXXX")
 gw_pid=
+gwdir=
 cleanup() {
 	if [[ -n $gw_pid ]]; then kill "$gw_pid" 2>/dev/null || true; wait "$gw_pid" 2>/dev/null || true; fi
 	rm -rf "$tmp"
+	if [[ -n $gwdir && $gwdir != "$tmp" ]]; then rm -rf "$gwdir"; fi
 }
 trap cleanup EXIT
 cd "$tmp"
@@ -65,8 +73,10 @@ s3plain=$tmp/s3plain
 port=$("$s3plain" port)
 ak=AKBENCH$RANDOM$RANDOM
 sk=$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
-mkdir data meta
-"$gw" --port "127.0.0.1:$port" --access "$ak" --secret "$sk" --quiet posix --sidecar "$tmp/meta" "$tmp/data" >gw.log 2>&1 &
+gwdir=$tmp
+if [[ -n ${GWDIR:-} ]]; then gwdir=$(mktemp -d "$GWDIR/c4gh-bench-s3-gw.XXXXXX"); fi
+mkdir "$gwdir/data" "$gwdir/meta"
+"$gw" --port "127.0.0.1:$port" --access "$ak" --secret "$sk" --quiet posix --sidecar "$gwdir/meta" "$gwdir/data" >gw.log 2>&1 &
 gw_pid=$!
 export AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk AWS_ENDPOINT_URL_S3=http://127.0.0.1:$port AWS_REGION=us-east-1
 export AWS_CONFIG_FILE=$tmp/aws-config AWS_SHARED_CREDENTIALS_FILE=$tmp/aws-credentials AWS_EC2_METADATA_DISABLED=true
@@ -176,31 +186,41 @@ echo "measuring, best of $RUNS ..." >&2
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 mb() { awk -v s="$1" -v n="$GiB" 'BEGIN { printf "%.0f MB/s", n / s / 1e6 }'; }
 
-pair up_tm up_c4gh
-t_up_tm=$ta t_up=$tb
-t_up_tm16=$(best up_tm16)
-pair down_tm down_c4gh
-t_down_tm=$ta t_down=$tb
-pair copy rekey
-t_copy=$ta t_rekey=$tb
-rss_up64=$(rss "$c4gh" encrypt --recipient_pk alice.pub --force -i plain64 -o s3://bench/rss)
-rss_up1g=$(rss "$c4gh" encrypt --recipient_pk alice.pub --force -i plain -o s3://bench/rss)
-rss_down64=$(rss "$c4gh" decrypt --sk alice.sec -i s3://bench/enc64 -o out)
-rss_down1g=$(rss "$c4gh" decrypt --sk alice.sec -i s3://bench/enc -o out)
+if want upload; then
+	pair up_tm up_c4gh
+	t_up_tm=$ta t_up=$tb
+	t_up_tm16=$(best up_tm16)
+fi
+if want download; then
+	pair down_tm down_c4gh
+	t_down_tm=$ta t_down=$tb
+fi
+if want rekey; then
+	pair copy rekey
+	t_copy=$ta t_rekey=$tb
+fi
+if want rss; then
+	rss_up64=$(rss "$c4gh" encrypt --recipient_pk alice.pub --force -i plain64 -o s3://bench/rss)
+	rss_up1g=$(rss "$c4gh" encrypt --recipient_pk alice.pub --force -i plain -o s3://bench/rss)
+	rss_down64=$(rss "$c4gh" decrypt --sk alice.sec -i s3://bench/enc64 -o out)
+	rss_down1g=$(rss "$c4gh" decrypt --sk alice.sec -i s3://bench/enc -o out)
+fi
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
 echo "crypt4gh bench-s3, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs (${cpu:-unknown}), $(go env GOVERSION), versitygw $version on 127.0.0.1"
+echo "versitygw's folder on $(df -PT "$gwdir" | awk 'NR == 2 { print $2 }') ($gwdir)"
 echo "1 GiB random file, each time the best of $RUNS runs"
 echo
 printf '%-46s %10s %12s %22s   %s\n' "measure" "time" "rate" "ratio" "target"
-printf '%-46s %9ss %12s %22s   %s\n' "upload, transfer manager (defaults)" "$t_up_tm" "$(mb "$t_up_tm")" "1" ""
-printf '%-46s %9ss %12s %22s   %s\n' "upload, transfer manager (16 MiB x 8)" "$t_up_tm16" "$(mb "$t_up_tm16")" "" ""
-printf '%-46s %9ss %12s %22s   %s\n' "encrypt file -> s3://" "$t_up" "$(mb "$t_up")" "$(ratio "$t_up_tm" "$t_up") of transfer manager" ">= 0.90"
-printf '%-46s %9ss %12s %22s   %s\n' "download, transfer manager (8 MiB x 8)" "$t_down_tm" "$(mb "$t_down_tm")" "1" ""
-printf '%-46s %9ss %12s %22s   %s\n' "decrypt s3:// -> file" "$t_down" "$(mb "$t_down")" "$(ratio "$t_down_tm" "$t_down") of transfer manager" ">= 0.90"
-printf '%-46s %10s %12s %22s   %s\n' "peak RSS encrypt -> s3://, 64 MiB" "" "$rss_up64" "" "<= 128 MiB"
-printf '%-46s %10s %12s %22s   %s\n' "peak RSS encrypt -> s3://, 1 GiB" "" "$rss_up1g" "" "<= 128 MiB, same"
-printf '%-46s %10s %12s %22s   %s\n' "peak RSS decrypt s3:// ->, 64 MiB" "" "$rss_down64" "" "<= 128 MiB"
-printf '%-46s %10s %12s %22s   %s\n' "peak RSS decrypt s3:// ->, 1 GiB" "" "$rss_down1g" "" "<= 128 MiB, same"
-printf '%-46s %9ss %12s %22s   %s\n' "CopyObject of 1 GiB (server side)" "$t_copy" "" "1" ""
-printf '%-46s %9ss %12s %22s   %s\n' "reencrypt in place of 1 GiB" "$t_rekey" "" "$(ratio "$t_rekey" "$t_copy") x CopyObject" "<= 1.20"
+want upload && printf '%-46s %9ss %12s %22s   %s\n' "upload, transfer manager (defaults)" "$t_up_tm" "$(mb "$t_up_tm")" "1" ""
+want upload && printf '%-46s %9ss %12s %22s   %s\n' "upload, transfer manager (16 MiB x 8)" "$t_up_tm16" "$(mb "$t_up_tm16")" "" ""
+want upload && printf '%-46s %9ss %12s %22s   %s\n' "encrypt file -> s3://" "$t_up" "$(mb "$t_up")" "$(ratio "$t_up_tm" "$t_up") of transfer manager" ">= 0.90"
+want download && printf '%-46s %9ss %12s %22s   %s\n' "download, transfer manager (8 MiB x 8)" "$t_down_tm" "$(mb "$t_down_tm")" "1" ""
+want download && printf '%-46s %9ss %12s %22s   %s\n' "decrypt s3:// -> file" "$t_down" "$(mb "$t_down")" "$(ratio "$t_down_tm" "$t_down") of transfer manager" ">= 0.90"
+want rss && printf '%-46s %10s %12s %22s   %s\n' "peak RSS encrypt -> s3://, 64 MiB" "" "$rss_up64" "" "<= 128 MiB"
+want rss && printf '%-46s %10s %12s %22s   %s\n' "peak RSS encrypt -> s3://, 1 GiB" "" "$rss_up1g" "" "<= 128 MiB, same"
+want rss && printf '%-46s %10s %12s %22s   %s\n' "peak RSS decrypt s3:// ->, 64 MiB" "" "$rss_down64" "" "<= 128 MiB"
+want rss && printf '%-46s %10s %12s %22s   %s\n' "peak RSS decrypt s3:// ->, 1 GiB" "" "$rss_down1g" "" "<= 128 MiB, same"
+want rekey && printf '%-46s %9ss %12s %22s   %s\n' "CopyObject of 1 GiB (server side)" "$t_copy" "" "1" ""
+want rekey && printf '%-46s %9ss %12s %22s   %s\n' "reencrypt in place of 1 GiB" "$t_rekey" "" "$(ratio "$t_rekey" "$t_copy") x CopyObject" "<= 1.20"
+true
