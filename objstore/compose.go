@@ -42,7 +42,9 @@ type ComposeOptions struct {
 	Concurrency int
 	// CopyPartSize is the largest server-side copy in one request, at
 	// least MinPartSize and at most MaxPartSize; 0 means
-	// DefaultCopyPartSize.
+	// DefaultCopyPartSize. A range is copied in at least Concurrency
+	// requests when each can have MinPartSize, and the copies end on
+	// multiples of 1 MiB in the new object where they can.
 	CopyPartSize int64
 }
 
@@ -112,13 +114,16 @@ func (c *Client) Compose(ctx context.Context, bucket, key string, parts []Part, 
 			w.checksum = false
 		}
 	}
+	var at int64 // where the part goes in the new object
 	for _, p := range parts {
 		switch {
 		case p.Source == nil:
 			_, err = w.Write(p.Data)
+			at += int64(len(p.Data))
+			continue
 		case p.Length == 0:
 		case p.Source.client == c:
-			err = w.copyRange(p.Source, p.Offset, p.Length, opt.CopyPartSize)
+			err = w.copyRange(p.Source, p.Offset, p.Length, at, opt.CopyPartSize)
 		default:
 			err = w.fetchRange(p.Source, p.Offset, p.Length)
 		}
@@ -126,6 +131,7 @@ func (c *Client) Compose(ctx context.Context, bucket, key string, parts []Part, 
 			w.Abort()
 			return w.failure()
 		}
+		at += p.Length
 	}
 	return w.Close()
 }
@@ -150,11 +156,20 @@ func (w *Writer) fetchRange(src *Object, off, n int64) error {
 	return nil
 }
 
-// copyRange adds n bytes of src at off to the object. Whatever the
-// Writer holds must first grow to MinPartSize, from the head of the
-// range; the rest is copied by the server in parts of about copyPart
-// bytes, or fetched when it is too small for a part of its own.
-func (w *Writer) copyRange(src *Object, off, n, copyPart int64) error {
+// copyAlign is where the server-side copies of a range end in the new
+// object when they can: on multiples of 1 MiB. A store that assembles the
+// parts of an upload on a file system that shares blocks (versitygw's
+// copy_file_range on XFS or Btrfs) then shares them instead of copying
+// every byte once more.
+const copyAlign = 1 << 20
+
+// copyRange adds n bytes of src at off to the object, where they begin at
+// offset at. Whatever the Writer holds must first grow to MinPartSize,
+// from the head of the range; the rest is copied by the server in parts
+// of about copyPart bytes, at least as many as run at once when each can
+// have MinPartSize, or fetched when it is too small for a part of its
+// own.
+func (w *Writer) copyRange(src *Object, off, n, at, copyPart int64) error {
 	if w.closed {
 		return w.closedErr()
 	}
@@ -163,7 +178,7 @@ func (w *Writer) copyRange(src *Object, off, n, copyPart int64) error {
 		if err := w.fill(src, off, m); err != nil {
 			return err
 		}
-		off, n = off+m, n-m
+		off, n, at = off+m, n-m, at+m
 	}
 	if n == 0 {
 		return nil
@@ -176,19 +191,40 @@ func (w *Writer) copyRange(src *Object, off, n, copyPart int64) error {
 	if n < MinPartSize {
 		return w.fill(src, off, n)
 	}
-	k := (n + copyPart - 1) / copyPart
-	k = min(k, n/MinPartSize) // every copy at least MinPartSize
-	for i := range k {
-		size := n / k
-		if i < n%k {
-			size++
-		}
+	for _, size := range copySizes(at, n, copyPart, w.opt.Concurrency) {
 		if err := w.copyPart(src, off, size); err != nil {
 			return w.fail(err)
 		}
 		off += size
 	}
 	return nil
+}
+
+// copySizes cuts n bytes (at least MinPartSize) that begin at offset at
+// in the new object into the sizes of server-side copies: copies of at
+// most copyPart bytes, but as many as run at once (concurrency) at least,
+// as far as each can have MinPartSize (a copy is one stream that the
+// server reads, checksums and writes: a range in one copy would keep one
+// core of the server busy). Every copy but the last ends on a multiple of
+// copyAlign in the new object unless that makes it smaller than
+// MinPartSize; none is larger than MaxPartSize.
+func copySizes(at, n, copyPart int64, concurrency int) []int64 {
+	limit := min(copyPart, MaxPartSize-copyAlign-1) // room to move an end
+	k := max((n+limit-1)/limit, int64(concurrency))
+	k = min(k, n/MinPartSize)
+	sizes := make([]int64, 0, k)
+	end := at
+	for i := int64(1); i <= k; i++ {
+		// The even share of the range, i*n/k, moved down to a multiple of
+		// copyAlign.
+		start := end
+		end = at + n/k*i + n%k*i/k
+		if a := end / copyAlign * copyAlign; i < k && a-start >= MinPartSize {
+			end = a
+		}
+		sizes = append(sizes, end-start)
+	}
+	return sizes
 }
 
 // fill appends n bytes of src at off to the part being filled, fetched

@@ -1,0 +1,57 @@
+package objstore
+
+import "testing"
+
+// The server-side copies of a range: they add up to it, each has
+// MinPartSize and at most MaxPartSize (the last may be larger than the
+// others, never smaller than MinPartSize), there are as many as run at
+// once when the range allows it and none larger than asked for but by
+// the alignment, and every copy but the last ends on a multiple of
+// copyAlign in the new object whenever the copies are large enough to
+// move their ends.
+func TestCopySizes(t *testing.T) {
+	const MiB = 1 << 20
+	for _, tc := range []struct {
+		at, n, copyPart int64
+		concurrency     int
+		want            int // copies
+	}{
+		{5 * MiB, 1<<30 - 5*MiB + 123, 1 << 30, 2, 2},       // a rekey in place of 1 GiB
+		{5 * MiB, 10<<30 + 7, 1 << 30, 2, 11},               // 10 GiB
+		{5 * MiB, 5 * MiB, 1 << 30, 2, 1},                   // room for one copy only
+		{5 * MiB, 10*MiB - 1, 1 << 30, 2, 1},                // not quite two
+		{5 * MiB, 10 * MiB, 1 << 30, 8, 2},                  // two of exactly MinPartSize
+		{123, 100*MiB + 5, 16 * MiB, 2, 7},                  // unaligned start, small copies
+		{0, 100 * MiB, MinPartSize, 1, 20},                  // copies of exactly MinPartSize
+		{5 * MiB, 3 * MaxPartSize, MaxPartSize, 2, 4},       // the largest copies: room for the alignment
+		{7*MiB + 1, 6*MiB + 17, MaxPartSize, 8, 1},          // one copy, not aligned
+		{5 * MiB, 1<<40 + 99, DefaultCopyPartSize, 8, 4097}, // 1 TiB
+	} {
+		sizes := copySizes(tc.at, tc.n, tc.copyPart, tc.concurrency)
+		if len(sizes) != tc.want {
+			t.Errorf("%+v: %d copies, want %d", tc, len(sizes), tc.want)
+		}
+		end, sum := tc.at, int64(0)
+		aligned := 0
+		for i, s := range sizes {
+			end += s
+			sum += s
+			if s < MinPartSize || s > MaxPartSize {
+				t.Errorf("%+v: copy %d of %d bytes", tc, i, s)
+			}
+			if s > tc.copyPart+copyAlign {
+				t.Errorf("%+v: copy %d of %d bytes, more than asked for", tc, i, s)
+			}
+			if i < len(sizes)-1 && end%copyAlign == 0 {
+				aligned++
+			}
+		}
+		if sum != tc.n {
+			t.Errorf("%+v: copies of %d bytes in all", tc, sum)
+		}
+		// An end can move when the share of each copy leaves room for it.
+		if share := tc.n / int64(len(sizes)); share >= MinPartSize+copyAlign && aligned != len(sizes)-1 {
+			t.Errorf("%+v: %d of %d ends aligned: %v", tc, aligned, len(sizes)-1, sizes)
+		}
+	}
+}
