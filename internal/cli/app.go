@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"sync"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -129,21 +130,27 @@ func flagError(c *cli.Context, err error) error {
 		return "-" + name
 	}
 	msg := err.Error()
-	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
+	if m := unknownFlag().FindStringSubmatch(msg); m != nil {
 		return fmt.Errorf("unknown flag %s", dashes(m[1]))
 	}
-	if m := flagNoValue.FindStringSubmatch(msg); m != nil {
+	if m := flagNoValue().FindStringSubmatch(msg); m != nil {
 		return fmt.Errorf("flag %s needs a value", dashes(m[1]))
 	}
-	if m := flagBadValue.FindStringSubmatch(msg); m != nil {
+	if m := flagBadValue().FindStringSubmatch(msg); m != nil {
 		return fmt.Errorf("invalid value %s for flag %s: %s", m[1], dashes(m[2]), m[3])
 	}
 	return err
 }
 
-// The messages of the flag package.
+// The messages of the flag package, compiled on first use: every process
+// start would pay for them otherwise.
 var (
-	unknownFlag  = regexp.MustCompile(`^flag provided but not defined: -(.+)$`)
-	flagNoValue  = regexp.MustCompile(`^flag needs an argument: -(.+)$`)
-	flagBadValue = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^ :]+): (.*)$`)
+	unknownFlag  = lazyRegexp(`^flag provided but not defined: -(.+)$`)
+	flagNoValue  = lazyRegexp(`^flag needs an argument: -(.+)$`)
+	flagBadValue = lazyRegexp(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^ :]+): (.*)$`)
 )
+
+// lazyRegexp returns a function that compiles expr on its first call.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}

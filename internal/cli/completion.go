@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -188,7 +187,7 @@ func fishCompletion(app *cli.App) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	script = fishLongAlias.ReplaceAllString(script, " -l $1")
+	script = fishLongAlias().ReplaceAllString(script, " -l $1")
 	script = strings.ReplaceAll(script, "Shows a list of commands or help for one command", helpUsage)
 	// The keygen link completes as "crypt4gh keygen".
 	script += "complete -c crypt4gh-keygen --wraps 'crypt4gh keygen'\n"
@@ -206,4 +205,4 @@ func fishCompletion(app *cli.App) (string, error) {
 }
 
 // fishLongAlias matches a -s option of more than one character.
-var fishLongAlias = regexp.MustCompile(` -s ([A-Za-z0-9][A-Za-z0-9_-]+)`)
+var fishLongAlias = lazyRegexp(` -s ([A-Za-z0-9][A-Za-z0-9_-]+)`)
