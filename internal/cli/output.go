@@ -186,18 +186,45 @@ func (w *writeNamer) Write(p []byte) (int, error) {
 	return n, w.rename(err)
 }
 
-// ReadFrom keeps io.Copy between files in the kernel (copy_file_range).
+// ReadFrom keeps io.Copy between files in the kernel (copy_file_range),
+// writebackChunk bytes at a time so that the writeback starts as the copy
+// goes. An *io.LimitedReader of a file is unwrapped, as os.File.ReadFrom
+// does: wrapped twice, the copy would leave the kernel.
 func (w *writeNamer) ReadFrom(r io.Reader) (int64, error) {
-	n, err := w.f.ReadFrom(r)
-	w.wrote(n)
-	return n, w.rename(err)
+	src, lr := r, (*io.LimitedReader)(nil)
+	if l, ok := r.(*io.LimitedReader); ok {
+		src, lr = l.R, l
+	}
+	var total int64
+	for lr == nil || lr.N > 0 {
+		n := int64(writebackChunk)
+		if lr != nil {
+			n = min(n, lr.N)
+		}
+		m, err := w.f.ReadFrom(&io.LimitedReader{R: src, N: n})
+		total += m
+		if lr != nil {
+			lr.N -= m
+		}
+		w.wrote(m)
+		if err != nil {
+			return total, w.rename(err)
+		}
+		if m < n {
+			break
+		}
+	}
+	return total, nil
 }
 
+// wrote counts n more bytes written and hands what was written to the
+// disk every writebackChunk bytes, up to a multiple of 64 KiB: the page
+// that the next write fills further is not written out twice.
 func (w *writeNamer) wrote(n int64) {
 	w.written += n
-	if w.written-w.queued >= writebackChunk {
-		w.writeback(w.f, w.queued, w.written-w.queued)
-		w.queued = w.written
+	if end := w.written &^ (64<<10 - 1); end-w.queued >= writebackChunk {
+		w.writeback(w.f, w.queued, end-w.queued)
+		w.queued = end
 	}
 }
 
