@@ -26,7 +26,7 @@ const (
 	// MinPartSize is the smallest part S3 accepts, but for the last one.
 	MinPartSize = 5 << 20
 	// MaxPartSize is the largest part S3 accepts.
-	MaxPartSize = 5 << 30
+	MaxPartSize int64 = 5 << 30
 	// MaxParts is how many parts an upload may have.
 	MaxParts = 10000
 )
