@@ -191,7 +191,11 @@ func (w *Writer) copyRange(src *Object, off, n, at, copyPart int64) error {
 	if n < MinPartSize {
 		return w.fill(src, off, n)
 	}
-	for _, size := range copySizes(at, n, copyPart, w.opt.Concurrency) {
+	sizes := copySizes(at, n, copyPart, w.opt.Concurrency, int64(MaxParts-w.next+1))
+	if sizes == nil {
+		return w.fail(&detailed{sentinel: ErrTooLarge, detail: fmt.Sprintf("more than %d parts", MaxParts)})
+	}
+	for _, size := range sizes {
 		if err := w.copyPart(src, off, size); err != nil {
 			return w.fail(err)
 		}
@@ -201,17 +205,27 @@ func (w *Writer) copyRange(src *Object, off, n, at, copyPart int64) error {
 }
 
 // copySizes cuts n bytes (at least MinPartSize) that begin at offset at
-// in the new object into the sizes of server-side copies: copies of at
-// most copyPart bytes, but as many as run at once (concurrency) at least,
-// as far as each can have MinPartSize (a copy is one stream that the
-// server reads, checksums and writes: a range in one copy would keep one
-// core of the server busy). Every copy but the last ends on a multiple of
-// copyAlign in the new object unless that makes it smaller than
-// MinPartSize; none is larger than MaxPartSize.
-func copySizes(at, n, copyPart int64, concurrency int) []int64 {
-	limit := min(copyPart, MaxPartSize-copyAlign-1) // room to move an end
+// in the new object into the sizes of at most maxCopies server-side
+// copies: copies of at most copyPart bytes (larger when maxCopies
+// requires it, and up to twice MinPartSize when copyPart is less than
+// that), but as many as run at once (concurrency) at least, as far as each
+// can have MinPartSize (a copy is one stream that the server reads,
+// checksums and writes: a range in one copy would keep one core of the
+// server busy). Every copy but the last ends on a multiple of copyAlign
+// in the new object unless that makes it smaller than MinPartSize; none
+// is larger than MaxPartSize. It returns nil when maxCopies copies cannot
+// hold n bytes.
+func copySizes(at, n, copyPart int64, concurrency int, maxCopies int64) []int64 {
+	const largest = MaxPartSize - copyAlign - 1 // room to move an end
+	limit := min(copyPart, largest)
+	if maxCopies < 1 || (n+maxCopies-1)/maxCopies > largest {
+		return nil
+	}
+	if (n+limit-1)/limit > maxCopies {
+		limit = (n + maxCopies - 1) / maxCopies
+	}
 	k := max((n+limit-1)/limit, int64(concurrency))
-	k = min(k, n/MinPartSize)
+	k = min(k, n/MinPartSize, maxCopies)
 	sizes := make([]int64, 0, k)
 	end := at
 	for i := int64(1); i <= k; i++ {
