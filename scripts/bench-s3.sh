@@ -39,7 +39,19 @@ set -euo pipefail
 
 RUNS=${RUNS:-5}
 ONLY=${ONLY:-upload download rss rekey}
+for w in $ONLY; do
+	case $w in
+	upload | download | rss | rekey) ;;
+	*)
+		echo "bench-s3: ONLY=\"$ONLY\": $w is none of upload, download, rss, rekey" >&2
+		exit 2
+		;;
+	esac
+done
 want() { [[ " $ONLY " == *" $1 "* ]]; }
+if [[ -n ${GWDIR:-} ]]; then
+	GWDIR=$(cd "$GWDIR" && pwd) # before the cd into the temporary folder
+fi
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench-s3.XXXXXX")
