@@ -295,7 +295,9 @@ func (w *Writer) copyPart(src *Object, off, size int64) error {
 func copySource(bucket, key string) string {
 	segs := strings.Split(key, "/")
 	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+		// PathEscape keeps "+", which stores decode as a space (a key
+		// "a+b" would be copied from "a b").
+		segs[i] = strings.ReplaceAll(url.PathEscape(s), "+", "%2B")
 	}
 	return bucket + "/" + strings.Join(segs, "/")
 }

@@ -71,3 +71,17 @@ func TestCopySizes(t *testing.T) {
 		}
 	}
 }
+
+// The x-amz-copy-source of a key is URL-encoded with its slashes kept,
+// "+" included: a store decodes a bare "+" as a space.
+func TestCopySource(t *testing.T) {
+	for key, want := range map[string]string{
+		"a.c4gh":          "b/a.c4gh",
+		"dir/a+b.c4gh":    "b/dir/a%2Bb.c4gh",
+		"c d/%20/é?#;&=~": "b/c%20d/%2520/%C3%A9%3F%23%3B&=~",
+	} {
+		if got := copySource("b", key); got != want {
+			t.Errorf("copySource(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

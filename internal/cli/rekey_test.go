@@ -41,10 +41,10 @@ func TestS3Rekey(t *testing.T) {
 
 	// Batch: everything ending in .c4gh under the prefix, in place.
 	plains := map[string][]byte{}
-	for i, n := range []int{0, 1, 65536, 6 * MiB} {
+	for i, n := range []int{0, 1, 65536, 11 * MiB} {
 		key := fmt.Sprintf("batch/f%d.c4gh", i)
 		if i == 3 {
-			key = "batch/sub/deep.c4gh"
+			key = "batch/sub/deep+1.c4gh" // copied by the server: "+" in x-amz-copy-source
 		}
 		plains[key] = randomData(n, uint64(50+i))
 		e.put(t, key, encryptBytes(t, plains[key], e.sk))
