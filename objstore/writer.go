@@ -429,7 +429,8 @@ func (w *Writer) send(do func(context.Context) (types.CompletedPart, error)) err
 
 // Close sends what is left, waits for all parts and commits the object.
 // On failure the upload is aborted. Close after Close returns the result
-// of the first.
+// of the first. Once the request that commits the object is sent, the
+// end of the context no longer stops it: Close waits for its answer.
 func (w *Writer) Close() error {
 	if w.closed {
 		return w.failure()
@@ -456,7 +457,9 @@ func (w *Writer) Close() error {
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: w.parts},
 	}
 	w.conditions(&in.IfMatch, &in.IfNoneMatch)
-	_, err := w.c.s3.CompleteMultipartUpload(w.wctx, in, w.c.slowOp)
+	ctx, cancel := w.commitContext()
+	defer cancel()
+	_, err := w.c.s3.CompleteMultipartUpload(ctx, in, w.c.slowOp)
 	if err != nil && (precondition(err) || codeOf(err) == "NoSuchUpload") && w.ours(multipartETag(w.parts)) {
 		// A retry of a completion whose answer was lost.
 		err = nil
@@ -468,6 +471,18 @@ func (w *Writer) Close() error {
 	w.sweep()
 	w.cancel()
 	return nil
+}
+
+// commitTimeout bounds the request that commits an object.
+const commitTimeout = 10 * time.Minute
+
+// commitContext is the context of the request that commits the object
+// (the completion of the upload, or its single PUT). Once that request is
+// sent the store may commit the object whatever the client does, so a
+// canceled context must not cut it short: the caller would report a
+// failure while the object changes. It ends only with commitTimeout.
+func (w *Writer) commitContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(w.ctx), commitTimeout)
 }
 
 // ours reports whether the object at the key now has the ETag expect,
@@ -531,7 +546,9 @@ func (w *Writer) put() error {
 	w.conditions(&in.IfMatch, &in.IfNoneMatch)
 	body := w.buf
 	w.buf = nil
-	_, err := w.c.s3.PutObject(w.wctx, in, w.checksumOption)
+	ctx, cancel := w.commitContext()
+	defer cancel()
+	_, err := w.c.s3.PutObject(ctx, in, w.checksumOption)
 	if err != nil && precondition(err) {
 		// A retry of a PUT whose answer was lost?
 		if sum := md5.Sum(body); w.ours(`"` + hex.EncodeToString(sum[:]) + `"`) {

@@ -50,7 +50,7 @@ func rekeyObject(c *cli.Context, h *header.Header, o *objstore.Object, dest stri
 		return err
 	}
 	defer sk.Zero()
-	return interruptible(c, func(ctx context.Context) error {
+	return interruptible(c, loc.String(), func(ctx context.Context) error {
 		return rekey(ctx, c, sk, h, o, loc, recipients, c.Bool("force"))
 	})
 }
@@ -162,7 +162,7 @@ func reencryptBatch(c *cli.Context) error {
 	workers := min(len(srcs), rekeyJobs)
 	// One context for the batch: a signal cancels every rekey under way
 	// at once, and the exit waits for their uploads to be aborted.
-	interruptible(c, func(ctx context.Context) error {
+	interruptible(c, "", func(ctx context.Context) error { // each rekey says its own result
 		for range workers {
 			wg.Go(func() {
 				for name := range work {
@@ -257,7 +257,7 @@ func spliceObject(c *cli.Context, s *objectStream, opts reencrypt.SpliceOptions)
 		for _, r := range runs {
 			parts = append(parts, objstore.Range(o, h.Size()+r.Offset, r.Length))
 		}
-		return interruptible(c, func(ctx context.Context) error { return compose(ctx, c, loc, parts, c.Bool("force")) })
+		return interruptible(c, loc.String(), func(ctx context.Context) error { return compose(ctx, c, loc, parts, c.Bool("force")) })
 	}
 	return out.finish(copyObjectRuns(c, out, nh, o, h.Size(), runs))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -422,9 +423,13 @@ func (h headReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // upload is left pending.
 type objectSink struct {
 	w      *objstore.Writer
+	name   string // the s3:// URL, for messages
 	cancel context.CancelFunc
 	sem    chan struct{}
 	forget func()
+	// Under sem: commit was called, and what it returned.
+	committing, committed bool
+	err                   error
 }
 
 // openDest opens path for writing as openOutput does, and also an object
@@ -459,7 +464,7 @@ func openDest(c *cli.Context, path string, size int64, opts outputOptions) (*out
 		}
 		return nil, err
 	}
-	s := &objectSink{w: w, cancel: cancel, sem: make(chan struct{}, 1)}
+	s := &objectSink{w: w, name: loc.String(), cancel: cancel, sem: make(chan struct{}, 1)}
 	s.forget = cleanup.onInterrupt(s.interrupted)
 	return &output{Writer: s, path: path, obj: s}, nil
 }
@@ -473,7 +478,9 @@ func (s *objectSink) Write(p []byte) (int, error) {
 // commit completes the upload.
 func (s *objectSink) commit() error {
 	s.sem <- struct{}{}
+	s.committing = true
 	err := s.w.Close()
+	s.committed, s.err = true, err
 	<-s.sem
 	s.forget()
 	s.cancel()
@@ -493,39 +500,62 @@ func (s *objectSink) abort() {
 }
 
 // interrupted runs on a signal: it stops the upload and aborts it, within
-// abortTimeout.
+// abortTimeout. An upload that was being completed cannot be stopped
+// (the store may commit it whatever the client does): its answer is
+// waited for, and the message says when the object was written.
 func (s *objectSink) interrupted() {
 	s.cancel()
 	aborted := make(chan struct{})
 	go func() {
 		s.sem <- struct{}{} // never given back: the process exits
+		if s.committed && s.err == nil {
+			fmt.Fprintf(os.Stderr, "crypt4gh: %s was written before the interrupt\n", s.name)
+		}
 		s.w.Abort()
 		close(aborted)
 	}()
 	select {
 	case <-aborted:
 	case <-time.After(abortTimeout):
+		mayCommit(s.name)
 	}
+}
+
+// mayCommit says, on an interrupt that did not wait long enough, that an
+// upload under way may still be committed by the store.
+func mayCommit(name string) {
+	fmt.Fprintf(os.Stderr, "crypt4gh: warning: %s may still be written, if its upload was being completed\n", name)
 }
 
 // interruptible runs fn with a context that a signal cancels, and makes
 // the exit on that signal wait (up to abortTimeout) for fn to return, so
 // that what fn has under way on a server (a Compose) is aborted.
-func interruptible(c *cli.Context, fn func(ctx context.Context) error) error {
+//
+// An object whose upload was being completed when the signal came may be
+// written all the same (see objectSink.interrupted): when fn returns nil
+// after the signal, the message says that dest (when not "") was written.
+func interruptible(c *cli.Context, dest string, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
+	var result error
 	finished := make(chan struct{})
 	forget := cleanup.onInterrupt(func() {
 		cancel()
 		select {
 		case <-finished:
+			if result == nil && dest != "" {
+				fmt.Fprintf(os.Stderr, "crypt4gh: %s was written before the interrupt\n", dest)
+			}
 		case <-time.After(abortTimeout):
+			if dest != "" {
+				mayCommit(dest)
+			}
 		}
 	})
-	err := fn(ctx)
+	result = fn(ctx)
 	close(finished)
 	forget()
-	return err
+	return result
 }
 
 // objectSource is the mount.Source of the objects under the s3:// prefix

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -341,4 +342,56 @@ func TestS3InterruptRekey(t *testing.T) {
 	}
 	e.must(t, "decrypt", "--sk", "me.sec", "--range", "1000-2000", "-i", url("k.c4gh"), "-o", "check")
 	sameBytes(t, "the object after SIGINT", e.read(t, "check"), patternRange(1000, 2000))
+}
+
+// A signal that comes while the upload of an object is being completed
+// cannot stop the store from writing the object: the command waits for
+// the answer, and its message says that the object was written (here the
+// proxy keeps the completion until after the signal, so the store writes
+// it whatever the command does). Exit 130 all the same: the run was
+// interrupted.
+func TestS3InterruptAtCompletion(t *testing.T) {
+	e := newS3Env(t)
+	e.keygen(t, "bob")
+	e.write(t, "plain", randomData(20*MiB, 33))
+	e.must(t, "encrypt", "--recipient_pk", "me.pub", "-i", "plain", "-o", url("old.c4gh"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		key  string
+	}{
+		{"upload", []string{"encrypt", "--recipient_pk", "bob.pub", "-i", "plain", "-o", url("new.c4gh")}, "new.c4gh"},
+		{"rekey in place", []string{"reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--force", "-i", url("old.c4gh"), "-o", url("old.c4gh")}, "old.c4gh"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held, release := e.px.Hold(func(r *http.Request) bool {
+				return r.Method == http.MethodPost && r.URL.Query().Has("uploadId")
+			})
+			defer release()
+			cmd := e.child(tc.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			select {
+			case <-held:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("no completion came\n%s", stderr.String())
+			}
+			cmd.Process.Signal(os.Interrupt)
+			time.Sleep(300 * time.Millisecond) // the handler is waiting
+			release()
+			if code := exitOf(t, cmd); code != 130 {
+				t.Errorf("exit %d after SIGINT, want 130\n%s", code, stderr.String())
+			}
+			if want := url(tc.key) + " was written before the interrupt"; !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+			}
+			e.must(t, "decrypt", "--sk", "bob.sec", "-i", url(tc.key), "-o", tc.key+".out")
+			sameBytes(t, "the object written at the interrupt", e.read(t, tc.key+".out"), e.read(t, "plain"))
+			e.noUploads(t)
+		})
+	}
 }

@@ -35,6 +35,9 @@ type Proxy struct {
 	requests  []string
 	conns     map[net.Conn]struct{}
 	closed    bool
+	// Hold: the next request that hold accepts waits for release.
+	hold          func(*http.Request) bool
+	held, release chan struct{}
 }
 
 // NewProxy starts a proxy to target (host:port) until the test ends.
@@ -93,6 +96,19 @@ func (p *Proxy) StallDownAfter(n int64) { p.mu.Lock(); p.stallDown = n; p.mu.Unl
 // Fail503 answers the next n requests with 503 Slow Down, as a busy S3
 // does, without passing them to the server.
 func (p *Proxy) Fail503(n int) { p.mu.Lock(); p.fail503 = n; p.mu.Unlock() }
+
+// Hold makes the proxy keep the next request that match accepts: it is
+// read whole from the client and reaches the server only when release is
+// called, also if the client has given up meanwhile. held is closed when
+// the request is being kept.
+func (p *Proxy) Hold(match func(*http.Request) bool) (held <-chan struct{}, release func()) {
+	h, r := make(chan struct{}), make(chan struct{})
+	p.mu.Lock()
+	p.hold, p.held, p.release = match, h, r
+	p.mu.Unlock()
+	var once sync.Once
+	return h, func() { once.Do(func() { close(r) }) }
+}
 
 // Close stops the proxy and breaks the connections through it.
 func (p *Proxy) Close() {
@@ -243,6 +259,21 @@ func (p *Proxy) pumpUp(client, server net.Conn, stop func(bool)) {
 			stop(false)
 			return
 		}
+		if held, release := p.holds(req); held != nil {
+			body := make([]byte, max(req.ContentLength, 0))
+			n, err := io.ReadFull(br, body)
+			p.up.Add(int64(n))
+			if err != nil {
+				stop(false)
+				return
+			}
+			close(held)
+			<-release
+			if !p.forward(server, head, stop) || !p.forward(server, body, stop) {
+				return
+			}
+			continue
+		}
 		if !p.forward(server, head, stop) {
 			return
 		}
@@ -257,6 +288,17 @@ func (p *Proxy) pumpUp(client, server net.Conn, stop func(bool)) {
 			}
 		}
 	}
+}
+
+// holds reports whether req is the request to hold, with its channels.
+func (p *Proxy) holds(req *http.Request) (held, release chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hold == nil || !p.hold(req) {
+		return nil, nil
+	}
+	p.hold = nil
+	return p.held, p.release
 }
 
 // forward writes b to the server, counting it against the reset fault.
