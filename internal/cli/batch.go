@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -87,23 +88,45 @@ func decryptItems(files []string) ([]batchItem, error) {
 // would replace the first), or in which an output is one of the inputs
 // (it would be replaced while it is read).
 func checkDistinct(items []batchItem) error {
+	place := func(p string) string {
+		if objstore.IsURL(p) {
+			return p
+		}
+		return resolved(p)
+	}
+	// The inputs, once: by place, and the files that exist by identity
+	// (a hard link is another place for the same file).
+	inputs := map[string]bool{}
+	var infos []os.FileInfo
+	for _, it := range items {
+		if it.err != nil {
+			continue
+		}
+		inputs[place(it.in)] = true
+		if !objstore.IsURL(it.in) {
+			if fi, err := os.Stat(it.in); err == nil {
+				infos = append(infos, fi)
+			}
+		}
+	}
 	seen := map[string]string{}
 	for _, it := range items {
 		if it.err != nil {
 			continue
 		}
-		key := it.out
-		if !objstore.IsURL(key) {
-			key = resolved(key)
-		}
+		key := place(it.out)
 		if prev, ok := seen[key]; ok {
 			return usagef("%s and %s would both be written to %s", quoteName(prev), quoteName(it.in), quoteName(key))
 		}
 		seen[key] = it.in
-		for _, other := range items {
-			if sameFile(it.out, other.in) {
-				return usagef("%s would be written to %s, which is an input", quoteName(it.in), quoteName(it.out))
+		isInput := inputs[key]
+		if !isInput && !objstore.IsURL(it.out) {
+			if fo, err := os.Stat(it.out); err == nil {
+				isInput = slices.ContainsFunc(infos, func(fi os.FileInfo) bool { return os.SameFile(fo, fi) })
 			}
+		}
+		if isInput {
+			return usagef("%s would be written to %s, which is an input", quoteName(it.in), quoteName(it.out))
 		}
 	}
 	return nil
