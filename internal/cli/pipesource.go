@@ -2,8 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -67,9 +65,7 @@ func newPipeSource(r io.Reader, sk *keys.SecretKey, ranges []edit.Range, dir str
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("failed to read input: %w", err)
 	}
-	var r8 [8]byte
-	rand.Read(r8[:])
-	spool, err := cleanup.create(filepath.Join(dir, ".crypt4gh-spool"+tempSuffix+hex.EncodeToString(r8[:])), modeSecret)
+	spool, err := createTemp(filepath.Join(dir, "crypt4gh-spool"), modeSecret)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a temporary file for the input in %s: %w", quoteName(dir), pathErr(err))
 	}
