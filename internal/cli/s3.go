@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/body"
@@ -422,14 +423,15 @@ func (h headReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // stdin), and else waits for the Writer to return: then no multipart
 // upload is left pending.
 type objectSink struct {
-	w      *objstore.Writer
-	name   string // the s3:// URL, for messages
-	cancel context.CancelFunc
-	sem    chan struct{}
-	forget func()
-	// Under sem: commit was called, and what it returned.
-	committing, committed bool
-	err                   error
+	w          *objstore.Writer
+	name       string // the s3:// URL, for messages
+	cancel     context.CancelFunc
+	sem        chan struct{}
+	forget     func()
+	committing atomic.Bool // commit was called
+	// Under sem: commit returned, and what.
+	committed bool
+	err       error
 }
 
 // openDest opens path for writing as openOutput does, and also an object
@@ -478,7 +480,7 @@ func (s *objectSink) Write(p []byte) (int, error) {
 // commit completes the upload.
 func (s *objectSink) commit() error {
 	s.sem <- struct{}{}
-	s.committing = true
+	s.committing.Store(true)
 	err := s.w.Close()
 	s.committed, s.err = true, err
 	<-s.sem
@@ -509,7 +511,7 @@ func (s *objectSink) interrupted() {
 	go func() {
 		s.sem <- struct{}{} // never given back: the process exits
 		if s.committed && s.err == nil {
-			fmt.Fprintf(os.Stderr, "crypt4gh: %s was written before the interrupt\n", s.name)
+			writtenAtInterrupt(s.name)
 		}
 		s.w.Abort()
 		close(aborted)
@@ -517,8 +519,16 @@ func (s *objectSink) interrupted() {
 	select {
 	case <-aborted:
 	case <-time.After(abortTimeout):
-		mayCommit(s.name)
+		if s.committing.Load() {
+			mayCommit(s.name)
+		}
 	}
+}
+
+// writtenAtInterrupt says that an object was committed although the
+// process was interrupted: its upload was being completed.
+func writtenAtInterrupt(name string) {
+	fmt.Fprintf(os.Stderr, "crypt4gh: %s was written before the interrupt\n", name)
 }
 
 // mayCommit says, on an interrupt that did not wait long enough, that an
@@ -544,7 +554,7 @@ func interruptible(c *cli.Context, dest string, fn func(ctx context.Context) err
 		select {
 		case <-finished:
 			if result == nil && dest != "" {
-				fmt.Fprintf(os.Stderr, "crypt4gh: %s was written before the interrupt\n", dest)
+				writtenAtInterrupt(dest)
 			}
 		case <-time.After(abortTimeout):
 			if dest != "" {
