@@ -15,9 +15,9 @@ func rearrangeCommand() *cli.Command {
 		Usage: "keep one range of a file, for your own key, without decrypting the body",
 		Description: "Writes a file that stands for bytes [START, END) of the input: a header with the\n" +
 			"data keys and (unless the range is whole segments) an edit list, encrypted for\n" +
-			"the public key of --sk, and the\n" +
-			"segments that the range touches, copied unchanged. From a pipe, the segments\n" +
-			"before the range are read and dropped, the others held in a temporary file." + spliceObjectsHelp,
+			"the public key of --sk, and the segments that the range touches, copied\n" +
+			"unchanged. From a pipe, the segments before the range are read and dropped,\n" +
+			"the others held in a temporary file." + spliceObjectsHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START (required)"},
