@@ -144,7 +144,9 @@ func checkFlags(c *cli.Context) error {
 }
 
 // envSet reports whether the flag name got its value from its variable
-// (an empty C4GH_SECRET_KEY means no key, not an error).
+// (an empty C4GH_SECRET_KEY means no key, not an error): the variable is
+// set, to that value. An empty value given on the command line while the
+// variable is set to something else is the command line's.
 func envSet(c *cli.Context, name string) bool {
 	for _, f := range c.Command.Flags {
 		if f.Names()[0] != name {
@@ -152,7 +154,7 @@ func envSet(c *cli.Context, name string) bool {
 		}
 		if d, ok := f.(cli.DocGenerationFlag); ok {
 			for _, e := range d.GetEnvVars() {
-				if _, set := os.LookupEnv(e); set {
+				if v, set := os.LookupEnv(e); set && v == c.String(name) {
 					return true
 				}
 			}
