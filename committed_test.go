@@ -510,6 +510,55 @@ func TestSignalWithoutOutput(t *testing.T) {
 	}
 }
 
+// TestSIGPIPEAlone: a SIGPIPE that is not about stdout (one comes when a
+// connection to an object store breaks while a request is written) does
+// not end a command: the write fails with EPIPE, the request is retried,
+// and the command finishes its output.
+func TestSIGPIPEAlone(t *testing.T) {
+	e := newSafetyEnv(t)
+	plain := randomBytes(3<<20, 14)
+	out := filepath.Join(t.TempDir(), "out.c4gh")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(e.bin, "encrypt", "--recipient_pk", e.pk, "-o", out)
+	cmd.Env = cleanEnv()
+	cmd.Stdin = pr
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	pw.Write(plain[:1<<20])
+	// The temporary output exists: the command is running, its signals
+	// are caught.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*.partial-*")); len(tmp) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no temporary output after 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 3 {
+		cmd.Process.Signal(syscall.SIGPIPE)
+		time.Sleep(20 * time.Millisecond)
+	}
+	pw.Write(plain[1<<20:])
+	pw.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after SIGPIPE: %v\n%s", err, stderr.String())
+	}
+	r := e.run(t, nil, nil, "decrypt", "--sk", e.sk, "-i", out)
+	if r.code != 0 || r.stdout != string(plain) {
+		t.Errorf("decrypt after SIGPIPE: exit %d, %d bytes of %d, stderr %q", r.code, len(r.stdout), len(plain), r.stderr)
+	}
+}
+
 // TestHeaderCommittedWithBody: encrypt -o BODY --header HDR whose BODY
 // appears while it runs fails and leaves no header of its own either.
 func TestHeaderCommittedWithBody(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
@@ -45,7 +46,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.As(err, &quiet):
 		return quiet.exitCode()
-	case errors.Is(err, syscall.EPIPE):
+	case readerGone(err):
 		// The reader of stdout went away (crypt4gh … | head): end
 		// quietly, as the shell expects of a program killed by SIGPIPE.
 		return 128 + int(syscall.SIGPIPE)
@@ -153,4 +154,13 @@ var (
 // lazyRegexp returns a function that compiles expr on its first call.
 func lazyRegexp(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
+// readerGone tells whether err is a write to a pipe (stdout, or a FIFO
+// named with -o) whose reader went away. A connection that an object
+// store closed fails with EPIPE too, but is a network error, reported as
+// one.
+func readerGone(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && errors.Is(pe.Err, syscall.EPIPE)
 }

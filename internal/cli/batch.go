@@ -220,6 +220,14 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 		})
 	}
 	for i := range items {
+		// A stdout that can no longer be written (its reader went
+		// away, as head does) ends the batch: no new file is started.
+		mu.Lock()
+		stop := writeErr != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
 		work <- i
 	}
 	close(work)

@@ -156,6 +156,7 @@ func reencryptBatch(c *cli.Context) error {
 	var (
 		mu           sync.Mutex // guards the counts and the writes to stdout and stderr
 		failed, code int
+		writeErr     error
 		work         = make(chan string)
 		wg           sync.WaitGroup
 	)
@@ -172,20 +173,33 @@ func reencryptBatch(c *cli.Context) error {
 						failed++
 						code = max(code, exitCode(err))
 						report(c.App.ErrWriter, fmt.Errorf("%s: %w", name, err))
-					} else if !c.Bool("quiet") {
-						fmt.Fprintf(c.App.Writer, "%s: rekeyed\n", name)
+					} else if !c.Bool("quiet") && writeErr == nil {
+						if _, err := fmt.Fprintf(c.App.Writer, "%s: rekeyed\n", name); err != nil {
+							writeErr = fmt.Errorf("failed to write the results: %w", err)
+						}
 					}
 					mu.Unlock()
 				}
 			})
 		}
 		for _, s := range srcs {
+			// A stdout that can no longer be written ends the batch:
+			// no new object is started.
+			mu.Lock()
+			stop := writeErr != nil
+			mu.Unlock()
+			if stop {
+				break
+			}
 			work <- s.in
 		}
 		close(work)
 		wg.Wait()
 		return nil
 	})
+	if writeErr != nil {
+		return writeErr
+	}
 	if failed > 0 {
 		return batchError{failed: failed, total: len(srcs), code: max(code, exitError)}
 	}

@@ -10,11 +10,18 @@ import (
 
 // The process may be interrupted at any moment: by Ctrl-C (SIGINT), by
 // kill (SIGTERM), by a closed terminal (SIGHUP), by Ctrl-\ (SIGQUIT) or by
-// a reader that went away (SIGPIPE, as in "crypt4gh … | head -1"). On each
-// of them the temporary files of uncommitted outputs are removed, the
+// kill (SIGTERM), by a closed terminal (SIGHUP) or by Ctrl-\ (SIGQUIT). On
+// each of them the temporary files of uncommitted outputs are removed, the
 // terminal is restored if a passphrase prompt had changed it, and the
-// process exits with 128 + the signal number (SIGPIPE quietly: the reader
-// that left needs no message).
+// process exits with 128 + the signal number.
+//
+// SIGPIPE is caught too, but ends nothing by itself: once it is caught, a
+// write to a pipe or socket whose reader went away fails with EPIPE, on
+// every file descriptor. A connection to an object store that the server
+// reset is then one more failed request, retried as the others, instead of
+// the end of the process; and a stdout whose reader left ("crypt4gh … |
+// head -1") fails the command's next write, which ends it through the
+// usual path (outputs removed) with 128 + SIGPIPE and no message.
 
 // cleanup holds what to undo when the process is interrupted.
 var cleanup = &interrupts{files: map[string]bool{}, hooks: map[int]func(){}}
@@ -30,16 +37,19 @@ type interrupts struct {
 
 // catchSignals are the signals after which the process cleans up and
 // exits.
-var catchSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE}
+var catchSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 // arm installs, once, the handler for catchSignals.
 func (t *interrupts) arm() {
 	t.once.Do(func() {
-		c := make(chan os.Signal, 1)
+		c := make(chan os.Signal, 4) // room for SIGPIPEs before the one that ends the run
 		t.ch = c
-		signal.Notify(c, catchSignals...)
+		signal.Notify(c, append(catchSignals, syscall.SIGPIPE)...)
 		go func() {
 			sig := <-c
+			for sig == syscall.SIGPIPE {
+				sig = <-c
+			}
 			t.mu.Lock() // held until exit: nothing new is created
 			for _, h := range t.hooks {
 				h()
@@ -47,11 +57,8 @@ func (t *interrupts) arm() {
 			for n := range t.files {
 				os.Remove(n)
 			}
-			num := int(sig.(syscall.Signal))
-			if sig != syscall.SIGPIPE {
-				fmt.Fprintf(os.Stderr, "crypt4gh: error: interrupted (%v)\n", sig)
-			}
-			os.Exit(128 + num)
+			fmt.Fprintf(os.Stderr, "crypt4gh: error: interrupted (%v)\n", sig)
+			os.Exit(128 + int(sig.(syscall.Signal)))
 		}()
 	})
 }
