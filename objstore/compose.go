@@ -104,6 +104,7 @@ func (c *Client) Compose(ctx context.Context, bucket, key string, parts []Part, 
 	if err != nil {
 		return err
 	}
+	w.small = true
 	for _, p := range parts {
 		if p.Source != nil && p.Source.client == c {
 			// An upload with copies goes without checksums: the checksum

@@ -32,14 +32,15 @@
 //
 // [Client.NewWriter] returns a [Writer], an io.WriteCloser that sends a
 // stream as a multipart upload, parts in parallel, holding at most
-// Concurrency × PartSize bytes (128 MiB at the defaults). The part size
-// grows with a large known size, and along a long stream of unknown size
-// (it doubles every 1,000 parts), so that no object needs more than 10,000
-// parts; fewer parts are then held at once, within the same memory, but
-// two at least: past that point memory is two parts (about 1 GiB for a
-// known size of 5 TiB, the largest object S3 holds; 256 MiB after 117 GB
-// of a stream at the defaults). Close commits the object; any failure and [Writer.Abort] abort
-// the upload, leaving neither an object nor a pending upload. Without
+// WriterOptions.Memory bytes of them (Concurrency × PartSize, 128 MiB at
+// the defaults). The part size grows with a large known size, and along a
+// long stream of unknown size (it doubles every 1,000 parts), so that no
+// object needs more than 10,000 parts; fewer parts are then held at once,
+// within the same memory, and parts too large for two of them to fit are
+// written to temporary files instead (at most Concurrency of them, removed
+// as soon as they are open), so that memory stays within the bound up to
+// the 5 TiB that S3 holds. Close commits the object; any failure and
+// [Writer.Abort] abort the upload, leaving neither an object nor a pending upload. Without
 // Force an existing object is not replaced: checked before the upload,
 // and enforced at the commit with If-None-Match: * where the server
 // supports conditional writes.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -621,14 +622,6 @@ func readAllWith(c *objstore.Client, key string) ([]byte, error) {
 func TestMemory(t *testing.T) {
 	e := newEnv(t, time.Minute)
 	data := random(48*MiB, 30)
-	allocated := func(f func()) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		f()
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
 	var err error
 	n := allocated(func() {
 		err = write(t, e.c, "mem", data, 1<<20, &objstore.WriterOptions{PartSize: objstore.MinPartSize, Concurrency: 2, Size: int64(len(data))})
@@ -680,6 +673,102 @@ func TestMemory(t *testing.T) {
 	if n > 2*4*MiB+8*MiB {
 		t.Errorf("Reader: %d bytes allocated", n)
 	}
+}
+
+// allocated returns the bytes allocated while f runs.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestSpool: parts too large for two of them to fit in Memory are written
+// to spool files, not held in memory; no spool file is ever seen in
+// SpoolDir (each is removed once open), a part that broke off is sent
+// again from its file, and the object is right: as parts, as a single
+// PUT, and after an abort nothing is left.
+func TestSpool(t *testing.T) {
+	e := newEnv(t, 2*time.Second)
+	dir := t.TempDir()
+	opts := &objstore.WriterOptions{PartSize: objstore.MinPartSize, Concurrency: 2, Memory: objstore.MinPartSize, SpoolDir: dir}
+	data := random(23*MiB+17, 31)
+	empty := func(t *testing.T, when string) {
+		t.Helper()
+		if names, err := os.ReadDir(dir); err != nil || len(names) > 0 {
+			t.Errorf("%s: %v in the spool folder (%v)", when, names, err)
+		}
+	}
+	t.Run("parts", func(t *testing.T) {
+		var err error
+		n := allocated(func() {
+			var w *objstore.Writer
+			w, err = e.c.NewWriter(context.Background(), bucket, "spooled", opts)
+			if err != nil {
+				return
+			}
+			for off := 0; off < len(data) && err == nil; off += MiB {
+				_, err = w.Write(data[off:min(off+MiB, len(data))])
+				if off == 12*MiB {
+					empty(t, "during the upload")
+				}
+			}
+			if err != nil {
+				w.Abort()
+				return
+			}
+			err = w.Close()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("spooled Writer: %.1f MiB allocated for %.1f MiB in parts of 5 MiB", float64(n)/MiB, float64(len(data))/MiB)
+		if n >= objstore.MinPartSize {
+			t.Errorf("%d bytes allocated: a part was held in memory", n)
+		}
+		same(t, "stored", e.get(t, "spooled"), data)
+		empty(t, "after Close")
+	})
+	t.Run("reset during a part", func(t *testing.T) {
+		e.px.Zero()
+		e.px.ResetUpAfter(7 * MiB)
+		if err := write(t, e.c, "spooled-reset", data, 1<<20, opts); err != nil {
+			t.Fatal(err)
+		}
+		same(t, "stored", e.get(t, "spooled-reset"), data)
+		if e.px.Up() < int64(len(data))+MiB {
+			t.Errorf("%d bytes up: no part was sent again", e.px.Up())
+		}
+		empty(t, "after Close")
+	})
+	t.Run("single PUT", func(t *testing.T) {
+		small := data[:3*MiB]
+		e.px.Zero()
+		if err := write(t, e.c, "spooled-small", small, 1<<20, opts); err != nil {
+			t.Fatal(err)
+		}
+		same(t, "stored", e.get(t, "spooled-small"), small)
+		if n := count(e.px.Requests(), "uploadId="); n > 0 {
+			t.Errorf("%d multipart requests for an object under one part", n)
+		}
+		empty(t, "after Close")
+	})
+	t.Run("abort", func(t *testing.T) {
+		w, err := e.c.NewWriter(context.Background(), bucket, "spooled-aborted", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(data[:13*MiB]); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		e.noUploads(t)
+		empty(t, "after Abort")
+	})
 }
 
 // TestNotImported keeps the rule of the layout: nothing at or below the

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -64,17 +66,32 @@ type WriterOptions struct {
 	// Concurrency is how many part buffers the Writer holds at once,
 	// being filled or being sent; 0 means DefaultConcurrency.
 	Concurrency int
+
+	// Memory is the most bytes the part buffers hold; 0 means
+	// Concurrency × PartSize (the PartSize asked for, before it grows
+	// with Size). Parts so large that two of them do not fit in it (a
+	// known Size over 5,000 × Memory, or a long stream whose parts grew)
+	// are written to temporary files in SpoolDir instead of memory, at
+	// most Concurrency at once: memory stays within Memory whatever the
+	// size of the object, and the disk holds at most Concurrency parts.
+	Memory int64
+
+	// SpoolDir is the folder of those temporary files; "" means
+	// os.TempDir(). Each is removed as soon as it is created (where the
+	// system allows it, otherwise once its part is sent), so that none
+	// is left behind, not even by a process killed with SIGKILL.
+	SpoolDir string
 }
 
 // A Writer writes an object as a stream. Data is cut into parts sent in
 // parallel as a multipart upload; a stream that ends before its first
 // part is full is sent with a single PutObject instead. Memory is bounded
-// by Concurrency × PartSize (128 MiB at the defaults) while the parts are
-// of that size. When they grow (a known Size over 10,000 × PartSize, or a
-// stream past 1,000 parts), fewer are held at once, within the same bytes,
-// but never fewer than two (or Concurrency, when it is 1): then memory is
-// two parts, Size/10,000 each for a known size, and for a stream a part
-// size that doubles every 1,000 parts.
+// by WriterOptions.Memory, Concurrency × PartSize by default (128 MiB at
+// the defaults). When the parts grow (a known Size over 10,000 ×
+// PartSize, or a stream past 1,000 parts), fewer are held at once, within
+// the same bytes, two at least (one filled while one is sent, or one when
+// Concurrency is 1); parts too large for that are spooled to temporary
+// files (see WriterOptions.SpoolDir).
 //
 // Close commits the object: until then nothing is visible at the key.
 // The caller must call Close or Abort. Any failure, and Abort, aborts the
@@ -88,13 +105,16 @@ type Writer struct {
 	bucket, key string
 	opt         WriterOptions
 
-	buf      []byte // the part being filled
-	full     bool   // a first part was filled: new buffers get the whole part size
+	buf      []byte     // the part being filled, in memory
+	spool    *spoolFile // or on disk
+	full     bool       // a first part was filled: new buffers get the whole part size
+	small    bool       // the bytes sent through the client are small pieces (Compose): never spooled
 	uploadID *string
 	next     int32 // number of the next part
 	free     chan []byte
 	buffers  int           // buffers made
-	budget   int64         // bytes the buffers may hold: Concurrency × the PartSize asked for
+	budget   int64         // bytes the buffers may hold: Memory
+	spools   chan struct{} // one per spool file open
 	slots    chan struct{} // one per request in flight
 	wg       sync.WaitGroup
 
@@ -141,7 +161,9 @@ func (c *Client) NewWriter(ctx context.Context, bucket, key string, opts *Writer
 		opt.Size = 0
 	}
 	// What the buffers may hold, whatever the part size grows to.
-	budget := int64(opt.Concurrency) * opt.PartSize
+	if opt.Memory <= 0 {
+		opt.Memory = int64(opt.Concurrency) * opt.PartSize
+	}
 	if opt.Size > 0 {
 		// Parts of whole MiB, enough of them for Size.
 		need := (opt.Size + MaxParts - 1) / MaxParts
@@ -162,8 +184,9 @@ func (c *Client) NewWriter(ctx context.Context, bucket, key string, opts *Writer
 	w := &Writer{
 		c: c, ctx: ctx, bucket: bucket, key: key, opt: opt,
 		next:     1,
-		budget:   budget,
+		budget:   opt.Memory,
 		free:     make(chan []byte, opt.Concurrency),
+		spools:   make(chan struct{}, opt.Concurrency),
 		slots:    make(chan struct{}, opt.Concurrency),
 		aborted:  true,
 		checksum: c.checksum,
@@ -209,6 +232,15 @@ func (w *Writer) failure() error {
 	return w.err
 }
 
+// doneErr is why the parts were stopped: the first failure, or the end
+// of the caller's context.
+func (w *Writer) doneErr() error {
+	if err := w.failure(); err != nil {
+		return err
+	}
+	return w.wctx.Err()
+}
+
 // setErr records err as the failure if it is the first, and stops the
 // parts under way.
 func (w *Writer) setErr(err error) {
@@ -242,17 +274,31 @@ func (w *Writer) Write(p []byte) (int, error) {
 		if err := w.room(); err != nil {
 			return n, w.fail(err)
 		}
-		m := min(int(w.partSize(w.next))-len(w.buf), len(p)-n)
-		w.buf = append(w.buf, p[n:n+m]...)
+		m := int(min(w.partSize(w.next)-w.filled(), int64(len(p)-n)))
+		if w.spool != nil {
+			if err := w.spool.write(p[n : n+m]); err != nil {
+				return n, w.fail(err)
+			}
+		} else {
+			w.buf = append(w.buf, p[n:n+m]...)
+		}
 		n += m
 	}
 	return n, nil
 }
 
+// filled is the size of the part being filled.
+func (w *Writer) filled() int64 {
+	if w.spool != nil {
+		return w.spool.n
+	}
+	return int64(len(w.buf))
+}
+
 // room makes room for at least one more byte: a full part is sent only
 // then, so that an object of exactly one part goes in one PUT.
 func (w *Writer) room() error {
-	if w.buf != nil && int64(len(w.buf)) == w.partSize(w.next) {
+	if (w.buf != nil || w.spool != nil) && w.filled() == w.partSize(w.next) {
 		w.full = true
 		if err := w.flush(); err != nil {
 			return err
@@ -271,8 +317,11 @@ func (w *Writer) closedErr() error {
 // ensure gives the Writer a part buffer to fill, waiting for one to come
 // back from an upload if Concurrency are out.
 func (w *Writer) ensure() error {
-	if w.buf != nil {
+	if w.buf != nil || w.spool != nil {
 		return nil
+	}
+	if w.spooled(w.partSize(w.next)) {
+		return w.ensureSpool()
 	}
 	size := int(w.partSize(w.next))
 	for {
@@ -288,10 +337,7 @@ func (w *Writer) ensure() error {
 			select {
 			case b = <-w.free:
 			case <-w.wctx.Done():
-				if err := w.failure(); err != nil {
-					return err
-				}
-				return w.wctx.Err()
+				return w.doneErr()
 			}
 		}
 		if cap(b) >= size {
@@ -300,6 +346,39 @@ func (w *Writer) ensure() error {
 		}
 		w.buffers-- // the part size grew: let the small buffer go
 	}
+}
+
+// spooled reports whether parts of size bytes are written to spool files:
+// the two buffers (one when Concurrency is 1) that the Writer needs do not
+// fit within its budget.
+func (w *Writer) spooled(size int64) bool {
+	return !w.small && size*int64(min(2, w.opt.Concurrency)) > w.budget
+}
+
+// ensureSpool gives the Writer a spool file to fill, waiting for one to
+// be closed if Concurrency are open.
+func (w *Writer) ensureSpool() error {
+	// The buffers of the smaller parts before are not needed any more.
+	for drained := false; !drained; {
+		select {
+		case <-w.free:
+			w.buffers--
+		default:
+			drained = true
+		}
+	}
+	select {
+	case w.spools <- struct{}{}:
+	case <-w.wctx.Done():
+		return w.doneErr()
+	}
+	f, err := newSpoolFile(w.opt.SpoolDir)
+	if err != nil {
+		<-w.spools
+		return err
+	}
+	w.spool = f
+	return nil
 }
 
 // maxBuffers is how many part buffers of size bytes a Writer may hold:
@@ -316,7 +395,7 @@ func (w *Writer) newBuffer(size int) []byte {
 	if w.full {
 		return make([]byte, 0, size)
 	}
-	if w.opt.Size > 0 {
+	if w.opt.Size > 0 && !w.small {
 		return make([]byte, 0, min(int64(size), w.opt.Size))
 	}
 	return make([]byte, 0, min(size, 64<<10))
@@ -374,18 +453,12 @@ func (w *Writer) flush() error {
 	if err != nil {
 		return err
 	}
-	buf := w.buf
-	w.buf = nil
-	return w.send(func(ctx context.Context) (types.CompletedPart, error) {
-		defer func() {
-			select {
-			case w.free <- buf:
-			default:
-			}
-		}()
+	p := w.take()
+	err = w.send(func(ctx context.Context) (types.CompletedPart, error) {
+		defer w.release(p)
 		in := &s3.UploadPartInput{
 			Bucket: &w.bucket, Key: &w.key, UploadId: w.uploadID, PartNumber: &n,
-			Body: bytes.NewReader(buf), ContentLength: aws.Int64(int64(len(buf))),
+			Body: p.body(), ContentLength: aws.Int64(p.size()),
 		}
 		if w.checksum {
 			in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
@@ -396,6 +469,94 @@ func (w *Writer) flush() error {
 		}
 		return types.CompletedPart{PartNumber: &n, ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}, nil
 	})
+	if err != nil { // not sent
+		w.release(p)
+	}
+	return err
+}
+
+// A part holds the bytes of one part, in memory or in a spool file.
+type part struct {
+	buf   []byte
+	spool *spoolFile
+}
+
+func (p part) size() int64 {
+	if p.spool != nil {
+		return p.spool.n
+	}
+	return int64(len(p.buf))
+}
+
+// body reads the part from its start; it can seek, for the retries.
+func (p part) body() io.ReadSeeker {
+	if p.spool != nil {
+		return io.NewSectionReader(p.spool.f, 0, p.spool.n)
+	}
+	return bytes.NewReader(p.buf)
+}
+
+// take takes the part being filled from the Writer.
+func (w *Writer) take() part {
+	p := part{buf: w.buf, spool: w.spool}
+	w.buf, w.spool = nil, nil
+	return p
+}
+
+// release gives back what held a part that was sent, or abandoned: a
+// buffer to be filled again, a spool file closed.
+func (w *Writer) release(p part) {
+	if p.spool != nil {
+		p.spool.close()
+		<-w.spools
+		return
+	}
+	if p.buf != nil {
+		select {
+		case w.free <- p.buf:
+		default:
+		}
+	}
+}
+
+// A spoolFile holds a part on disk.
+type spoolFile struct {
+	f    *os.File
+	n    int64
+	name string // to remove when closed, where it could not be removed open
+}
+
+// newSpoolFile creates a spool file in dir (os.TempDir() if "") and
+// removes its name at once where the system allows it.
+func newSpoolFile(dir string) (*spoolFile, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	f, err := os.CreateTemp(dir, ".crypt4gh-part-*")
+	if err != nil {
+		return nil, fmt.Errorf("spool a part: %w", err)
+	}
+	s := &spoolFile{f: f}
+	if os.Remove(f.Name()) != nil {
+		s.name = f.Name()
+	}
+	return s, nil
+}
+
+func (s *spoolFile) write(p []byte) error {
+	n, err := s.f.Write(p)
+	s.n += int64(n)
+	if err != nil {
+		return fmt.Errorf("spool a part: %w", err)
+	}
+	return nil
+}
+
+func (s *spoolFile) close() {
+	s.f.Close()
+	if s.name != "" {
+		os.Remove(s.name)
+	}
 }
 
 // send runs a part request once a slot is free.
@@ -403,10 +564,7 @@ func (w *Writer) send(do func(context.Context) (types.CompletedPart, error)) err
 	select {
 	case w.slots <- struct{}{}:
 	case <-w.wctx.Done():
-		if err := w.failure(); err != nil {
-			return err
-		}
-		return w.wctx.Err()
+		return w.doneErr()
 	}
 	w.wg.Add(1)
 	go func() {
@@ -442,10 +600,12 @@ func (w *Writer) Close() error {
 	if w.uploadID == nil {
 		return w.put()
 	}
-	if len(w.buf) > 0 {
+	if w.filled() > 0 {
 		if err := w.flush(); err != nil {
 			return w.fail(err)
 		}
+	} else {
+		w.release(w.take())
 	}
 	w.wg.Wait()
 	if err := w.failure(); err != nil {
@@ -539,19 +699,20 @@ func (w *Writer) sweep() {
 // put writes the whole object with one request.
 func (w *Writer) put() error {
 	defer w.cancel()
+	p := w.take()
+	defer w.release(p)
 	in := &s3.PutObjectInput{
 		Bucket: &w.bucket, Key: &w.key,
-		Body: bytes.NewReader(w.buf), ContentLength: aws.Int64(int64(len(w.buf))),
+		Body: p.body(), ContentLength: aws.Int64(p.size()),
 	}
 	w.conditions(&in.IfMatch, &in.IfNoneMatch)
-	body := w.buf
-	w.buf = nil
 	ctx, cancel := w.commitContext()
 	defer cancel()
 	_, err := w.c.s3.PutObject(ctx, in, w.checksumOption)
 	if err != nil && precondition(err) {
 		// A retry of a PUT whose answer was lost?
-		if sum := md5.Sum(body); w.ours(`"` + hex.EncodeToString(sum[:]) + `"`) {
+		h := md5.New()
+		if _, rerr := io.Copy(h, p.body()); rerr == nil && w.ours(`"`+hex.EncodeToString(h.Sum(nil))+`"`) {
 			err = nil
 		}
 	}
@@ -601,7 +762,7 @@ func (w *Writer) Abort() error {
 func (w *Writer) abort() error {
 	w.cancel()
 	w.wg.Wait()
-	w.buf = nil
+	w.release(w.take())
 	if w.aborted {
 		w.sweep()
 		return nil

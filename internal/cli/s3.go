@@ -151,15 +151,23 @@ func readerOptions(c *cli.Context) *objstore.ReaderOptions {
 
 // writerOptions are the options of an upload of size bytes (0: unknown):
 // the part size that objstore needs for size, and as many parts at once
-// as the budget allows, two at least.
+// as the budget allows, two at least. Parts too large for two of them to
+// fit in the budget (a file over 5,000 × the budget, a stream whose parts
+// grew) are spooled to temporary files, so that memory stays within the
+// budget whatever the size (two default parts at least, when a batch
+// shares it among many uploads).
 func writerOptions(c *cli.Context, size int64, force bool) *objstore.WriterOptions {
 	part := int64(objstore.DefaultPartSize)
 	if size > 0 {
 		need := (size + objstore.MaxParts - 1) / objstore.MaxParts
 		part = max(part, (need+1<<20-1)&^(1<<20-1))
 	}
-	conc := int64(writeBudget) / int64(storesOf(c).shares()) / part
-	return &objstore.WriterOptions{Force: force, Size: max(size, 0), PartSize: part, Concurrency: int(max(2, conc))}
+	budget := int64(writeBudget) / int64(storesOf(c).shares())
+	return &objstore.WriterOptions{
+		Force: force, Size: max(size, 0), PartSize: part,
+		Concurrency: int(max(2, budget/part)),
+		Memory:      max(budget, 2*objstore.DefaultPartSize),
+	}
 }
 
 // headerRoom is more than the header of a file that encrypt writes.
