@@ -38,19 +38,7 @@ func slowDecrypt(t *testing.T, e *safetyEnv, out string, extra ...string) (cmd *
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd = exec.Command(e.bin, append([]string{"decrypt", "--sk", e.sk, "-o", out}, extra...)...)
-	cmd.Env = cleanEnv()
-	cmd.Stdin = pr
-	stderr = new(bytes.Buffer)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pr.Close()
+	cmd, pw, stderr := e.startFed(t, append([]string{"decrypt", "--sk", e.sk, "-o", out}, extra...)...)
 	first := hdrLen + 9*body.EncryptedSegmentSize
 	if _, err := pw.Write(data[:first]); err != nil {
 		t.Fatal(err)
@@ -518,19 +506,7 @@ func TestSIGPIPEAlone(t *testing.T) {
 	e := newSafetyEnv(t)
 	plain := randomBytes(3<<20, 14)
 	out := filepath.Join(t.TempDir(), "out.c4gh")
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(e.bin, "encrypt", "--recipient_pk", e.pk, "-o", out)
-	cmd.Env = cleanEnv()
-	cmd.Stdin = pr
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pr.Close()
+	cmd, pw, stderr := e.startFed(t, "encrypt", "--recipient_pk", e.pk, "-o", out)
 	pw.Write(plain[:1<<20])
 	// The temporary output exists: the command is running, its signals
 	// are caught.
@@ -565,16 +541,7 @@ func TestHeaderCommittedWithBody(t *testing.T) {
 	e := newSafetyEnv(t)
 	dir := t.TempDir()
 	bodyPath, hdrPath := filepath.Join(dir, "b.c4gh"), filepath.Join(dir, "h.c4gh")
-	pr, pw, _ := os.Pipe()
-	cmd := exec.Command(e.bin, "encrypt", "--recipient_pk", e.pk, "-o", bodyPath, "--header", hdrPath)
-	cmd.Env = cleanEnv()
-	cmd.Stdin = pr
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pr.Close()
+	cmd, pw, stderr := e.startFed(t, "encrypt", "--recipient_pk", e.pk, "-o", bodyPath, "--header", hdrPath)
 	pw.Write(randomBytes(1000, 14))
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -81,6 +81,26 @@ type result struct {
 	maxRSS         int64 // bytes
 }
 
+// startFed starts the binary with args and a pipe on its stdin, and
+// returns the pipe's write end; stderr is collected.
+func (e *safetyEnv) startFed(t *testing.T, args ...string) (cmd *exec.Cmd, stdin *os.File, stderr *bytes.Buffer) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(e.bin, args...)
+	cmd.Env = cleanEnv()
+	cmd.Stdin = pr
+	stderr = new(bytes.Buffer)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	return cmd, pw, stderr
+}
+
 // run runs the binary with stdin (nil: empty) and extra environment
 // variables, without any C4GH_ variable of the test's own environment.
 func (e *safetyEnv) run(t *testing.T, stdin io.Reader, env []string, args ...string) result {
@@ -208,19 +228,7 @@ func safetySignals(t *testing.T, e *safetyEnv) {
 		t.Run(sig.String(), func(t *testing.T) {
 			outDir := t.TempDir()
 			out := filepath.Join(outDir, "plain.out")
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(e.bin, "decrypt", "--sk", e.sk, "-o", out)
-			cmd.Env = cleanEnv()
-			cmd.Stdin = pr
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pr.Close()
+			cmd, pw, stderr := e.startFed(t, "decrypt", "--sk", e.sk, "-o", out)
 			// The header and three segments at once, then the rest slowly
 			// until the process is gone (the write fails with EPIPE).
 			first := hdrLen + 3*body.EncryptedSegmentSize
