@@ -198,11 +198,6 @@ func openKeyOutputs(c *cli.Context, skName, skPath, pkName, pkPath string, also 
 	if err := distinctOutputs([]string{skName, skPath, pkName, pkPath}, also); err != nil {
 		return nil, err
 	}
-	for _, p := range []string{skPath, pkPath} {
-		if isStdout(p) && p != "" {
-			return nil, usagef("keys are written to files, not to stdout (%s)", p)
-		}
-	}
 	k := &keyOutputs{skPath: skPath}
 	_, err := os.Lstat(skPath)
 	k.skExisted = err == nil
@@ -221,6 +216,9 @@ func openKeyOutputs(c *cli.Context, skName, skPath, pkName, pkPath string, also 
 // openKeyFile opens a key output, a secret key (0600) or a public key
 // (0666 minus the umask): only a regular file is ever replaced.
 func openKeyFile(c *cli.Context, path string, secret bool) (*output, error) {
+	if isStdout(path) {
+		return nil, usagef("keys are written to files, not to stdout (%s)", path)
+	}
 	fi, err := os.Stat(path)
 	if err == nil && !fi.Mode().IsRegular() {
 		return nil, usagef("%s is not a regular file; refusing to write a key to it", quoteName(path))
