@@ -283,6 +283,47 @@ func TestSIGPIPE(t *testing.T) {
 	}
 }
 
+// TestSIGPIPEStopsBatch: a batch whose stdout can no longer be written
+// starts no new file: with one job and a stdout whose reader is gone from
+// the start, the first file is written (its checksum line is what fails)
+// and no other.
+func TestSIGPIPEStopsBatch(t *testing.T) {
+	e := newSafetyEnv(t)
+	dir := t.TempDir()
+	var files []string
+	for i := range 4 {
+		p := filepath.Join(dir, fmt.Sprintf("f%d", i))
+		if err := os.WriteFile(p, randomBytes(1<<20, uint64(20+i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Close() // the reader is gone before the command starts
+	cmd := exec.Command(e.bin, append([]string{"encrypt", "--recipient_pk", e.pk, "--checksum", "--jobs", "1"}, files...)...)
+	cmd.Env = cleanEnv()
+	cmd.Stdout = pw
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	pw.Close()
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGPIPE) || stderr.Len() != 0 {
+		t.Errorf("exit %d (%v), stderr %q; want %d and nothing", code, err, stderr.String(), 128+int(syscall.SIGPIPE))
+	}
+	var written []string
+	for _, f := range files {
+		if _, err := os.Stat(f + ".c4gh"); err == nil {
+			written = append(written, filepath.Base(f)+".c4gh")
+		}
+	}
+	if len(written) != 1 || written[0] != "f0.c4gh" {
+		t.Errorf("written: %v, want only f0.c4gh", written)
+	}
+}
+
 // TestKeygenForceKeepsOldKey: keygen -f whose write fails (here the file
 // size limit, as a full disk would) leaves the old key as it was.
 func TestKeygenForceKeepsOldKey(t *testing.T) {

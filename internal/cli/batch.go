@@ -211,21 +211,26 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 	work := make(chan int)
 	var wg sync.WaitGroup
 	prog.start()
+	// A stdout that can no longer be written (its reader went away, as
+	// head does) ends the batch: no new file is started.
+	stopped := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return writeErr != nil
+	}
 	for range workers {
 		wg.Go(func() {
 			for i := range work {
+				if stopped() {
+					continue
+				}
 				lines, err := batchFile(c, items[i], mode, srcIsPlain, perFile, prog, op)
 				finish(i, lines, err)
 			}
 		})
 	}
 	for i := range items {
-		// A stdout that can no longer be written (its reader went
-		// away, as head does) ends the batch: no new file is started.
-		mu.Lock()
-		stop := writeErr != nil
-		mu.Unlock()
-		if stop {
+		if stopped() {
 			break
 		}
 		work <- i

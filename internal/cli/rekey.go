@@ -160,6 +160,13 @@ func reencryptBatch(c *cli.Context) error {
 		work         = make(chan string)
 		wg           sync.WaitGroup
 	)
+	// A stdout that can no longer be written ends the batch: no new
+	// object is started.
+	stopped := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return writeErr != nil
+	}
 	workers := min(len(srcs), rekeyJobs)
 	// One context for the batch: a signal cancels every rekey under way
 	// at once, and the exit waits for their uploads to be aborted.
@@ -167,6 +174,9 @@ func reencryptBatch(c *cli.Context) error {
 		for range workers {
 			wg.Go(func() {
 				for name := range work {
+					if stopped() {
+						continue
+					}
 					err := rekeyOne(ctx, c, cl, sk, name, recipients)
 					mu.Lock()
 					if err != nil {
@@ -183,12 +193,7 @@ func reencryptBatch(c *cli.Context) error {
 			})
 		}
 		for _, s := range srcs {
-			// A stdout that can no longer be written ends the batch:
-			// no new object is started.
-			mu.Lock()
-			stop := writeErr != nil
-			mu.Unlock()
-			if stop {
+			if stopped() {
 				break
 			}
 			work <- s.in

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,7 +82,35 @@ func TestS3Rekey(t *testing.T) {
 	if strings.Contains(stdout+stderr, "readme.txt") {
 		t.Errorf("an object without .c4gh was taken:\n%s%s", stdout, stderr)
 	}
+
+	// A stdout that can no longer be written ends the batch: the rekeys
+	// under way finish, and no new one starts.
+	for i := range 2 * rekeyJobs {
+		e.put(t, fmt.Sprintf("gone/f%d.c4gh", i), encryptBytes(t, []byte("for me"), e.sk))
+	}
+	t.Chdir(e.dir)
+	var errs bytes.Buffer
+	code = Run([]string{"crypt4gh", "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--force", url("gone/")}, bytes.NewReader(nil), brokenStdout{}, &errs)
+	if code != 128+int(syscall.SIGPIPE) || errs.Len() > 0 {
+		t.Errorf("batch to a broken stdout: exit %d, stderr %q", code, errs.String())
+	}
+	rekeyed := 0
+	for i := range 2 * rekeyJobs {
+		if c, _, _ := e.run(t, "decrypt", "--sk", "bob.sec", "-i", url(fmt.Sprintf("gone/f%d.c4gh", i))); c == 0 {
+			rekeyed++
+		}
+	}
+	if rekeyed < 1 || rekeyed > rekeyJobs {
+		t.Errorf("%d of %d objects rekeyed after stdout broke; want 1 to %d (those under way)", rekeyed, 2*rekeyJobs, rekeyJobs)
+	}
 	e.noUploads(t)
+}
+
+// brokenStdout fails every write as a stdout whose reader went away.
+type brokenStdout struct{}
+
+func (brokenStdout) Write([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}
 }
 
 // TestS3Splice cuts ranges out of an object into another object (the
