@@ -100,11 +100,10 @@ func (c *Client) Compose(ctx context.Context, bucket, key string, parts []Part, 
 	if ifMatch != "" {
 		wopt.IfMatch = ifMatch
 	}
-	w, err := c.NewWriter(ctx, bucket, key, wopt)
+	w, err := c.newWriter(ctx, bucket, key, wopt, true)
 	if err != nil {
 		return err
 	}
-	w.small = true
 	for _, p := range parts {
 		if p.Source != nil && p.Source.client == c {
 			// An upload with copies goes without checksums: the checksum

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -754,6 +755,17 @@ func TestSpool(t *testing.T) {
 			t.Errorf("%d multipart requests for an object under one part", n)
 		}
 		empty(t, "after Close")
+	})
+	t.Run("no folder", func(t *testing.T) {
+		// A folder that cannot take the parts is found out when the
+		// Writer is made (a stream may come to spool only after many
+		// gigabytes): the parts are then held in memory.
+		missing := *opts
+		missing.SpoolDir = filepath.Join(dir, "missing")
+		if err := write(t, e.c, "spooled-nowhere", data, 1<<20, &missing); err != nil {
+			t.Fatal(err)
+		}
+		same(t, "stored", e.get(t, "spooled-nowhere"), data)
 	})
 	t.Run("abort", func(t *testing.T) {
 		w, err := e.c.NewWriter(context.Background(), bucket, "spooled-aborted", opts)

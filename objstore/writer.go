@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"slices"
@@ -79,7 +80,9 @@ type WriterOptions struct {
 	// SpoolDir is the folder of those temporary files; "" means
 	// os.TempDir(). Each is removed as soon as it is created (where the
 	// system allows it, otherwise once its part is sent), so that none
-	// is left behind, not even by a process killed with SIGKILL.
+	// is left behind, not even by a process killed with SIGKILL. A
+	// folder in which NewWriter cannot create a file is not used: the
+	// parts are then held in memory, two at least, above Memory.
 	SpoolDir string
 }
 
@@ -108,7 +111,7 @@ type Writer struct {
 	buf      []byte     // the part being filled, in memory
 	spool    *spoolFile // or on disk
 	full     bool       // a first part was filled: new buffers get the whole part size
-	small    bool       // the bytes sent through the client are small pieces (Compose): never spooled
+	small    bool       // never spool: the bytes come in small pieces (Compose), or SpoolDir cannot be used
 	uploadID *string
 	next     int32 // number of the next part
 	free     chan []byte
@@ -141,6 +144,12 @@ type Writer struct {
 // The context governs every request of the upload but the abort, which
 // runs even when the context is canceled.
 func (c *Client) NewWriter(ctx context.Context, bucket, key string, opts *WriterOptions) (*Writer, error) {
+	return c.newWriter(ctx, bucket, key, opts, false)
+}
+
+// newWriter is NewWriter; small says that the bytes will come in small
+// pieces between server-side copies (Compose), never to be spooled.
+func (c *Client) newWriter(ctx context.Context, bucket, key string, opts *WriterOptions, small bool) (*Writer, error) {
 	var opt WriterOptions
 	if opts != nil {
 		opt = *opts
@@ -190,6 +199,17 @@ func (c *Client) NewWriter(ctx context.Context, bucket, key string, opts *Writer
 		slots:    make(chan struct{}, opt.Concurrency),
 		aborted:  true,
 		checksum: c.checksum,
+		small:    small,
+	}
+	if w.spooled(w.partSize(MaxParts)) {
+		// Parts may be spooled, for a stream after many gigabytes that
+		// cannot be read again: if the folder cannot take them, they
+		// are held in memory instead, as they were before spooling.
+		if f, err := newSpoolFile(opt.SpoolDir); err != nil {
+			w.small = true
+		} else {
+			f.close()
+		}
 	}
 	w.wctx, w.cancel = context.WithCancel(ctx)
 	return w, nil
@@ -523,6 +543,7 @@ func (w *Writer) release(p part) {
 type spoolFile struct {
 	f    *os.File
 	n    int64
+	dir  string
 	name string // to remove when closed, where it could not be removed open
 }
 
@@ -534,9 +555,9 @@ func newSpoolFile(dir string) (*spoolFile, error) {
 	}
 	f, err := os.CreateTemp(dir, ".crypt4gh-part-*")
 	if err != nil {
-		return nil, fmt.Errorf("spool a part: %w", err)
+		return nil, spoolError(dir, err)
 	}
-	s := &spoolFile{f: f}
+	s := &spoolFile{f: f, dir: dir}
 	if os.Remove(f.Name()) != nil {
 		s.name = f.Name()
 	}
@@ -547,9 +568,19 @@ func (s *spoolFile) write(p []byte) error {
 	n, err := s.f.Write(p)
 	s.n += int64(n)
 	if err != nil {
-		return fmt.Errorf("spool a part: %w", err)
+		return spoolError(s.dir, err)
 	}
 	return nil
+}
+
+// spoolError names the folder of the spool files, not the file: its name
+// was removed when it was opened.
+func spoolError(dir string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("spool a part in %s: %w", dir, err)
 }
 
 func (s *spoolFile) close() {
