@@ -324,6 +324,36 @@ func TestSIGPIPEStopsBatch(t *testing.T) {
 	}
 }
 
+// TestRelockThroughStdout: keygen --relock --sk /dev/stdout, with stdout
+// appending to a key file, is refused (it dereferenced a nil stdout) and
+// leaves the key as it was.
+func TestRelockThroughStdout(t *testing.T) {
+	e := newSafetyEnv(t)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "k.sec")
+	if r := e.run(t, nil, nil, "keygen", "--nocrypt", "--sk", key, "--pk", filepath.Join(dir, "k.pub")); r.code != 0 {
+		t.Fatalf("keygen: %s", r.stderr)
+	}
+	before, _ := os.ReadFile(key)
+	f, err := os.OpenFile(key, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(e.bin, "keygen", "--relock", "--nocrypt", "--sk", "/dev/stdout")
+	cmd.Env = cleanEnv()
+	cmd.Stdout = f
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage || stderr.String() != "crypt4gh: error: keys are written to files, not to stdout (/dev/stdout)\n" {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+	if after, _ := os.ReadFile(key); !bytes.Equal(after, before) {
+		t.Error("the key changed")
+	}
+}
+
 // TestKeygenForceKeepsOldKey: keygen -f whose write fails (here the file
 // size limit, as a full disk would) leaves the old key as it was.
 func TestKeygenForceKeepsOldKey(t *testing.T) {
@@ -539,10 +569,11 @@ func TestSignalWithoutOutput(t *testing.T) {
 	}
 }
 
-// TestSIGPIPEAlone: a SIGPIPE that is not about stdout (one comes when a
-// connection to an object store breaks while a request is written) does
-// not end a command: the write fails with EPIPE, the request is retried,
-// and the command finishes its output.
+// TestSIGPIPEAlone: a SIGPIPE that is not about stdout does not end a
+// command, which finishes its output. (One comes when a connection to an
+// object store breaks while a request is written; the write then fails
+// with EPIPE, as any broken connection, and the request is retried. Here
+// the signal is sent with kill.)
 func TestSIGPIPEAlone(t *testing.T) {
 	e := newSafetyEnv(t)
 	plain := randomBytes(3<<20, 14)

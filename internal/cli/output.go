@@ -72,6 +72,10 @@ func isStdout(path string) bool {
 // stdout). Nothing is created before every check has passed.
 func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, error) {
 	if isStdout(path) {
+		if stdout == nil {
+			// Key files are given no stdout: they are files.
+			return nil, usagef("keys are written to files, not to stdout (%s)", path)
+		}
 		if opts.binary && path != "-" && isTerminal(stdout) {
 			return nil, withHint(usagef("refusing to write binary data to a terminal"),
 				"use -o FILE, or -o - to write to the terminal anyway")
