@@ -37,8 +37,8 @@
 // long stream of unknown size (it doubles every 1,000 parts), so that no
 // object needs more than 10,000 parts; fewer parts are then held at once,
 // within the same memory, and parts too large for two of them to fit are
-// written to temporary files instead (at most Concurrency of them, removed
-// as soon as they are open), so that memory stays within the bound up to
+// written to temporary files instead (two at most, removed as soon as
+// they are open), so that memory stays within the bound up to
 // the 5 TiB that S3 holds. Close commits the object; any failure and
 // [Writer.Abort] abort the upload, leaving neither an object nor a pending upload. Without
 // Force an existing object is not replaced: checked before the upload,

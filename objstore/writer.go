@@ -72,9 +72,10 @@ type WriterOptions struct {
 	// Concurrency × PartSize (the PartSize asked for, before it grows
 	// with Size). Parts so large that two of them do not fit in it (a
 	// known Size over 5,000 × Memory, or a long stream whose parts grew)
-	// are written to temporary files in SpoolDir instead of memory, at
-	// most Concurrency at once: memory stays within Memory whatever the
-	// size of the object, and the disk holds at most Concurrency parts.
+	// are written to temporary files in SpoolDir instead of memory, two
+	// at once (one filled while one is sent; one when Concurrency is 1):
+	// memory stays within Memory whatever the size of the object, and
+	// the disk holds two parts at most.
 	Memory int64
 
 	// SpoolDir is the folder of those temporary files; "" means
@@ -117,7 +118,7 @@ type Writer struct {
 	free     chan []byte
 	buffers  int           // buffers made
 	budget   int64         // bytes the buffers may hold: Memory
-	spools   chan struct{} // one per spool file open
+	spools   chan struct{} // one per spool file open, two at most
 	slots    chan struct{} // one per request in flight
 	wg       sync.WaitGroup
 
@@ -195,7 +196,7 @@ func (c *Client) newWriter(ctx context.Context, bucket, key string, opts *Writer
 		next:     1,
 		budget:   opt.Memory,
 		free:     make(chan []byte, opt.Concurrency),
-		spools:   make(chan struct{}, opt.Concurrency),
+		spools:   make(chan struct{}, min(2, opt.Concurrency)),
 		slots:    make(chan struct{}, opt.Concurrency),
 		aborted:  true,
 		checksum: c.checksum,
@@ -376,7 +377,7 @@ func (w *Writer) spooled(size int64) bool {
 }
 
 // ensureSpool gives the Writer a spool file to fill, waiting for one to
-// be closed if Concurrency are open.
+// be closed if two (one when Concurrency is 1) are open.
 func (w *Writer) ensureSpool() error {
 	// The buffers of the smaller parts before are not needed any more.
 	for drained := false; !drained; {

@@ -9,7 +9,6 @@ import (
 )
 
 // The process may be interrupted at any moment: by Ctrl-C (SIGINT), by
-// kill (SIGTERM), by a closed terminal (SIGHUP), by Ctrl-\ (SIGQUIT) or by
 // kill (SIGTERM), by a closed terminal (SIGHUP) or by Ctrl-\ (SIGQUIT). On
 // each of them the temporary files of uncommitted outputs are removed, the
 // terminal is restored if a passphrase prompt had changed it, and the
