@@ -243,21 +243,28 @@ func TestStdoutAliases(t *testing.T) {
 	}
 }
 
-// TestSIGPIPE: "encrypt --checksum a b c | head -1" ends quietly with
-// 128+SIGPIPE once the reader is gone, and leaves no temporary file.
-func TestSIGPIPE(t *testing.T) {
-	e := newSafetyEnv(t)
-	dir := t.TempDir()
-	var files []string
+// checksumBatch makes four files of size bytes and returns the command
+// "encrypt --checksum --jobs 1" of them, not started.
+func (e *safetyEnv) checksumBatch(t *testing.T, size int) (dir string, files []string, cmd *exec.Cmd) {
+	t.Helper()
+	dir = t.TempDir()
 	for i := range 4 {
 		p := filepath.Join(dir, fmt.Sprintf("f%d", i))
-		if err := os.WriteFile(p, randomBytes(8<<20, uint64(10+i)), 0o600); err != nil {
+		if err := os.WriteFile(p, randomBytes(size, uint64(10+i)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, p)
 	}
-	cmd := exec.Command(e.bin, append([]string{"encrypt", "--recipient_pk", e.pk, "--checksum", "--jobs", "1"}, files...)...)
+	cmd = exec.Command(e.bin, append([]string{"encrypt", "--recipient_pk", e.pk, "--checksum", "--jobs", "1"}, files...)...)
 	cmd.Env = cleanEnv()
+	return dir, files, cmd
+}
+
+// TestSIGPIPE: "encrypt --checksum a b c | head -1" ends quietly with
+// 128+SIGPIPE once the reader is gone, and leaves no temporary file.
+func TestSIGPIPE(t *testing.T) {
+	e := newSafetyEnv(t)
+	dir, _, cmd := e.checksumBatch(t, 8<<20)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -289,22 +296,12 @@ func TestSIGPIPE(t *testing.T) {
 // and no other.
 func TestSIGPIPEStopsBatch(t *testing.T) {
 	e := newSafetyEnv(t)
-	dir := t.TempDir()
-	var files []string
-	for i := range 4 {
-		p := filepath.Join(dir, fmt.Sprintf("f%d", i))
-		if err := os.WriteFile(p, randomBytes(1<<20, uint64(20+i)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, p)
-	}
+	_, files, cmd := e.checksumBatch(t, 1<<20)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	pr.Close() // the reader is gone before the command starts
-	cmd := exec.Command(e.bin, append([]string{"encrypt", "--recipient_pk", e.pk, "--checksum", "--jobs", "1"}, files...)...)
-	cmd.Env = cleanEnv()
 	cmd.Stdout = pw
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

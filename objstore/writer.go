@@ -112,7 +112,8 @@ type Writer struct {
 	buf      []byte     // the part being filled, in memory
 	spool    *spoolFile // or on disk
 	full     bool       // a first part was filled: new buffers get the whole part size
-	small    bool       // never spool: the bytes come in small pieces (Compose), or SpoolDir cannot be used
+	small    bool       // the bytes come in small pieces between server-side copies (Compose)
+	noSpool  bool       // parts are never spooled: small, or SpoolDir cannot be used
 	uploadID *string
 	next     int32 // number of the next part
 	free     chan []byte
@@ -201,13 +202,14 @@ func (c *Client) newWriter(ctx context.Context, bucket, key string, opts *Writer
 		aborted:  true,
 		checksum: c.checksum,
 		small:    small,
+		noSpool:  small,
 	}
 	if w.spooled(w.partSize(MaxParts)) {
 		// Parts may be spooled, for a stream after many gigabytes that
 		// cannot be read again: if the folder cannot take them, they
 		// are held in memory instead, as they were before spooling.
 		if f, err := newSpoolFile(opt.SpoolDir); err != nil {
-			w.small = true
+			w.noSpool = true
 		} else {
 			f.close()
 		}
@@ -373,7 +375,7 @@ func (w *Writer) ensure() error {
 // the two buffers (one when Concurrency is 1) that the Writer needs do not
 // fit within its budget.
 func (w *Writer) spooled(size int64) bool {
-	return !w.small && size*int64(min(2, w.opt.Concurrency)) > w.budget
+	return !w.noSpool && size*int64(min(2, w.opt.Concurrency)) > w.budget
 }
 
 // ensureSpool gives the Writer a spool file to fill, waiting for one to

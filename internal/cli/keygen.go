@@ -217,7 +217,8 @@ func openKeyOutputs(c *cli.Context, skName, skPath, pkName, pkPath string, also 
 // (0666 minus the umask): only a regular file is ever replaced.
 func openKeyFile(c *cli.Context, path string, secret bool) (*output, error) {
 	if isStdout(path) {
-		return nil, usagef("keys are written to files, not to stdout (%s)", path)
+		// Before the Stat: /dev/stdout may be a file that exists.
+		return nil, keyToStdout(path)
 	}
 	fi, err := os.Stat(path)
 	if err == nil && !fi.Mode().IsRegular() {

@@ -74,7 +74,7 @@ func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, err
 	if isStdout(path) {
 		if stdout == nil {
 			// Key files are given no stdout: they are files.
-			return nil, usagef("keys are written to files, not to stdout (%s)", path)
+			return nil, keyToStdout(path)
 		}
 		if opts.binary && path != "-" && isTerminal(stdout) {
 			return nil, withHint(usagef("refusing to write binary data to a terminal"),
@@ -112,6 +112,11 @@ func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, err
 		return nil, fmt.Errorf("failed to create output %s: %w", path, pathErr(err))
 	}
 	return &output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.force}, nil
+}
+
+// keyToStdout refuses a key output that is stdout.
+func keyToStdout(path string) error {
+	return usagef("keys are written to files, not to stdout (%s)", path)
 }
 
 // checkOutput returns the path where the file for path will be committed:
