@@ -81,15 +81,18 @@ func (o *opened) kept() []edit.Interval {
 	return edit.List(o.contents.EditList).Intervals()
 }
 
+// standsFor returns what the file stands for over a body of plain bytes
+// of plaintext.
+func (o *opened) standsFor(plain int64) edit.Plaintext {
+	return edit.StandsFor(o.contents.EditList, plain) // nil without a list
+}
+
 // checkExtent returns ErrMissingData when what the edit list keeps
-// reaches past a body of plain bytes of plaintext (edit.List.Extent: the
-// lengths after the last kept byte do not count, so that Reader, which
-// stops there, and ReaderAt agree).
+// reaches past a body of plain bytes of plaintext (the lengths after the
+// last kept byte do not count, so that Reader, which stops there, and
+// ReaderAt agree).
 func (o *opened) checkExtent(plain int64) error {
-	if !o.contents.HasEditList {
-		return nil
-	}
-	if ext := edit.List(o.contents.EditList).Extent(); ext > plain {
+	if o.standsFor(plain).Missing {
 		return fmt.Errorf("%w: the edit list reaches past its %d bytes of plaintext", ErrMissingData, plain)
 	}
 	return nil
@@ -151,7 +154,7 @@ func (r *Reader) Select(rng edit.Range) error {
 	r.rng = &rng
 	if len(r.sel) == 0 && rng.Start > 0 {
 		// The edit list ends before the range starts, whatever the body.
-		r.err = fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, edit.Size(r.keptOrAll(), edit.Unbounded))
+		r.err = fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.standsFor(edit.Unbounded).Size)
 	}
 	return nil
 }
@@ -190,20 +193,12 @@ func (r *Reader) Read(p []byte) (int, error) {
 // were decrypted, and returns io.EOF when it is complete.
 func (r *Reader) end(plain int64) error {
 	if r.rng != nil && r.out == 0 && r.rng.Start > 0 {
-		size := edit.Size(r.opened.keptOrAll(), plain)
-		return fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, size)
+		return fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.standsFor(plain).Size)
 	}
 	if err := r.checkExtent(plain); err != nil {
 		return err
 	}
 	return io.EOF
-}
-
-func (o *opened) keptOrAll() []edit.Interval {
-	if k := o.kept(); k != nil {
-		return k
-	}
-	return []edit.Interval{{Start: 0, End: edit.Unbounded}}
 }
 
 // WriteTo writes the rest of the plaintext to w, opening segments with
@@ -328,13 +323,13 @@ func NewReaderAt(src io.ReaderAt, size int64, key *keys.SecretKey, opts *Decrypt
 		return nil, err
 	}
 	r := &ReaderAt{opened: o, body: br, complete: o.checkExtent(br.Size())}
+	p := o.standsFor(br.Size())
+	r.kept, r.size = p.Kept, p.Size
 	var pos int64
-	for _, iv := range edit.Clip(o.keptOrAll(), br.Size()) {
-		r.kept = append(r.kept, iv)
+	for _, iv := range r.kept {
 		r.starts = append(r.starts, pos)
 		pos += iv.Len()
 	}
-	r.size = pos
 	return r, nil
 }
 

@@ -243,29 +243,3 @@ func isNormal(iv []Interval) bool {
 	}
 	return true
 }
-
-// Clip returns the parts of the sorted, disjoint intervals kept that lie
-// below size: what kept selects from a stream of size bytes.
-func Clip(kept []Interval, size int64) []Interval {
-	out := make([]Interval, 0, len(kept))
-	for _, iv := range kept {
-		if iv.Start >= size {
-			break
-		}
-		out = append(out, Interval{Start: iv.Start, End: min(iv.End, size)})
-	}
-	return out
-}
-
-// Size returns how many bytes the sorted, disjoint intervals kept select
-// from a stream of size bytes.
-func Size(kept []Interval, size int64) int64 {
-	var n int64
-	for _, iv := range kept {
-		if iv.Start >= size {
-			break
-		}
-		n += min(iv.End, size) - iv.Start
-	}
-	return n
-}

@@ -314,25 +314,74 @@ func BenchmarkReader(b *testing.B) {
 	}
 }
 
-func TestClipAndSize(t *testing.T) {
-	kept := []Interval{{0, 10}, {20, 30}, {40, Unbounded}}
+func TestStandsFor(t *testing.T) {
 	tests := []struct {
-		size int64
-		clip []Interval
-		n    int64
+		l       List
+		plain   int64
+		kept    []Interval
+		claimed int64
+		missing bool
 	}{
-		{0, []Interval{}, 0},
-		{5, []Interval{{0, 5}}, 5},
-		{25, []Interval{{0, 10}, {20, 25}}, 15},
-		{40, []Interval{{0, 10}, {20, 30}}, 20},
-		{100, []Interval{{0, 10}, {20, 30}, {40, 100}}, 80},
+		{nil, 0, []Interval{}, 0, false},
+		{nil, 100, []Interval{{0, 100}}, 100, false},
+		{List{0, 10, 10, 10, 10}, 0, []Interval{}, 20, true},
+		{List{0, 10, 10, 10, 10}, 5, []Interval{{0, 5}}, 20, true},
+		{List{0, 10, 10, 10, 10}, 25, []Interval{{0, 10}, {20, 25}}, 20, true},
+		{List{0, 10, 10, 10, 10}, 30, []Interval{{0, 10}, {20, 30}}, 20, true}, // the rest starts at 40
+		{List{0, 10, 10, 10, 10}, 40, []Interval{{0, 10}, {20, 30}}, 20, false},
+		{List{0, 10, 10, 10, 10}, 100, []Interval{{0, 10}, {20, 30}, {40, 100}}, 80, false},
+		// Lengths after the last kept byte do not count.
+		{List{0, 2, 10, 0}, 2, []Interval{{0, 2}}, 2, false},
+		{List{0, 2, 10}, 2, []Interval{{0, 2}}, 2, true},
+		// A list that keeps the rest from past the end of the body.
+		{List{100}, 50, []Interval{}, 0, true},
+		{List{6, 0}, 0, []Interval{}, 0, false},
+		// A list that keeps nothing never misses data.
+		{List{0, 0}, 0, []Interval{}, 0, false},
+		// No body length: what the list keeps of any body.
+		{List{5, 10}, Unbounded, []Interval{{5, 15}}, 10, false},
+		{List{5}, Unbounded, []Interval{{5, Unbounded}}, Unbounded - 5, false},
 	}
 	for _, tt := range tests {
-		if got := Clip(kept, tt.size); !reflect.DeepEqual(got, tt.clip) {
-			t.Errorf("Clip(%v, %d) = %v, want %v", kept, tt.size, got, tt.clip)
+		got := StandsFor(tt.l, tt.plain)
+		if !reflect.DeepEqual(got.Kept, tt.kept) {
+			t.Errorf("StandsFor(%v, %d).Kept = %v, want %v", tt.l, tt.plain, got.Kept, tt.kept)
 		}
-		if got := Size(kept, tt.size); got != tt.n {
-			t.Errorf("Size(%v, %d) = %d, want %d", kept, tt.size, got, tt.n)
+		var size int64
+		for _, iv := range tt.kept {
+			size += iv.Len()
+		}
+		if got.Size != size || got.Claimed != tt.claimed || got.Missing != tt.missing {
+			t.Errorf("StandsFor(%v, %d) = size %d, claimed %d, missing %v; want %d, %d, %v",
+				tt.l, tt.plain, got.Size, got.Claimed, got.Missing, size, tt.claimed, tt.missing)
+		}
+	}
+}
+
+// TestStandsForSize checks the sizes of lists that clip and wrap.
+func TestStandsForSize(t *testing.T) {
+	for _, tc := range []struct {
+		list  List
+		plain int64
+		size  int64
+		fits  bool
+	}{
+		{nil, 1000, 1000, true},
+		{List{}, 1000, 1000, true},
+		{List{100}, 1000, 900, true},
+		{List{1000}, 1000, 0, true},
+		{List{1001}, 1000, 0, false},
+		{List{10, 20}, 1000, 20, true},
+		{List{10, 20, 30, 40}, 1000, 60, true},
+		{List{10, 20, 30, 40, 50}, 1000, 60 + 850, true},
+		{List{900, 200}, 1000, 100, false},
+		{List{0, 1 << 63, 5}, 1000, 1000, false},
+		{List{1<<64 - 1, 1<<64 - 1}, 1000, 0, false},
+		{List{10, 20}, 0, 0, false},
+	} {
+		p := StandsFor(tc.list, tc.plain)
+		if p.Size != tc.size || p.Missing == tc.fits {
+			t.Errorf("StandsFor(%v, %d) = size %d, missing %v; want %d, %v", tc.list, tc.plain, p.Size, p.Missing, tc.size, !tc.fits)
 		}
 	}
 }

@@ -171,20 +171,12 @@ func (t *tree) openHeader(ctx context.Context, p string, size int64) (*file, err
 // stands for, for a file of size bytes: more than r.Size() when the body
 // lacks bytes that the list keeps.
 func standsFor(r *c4gh.ReaderAt, size int64) int64 {
-	list, ok := r.EditList()
+	list, _ := r.EditList()
 	plain, err := body.PlaintextSize(size - r.HeaderSize())
-	if !ok || err != nil {
+	if err != nil {
 		return r.Size()
 	}
-	var n int64
-	for _, iv := range edit.List(list).Intervals() {
-		if iv.End != edit.Unbounded {
-			n += iv.Len() // disjoint intervals below the largest int64
-		} else if plain > iv.Start {
-			n += plain - iv.Start
-		}
-	}
-	return n
+	return edit.StandsFor(list, plain).Claimed
 }
 
 // close erases the data keys of every file and the secret key.

@@ -179,16 +179,8 @@ func PlanSplice(h *header.Header, bodySize int64, opts SpliceOptions) (*header.H
 
 	// The plaintext the file stands for: its edit list, clipped to the
 	// data that is present (a list may point past the end of the data).
-	var kept []edit.Interval
-	if c.HasEditList {
-		kept = edit.Clip(edit.List(c.EditList).Intervals(), plainSize)
-	} else {
-		kept = edit.Clip([]edit.Interval{{Start: 0, End: edit.Unbounded}}, plainSize)
-	}
-	var size int64
-	for _, iv := range kept {
-		size += iv.End - iv.Start
-	}
+	stands := edit.StandsFor(c.EditList, plainSize) // nil without a list
+	kept, size := stands.Kept, stands.Size
 	// Each range as given must start inside the data, also one that
 	// merges with a range before it; the error names it as given.
 	for _, r := range opts.Ranges {

@@ -263,29 +263,19 @@ func (r *inspectReport) open(h *header.Header, sk *keys.SecretKey) error {
 		r.EditList = append([]uint64{}, contents.EditList...)
 	}
 	if r.BodyPlaintextSize != nil {
-		size, fits := editedSize(r.EditList, has, *r.BodyPlaintextSize)
-		r.PlaintextSize = &size
+		stands := edit.StandsFor(r.EditList, *r.BodyPlaintextSize) // nil without a list
+		fits := !stands.Missing
+		r.PlaintextSize = &stands.Size
 		if has {
 			r.EditListFits = &fits
 		}
-		if !fits {
+		if stands.Missing {
 			// The same failure as decrypt's and verify's, after the
 			// description.
 			r.bodyErr = fmt.Errorf("%w: the edit list reaches past its %d bytes of plaintext", c4gh.ErrMissingData, *r.BodyPlaintextSize)
 		}
 	}
 	return nil
-}
-
-// editedSize returns how many bytes the edit list list (when has is true)
-// keeps of a plaintext of plain bytes, and whether the list stays within
-// those bytes. A list that reaches past the end means that segments are
-// missing at the end of the body, or that the list is wrong.
-func editedSize(list []uint64, has bool, plain int64) (size int64, fits bool) {
-	if !has {
-		return plain, true
-	}
-	return edit.Size(edit.List(list).Intervals(), plain), edit.List(list).Extent() <= plain
 }
 
 func (r *inspectReport) print(w io.Writer, asJSON bool) error {

@@ -261,31 +261,3 @@ func (p *plainKeys) get(t *testing.T, path string, passphrase *string) string {
 	p.paths[path] = out
 	return out
 }
-
-func TestEditedSize(t *testing.T) {
-	for _, tc := range []struct {
-		list  []uint64
-		has   bool
-		plain int64
-		size  int64
-		fits  bool
-	}{
-		{nil, false, 1000, 1000, true},
-		{[]uint64{}, true, 1000, 1000, true},
-		{[]uint64{100}, true, 1000, 900, true},
-		{[]uint64{1000}, true, 1000, 0, true},
-		{[]uint64{1001}, true, 1000, 0, false},
-		{[]uint64{10, 20}, true, 1000, 20, true},
-		{[]uint64{10, 20, 30, 40}, true, 1000, 60, true},
-		{[]uint64{10, 20, 30, 40, 50}, true, 1000, 60 + 850, true},
-		{[]uint64{900, 200}, true, 1000, 100, false},
-		{[]uint64{0, 1 << 63, 5}, true, 1000, 1000, false},
-		{[]uint64{1<<64 - 1, 1<<64 - 1}, true, 1000, 0, false},
-		{[]uint64{10, 20}, true, 0, 0, false},
-	} {
-		size, fits := editedSize(tc.list, tc.has, tc.plain)
-		if size != tc.size || fits != tc.fits {
-			t.Errorf("editedSize(%v, %v, %d) = %d, %v; want %d, %v", tc.list, tc.has, tc.plain, size, fits, tc.size, tc.fits)
-		}
-	}
-}
