@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
 var (
@@ -51,6 +53,71 @@ func TestSizes(t *testing.T) {
 		p := mrand.Int64N(1 << 40)
 		if got, err := PlaintextSize(EncryptedSize(p)); err != nil || got != p {
 			t.Fatalf("PlaintextSize(EncryptedSize(%d)) = %d, %v", p, got, err)
+		}
+	}
+}
+
+// TestGeometry checks the segment helpers against bodies that the Writer
+// made: the stored segments are where EncryptedOffset and StoredLength
+// say, and each opens to the plaintext that PlaintextOffset and SegmentOf
+// give.
+func TestGeometry(t *testing.T) {
+	aead, err := chacha20poly1305.New(keyA[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range lengths {
+		plain := plaintext(n)
+		var enc bytes.Buffer
+		w, err := NewWriter(&enc, keyA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		size := int64(enc.Len())
+		count := StoredSegments(size)
+		if want := SegmentCount(int64(n)); count != want {
+			t.Errorf("%d bytes: StoredSegments = %d, SegmentCount = %d", n, count, want)
+		}
+		var total int64
+		for i := int64(0); i < count; i++ {
+			off, l := EncryptedOffset(i), StoredLength(size, i)
+			total += l
+			seg := enc.Bytes()[off : off+l]
+			got, err := aead.Open(nil, seg[:NonceSize], seg[NonceSize:], nil)
+			if err != nil {
+				t.Fatalf("%d bytes: segment %d at %d (%d bytes): %v", n, i, off, l, err)
+			}
+			start := PlaintextOffset(i)
+			if !bytes.Equal(got, plain[start:start+int64(len(got))]) {
+				t.Fatalf("%d bytes: segment %d is not plaintext [%d, …)", n, i, start)
+			}
+			if len(got) > 0 && (SegmentOf(start) != i || SegmentOf(start+int64(len(got))-1) != i) {
+				t.Errorf("%d bytes: SegmentOf is wrong at the edges of segment %d", n, i)
+			}
+			if short := l < EncryptedSegmentSize; ShortLast(size, i) != short {
+				t.Errorf("%d bytes: ShortLast(%d) = %v, want %v", n, i, !short, short)
+			}
+		}
+		if total != size || StoredLength(size, count) != 0 || ShortLast(size, count) {
+			t.Errorf("%d bytes: the segments hold %d of %d bytes, or one is past the end", n, total, size)
+		}
+	}
+	for _, tc := range []struct{ off, end, want int64 }{
+		{0, 10, 10}, {0, 1 << 20, 65536}, {65535, 1 << 20, 65536}, {65536, 1 << 20, 131072}, {70000, 70001, 70001},
+	} {
+		if got := SegmentEnd(tc.off, tc.end); got != tc.want {
+			t.Errorf("SegmentEnd(%d, %d) = %d, want %d", tc.off, tc.end, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ off, want int64 }{{0, 0}, {65535, 0}, {65536, 65536}, {200000, 196608}} {
+		if got := Floor(tc.off); got != tc.want {
+			t.Errorf("Floor(%d) = %d, want %d", tc.off, got, tc.want)
 		}
 	}
 }

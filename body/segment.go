@@ -66,7 +66,57 @@ func (e *SegmentError) Unwrap() error { return e.Err }
 // Offset returns where segment e.Index starts in a body that follows a
 // header of headerSize bytes: its offset in the file.
 func (e *SegmentError) Offset(headerSize int64) int64 {
-	return headerSize + e.Index*EncryptedSegmentSize
+	return headerSize + EncryptedOffset(e.Index)
+}
+
+// SegmentOf returns the index of the segment that holds byte off of the
+// plaintext.
+func SegmentOf(off int64) int64 { return off / SegmentSize }
+
+// PlaintextOffset returns where segment index starts in the plaintext.
+func PlaintextOffset(index int64) int64 { return index * SegmentSize }
+
+// EncryptedOffset returns where segment index starts in the encrypted
+// body.
+func EncryptedOffset(index int64) int64 { return index * EncryptedSegmentSize }
+
+// Floor returns off rounded down to the start of its segment: the
+// plaintext of whole segments among the first off bytes.
+func Floor(off int64) int64 { return PlaintextOffset(SegmentOf(off)) }
+
+// SegmentEnd returns where a read of the plaintext from off should stop
+// so as not to go past end nor past the end of off's segment: reads cut
+// there open no segment twice.
+func SegmentEnd(off, end int64) int64 {
+	return min(end, PlaintextOffset(SegmentOf(off)+1))
+}
+
+// SegmentCount returns how many segments a plaintext of the given length
+// is cut into: the last one may be shorter than SegmentSize.
+func SegmentCount(plaintext int64) int64 {
+	return (plaintext + SegmentSize - 1) / SegmentSize
+}
+
+// StoredSegments returns how many segments an encrypted body of the given
+// length holds, counting a last one that is shorter than a full segment
+// (even one too short to be valid, see [PlaintextSize]).
+func StoredSegments(encrypted int64) int64 {
+	return (encrypted + EncryptedSegmentSize - 1) / EncryptedSegmentSize
+}
+
+// StoredLength returns the length of segment index as stored in an
+// encrypted body of the given length: EncryptedSegmentSize for all but
+// the last, which may be shorter, and 0 past the end.
+func StoredLength(encrypted, index int64) int64 {
+	return max(min(encrypted-EncryptedOffset(index), EncryptedSegmentSize), 0)
+}
+
+// ShortLast reports whether segment index is the last of an encrypted
+// body of the given length and is shorter than a full segment: where a
+// body that was cut short in transfer fails.
+func ShortLast(encrypted, index int64) bool {
+	n := StoredLength(encrypted, index)
+	return n > 0 && n < EncryptedSegmentSize
 }
 
 // maxPlaintext is the largest plaintext whose encrypted size fits in an

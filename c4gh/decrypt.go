@@ -376,6 +376,54 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return total, nil
 }
 
+// CopyRange writes bytes [start, end) of the plaintext to dst, one
+// segment at a time, and returns how many it wrote; end may be
+// [edit.Unbounded]. An end past the data is clipped; a start at or past
+// the end of the data, but for 0, fails with [edit.ErrBeyondEnd], or with
+// [ErrMissingData] when the edit list needs bytes that the body lacks.
+// Without an edit list each read ends where a segment of the body ends,
+// so that no segment is opened twice.
+func (r *ReaderAt) CopyRange(dst io.Writer, start, end int64) (int64, error) {
+	if start < 0 || end < start {
+		return 0, errkind.Errorf(errkind.Usage, "invalid range [%d, %d)", start, end)
+	}
+	if start > 0 && start >= r.size {
+		if r.complete != nil {
+			return 0, r.complete
+		}
+		return 0, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.size)
+	}
+	// One segment at a time: a larger buffer costs its page faults, and
+	// ReadAt opens the segments of one call in turn anyway.
+	buf := make([]byte, body.SegmentSize)
+	_, edited := r.EditList()
+	var written int64
+	for off := start; off < end; {
+		stop := min(end, off+int64(len(buf)))
+		if !edited {
+			stop = body.SegmentEnd(off, stop)
+		}
+		m, err := r.ReadAt(buf[:stop-off], off)
+		if m > 0 {
+			n, werr := dst.Write(buf[:m])
+			written += int64(n)
+			if werr != nil {
+				return written, werr
+			}
+		}
+		off += int64(m)
+		switch {
+		case err == io.EOF:
+			return written, nil // an end past the data: clipped to it
+		case err != nil:
+			return written, err
+		case m == 0:
+			return written, nil
+		}
+	}
+	return written, nil
+}
+
 // Close erases the data keys; later reads fail.
 func (r *ReaderAt) Close() error {
 	r.close()

@@ -124,6 +124,68 @@ func TestReaderAt(t *testing.T) {
 	}
 }
 
+// TestCopyRange copies ranges of files with and without an edit list and
+// checks the bytes, the clipping of an end past the data, the errors for a
+// start past it, and that without an edit list no segment is read twice.
+func TestCopyRange(t *testing.T) {
+	sk := testKey(t)
+	pt := plaintext(5*65536 + 300)
+	plain := encryptFor(t, sk, pt)
+	edited := spliced(t, sk, pt, edit.Range{Start: 1000, End: 4*65536 + 7})
+	for _, tc := range []struct {
+		name string
+		file []byte
+		want []byte
+	}{
+		{"no edit list", plain, pt},
+		{"edit list", edited, pt[1000 : 4*65536+7]},
+	} {
+		src := &countingReaderAt{r: bytes.NewReader(tc.file)}
+		r, err := NewReaderAt(src, int64(len(tc.file)), sk, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := int64(len(tc.want))
+		for _, rg := range [][2]int64{{0, 1}, {0, size}, {65535, 65537}, {70000, 3*65536 + 1}, {size - 1, edit.Unbounded}, {100, size + 5}} {
+			var out bytes.Buffer
+			before := src.bytes.Load()
+			n, err := r.CopyRange(&out, rg[0], rg[1])
+			end := min(rg[1], size)
+			if err != nil || n != end-rg[0] || !bytes.Equal(out.Bytes(), tc.want[rg[0]:end]) {
+				t.Fatalf("%s: CopyRange(%d, %d) = %d, %v; want %d bytes", tc.name, rg[0], rg[1], n, err, end-rg[0])
+			}
+			if tc.name == "no edit list" {
+				touched := body.SegmentOf(end-1) - body.SegmentOf(rg[0]) + 1
+				if read := src.bytes.Load() - before; read > touched*body.EncryptedSegmentSize {
+					t.Errorf("CopyRange(%d, %d) read %d bytes for %d segments", rg[0], rg[1], read, touched)
+				}
+			}
+		}
+		if _, err := r.CopyRange(io.Discard, size, size+1); !errors.Is(err, edit.ErrBeyondEnd) {
+			t.Errorf("%s: a start at the end: %v, want ErrBeyondEnd", tc.name, err)
+		}
+		if n, err := r.CopyRange(io.Discard, 0, 0); n != 0 || err != nil {
+			t.Errorf("%s: an empty range: %d, %v", tc.name, n, err)
+		}
+		r.Close()
+	}
+	// Where whole segments are missing, a start past what is there says
+	// so.
+	h, err := header.Parse(bytes.NewReader(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := edited[:h.Size()+2*body.EncryptedSegmentSize]
+	r, err := NewReaderAt(bytes.NewReader(cut), int64(len(cut)), sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.CopyRange(io.Discard, r.Size(), r.Size()+10); !errors.Is(err, ErrMissingData) {
+		t.Errorf("a start past the data that is there: %v, want ErrMissingData", err)
+	}
+}
+
 // spliced returns a file that keeps bytes [start, end) of pt, as
 // reencrypt.Splice writes it, and the file it was cut from.
 func spliced(t testing.TB, sk *keys.SecretKey, pt []byte, ranges ...edit.Range) []byte {

@@ -246,8 +246,9 @@ func segmentRuns(segments []int64, bodySize int64) []Run {
 		for j < len(segments) && segments[j] == segments[j-1]+1 {
 			j++
 		}
-		off := segments[i] * body.EncryptedSegmentSize
-		runs = append(runs, Run{Offset: off, Length: min(int64(j-i)*body.EncryptedSegmentSize, bodySize-off)})
+		off := body.EncryptedOffset(segments[i])
+		end := min(body.EncryptedOffset(segments[j-1]+1), bodySize)
+		runs = append(runs, Run{Offset: off, Length: end - off})
 		i = j
 	}
 	return runs

@@ -291,7 +291,32 @@ func checkSplice(t *testing.T, file []byte, sk *keys.SecretKey, ranges ...edit.R
 		t.Fatalf("Splice %v: output decrypts to %d bytes, want %d (first difference at %d)", ranges, len(got), len(want), firstDiff(got, want))
 	}
 	checkSegments(t, file, out, segs)
+
+	// The same from a stream: the same plaintext and segments, and only
+	// the body from the first segment kept on is spooled.
+	var streamed bytes.Buffer
+	var spool memSpool
+	err = reencrypt.SpliceStream(&streamed, struct{ io.Reader }{bytes.NewReader(file)},
+		func() (reencrypt.Spool, error) { return &spool, nil }, reencrypt.SpliceOptions{Reader: sk, Ranges: ranges})
+	if err != nil {
+		t.Fatalf("SpliceStream %v: %v", ranges, err)
+	}
+	if got := decrypt(t, streamed.Bytes(), sk); !bytes.Equal(got, want) {
+		t.Fatalf("SpliceStream %v: output decrypts to %d bytes, want %d", ranges, len(got), len(want))
+	}
+	checkSegments(t, file, streamed.Bytes(), segs)
+	h, _ := contents(t, file, sk)
+	if want := int64(len(file)) - h.Size() - body.EncryptedOffset(segs[0]); int64(spool.Len()) != want {
+		t.Errorf("SpliceStream %v spooled %d bytes, want %d (the body from segment %d)", ranges, spool.Len(), want, segs[0])
+	}
 	return out
+}
+
+// memSpool is a reencrypt.Spool in memory.
+type memSpool struct{ bytes.Buffer }
+
+func (s *memSpool) ReadAt(p []byte, off int64) (int, error) {
+	return bytes.NewReader(s.Bytes()).ReadAt(p, off)
 }
 
 func firstDiff(a, b []byte) int {

@@ -131,41 +131,8 @@ func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) erro
 		return noPacketHint(err, sk, sender)
 	}
 	defer r.Close()
-	if rng.Start > 0 && rng.Start >= r.Size() {
-		// At the end of the data there is either nothing more, or data
-		// that the edit list needs and the body lacks.
-		if _, err := r.ReadAt(make([]byte, 1), r.Size()); errors.Is(err, c4gh.ErrMissingData) {
-			return err
-		}
-		return fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.Size())
-	}
-	// One segment at a time (a larger buffer costs its page faults, and
-	// ReadAt opens the segments of one call in turn anyway). Without an
-	// edit list each read ends where a segment of the body ends, so that
-	// no segment is opened twice and whole ones are opened straight into
-	// buf.
-	buf := make([]byte, body.SegmentSize)
-	_, edited := r.EditList()
-	for off := rng.Start; off < rng.End; {
-		n := min(int64(len(buf)), rng.End-off)
-		if !edited {
-			n = min(n, body.SegmentSize-off%body.SegmentSize)
-		}
-		m, err := r.ReadAt(buf[:n], off)
-		if m > 0 {
-			if _, err := out.Write(buf[:m]); err != nil {
-				return err
-			}
-		}
-		off += int64(m)
-		switch {
-		case err == io.EOF:
-			return nil // an END past the data: clipped to it
-		case err != nil:
-			return decryptError(err, r.HeaderSize(), size)
-		case m == 0:
-			return nil
-		}
+	if _, err := r.CopyRange(out, rng.Start, rng.End); err != nil {
+		return decryptError(err, r.HeaderSize(), size)
 	}
 	return nil
 }
@@ -207,8 +174,7 @@ func decryptError(err error, headerSize, fileSize int64) error {
 		return err
 	}
 	err = fmt.Errorf("failed to decrypt: %w (at byte %d of the file)", se, se.Offset(headerSize))
-	if bodySize := fileSize - headerSize; fileSize >= 0 && errors.Is(se, body.ErrAuth) &&
-		bodySize%body.EncryptedSegmentSize != 0 && se.Index == bodySize/body.EncryptedSegmentSize {
+	if fileSize >= 0 && errors.Is(se, body.ErrAuth) && body.ShortLast(fileSize-headerSize, se.Index) {
 		return withHint(err, "the encrypted data was modified or damaged; it is the last segment and shorter than a full one, so the file may also have been cut short in transfer")
 	}
 	return err

@@ -197,10 +197,7 @@ func describe(h *header.Header, bodySize int64) *inspectReport {
 		PacketCount:  len(h.Packets),
 		Packets:      make([]packetReport, len(h.Packets)),
 		BodySize:     bodySize,
-		SegmentCount: bodySize / body.EncryptedSegmentSize,
-	}
-	if bodySize%body.EncryptedSegmentSize != 0 {
-		r.SegmentCount++
+		SegmentCount: body.StoredSegments(bodySize),
 	}
 	for i := range h.Packets {
 		p := &h.Packets[i]
@@ -217,7 +214,7 @@ func describe(h *header.Header, bodySize int64) *inspectReport {
 		var se *body.SegmentError
 		if errors.As(err, &se) {
 			err = fmt.Errorf("body %w: it ends inside segment %d, %d bytes into it (an encrypted segment has at least %d)",
-				se.Err, se.Index, bodySize-se.Index*body.EncryptedSegmentSize, body.Overhead)
+				se.Err, se.Index, body.StoredLength(bodySize, se.Index), body.Overhead)
 		}
 		r.bodyErr = err
 	}

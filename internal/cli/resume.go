@@ -140,7 +140,7 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	}
 	defer rw.close()
 
-	from := rw.start / body.SegmentSize * body.EncryptedSegmentSize
+	from := body.EncryptedOffset(body.SegmentOf(rw.start))
 	rest := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return readerOptions(c) }, fetched: true, pos: min(hsize+from, size)}
 	defer rest.Close()
 	prog := newProgress(c, size-hsize-from, "decrypting")
@@ -248,13 +248,13 @@ func (w *partialWriter) kept(c *cli.Context, size, plainSize int64) int64 {
 		// No restart since: every byte written is in the file.
 		n = size
 	}
-	n = min(n, size) / body.SegmentSize * body.SegmentSize
+	n = body.Floor(min(n, size))
 	if n < 0 || n > plainSize {
 		return 0
 	}
 	if n > 0 && !c.Bool("quiet") {
 		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: resuming %s after %d bytes of plaintext (%d of %d segments)\n",
-			w.rec.Source, n, n/body.SegmentSize, (plainSize+body.SegmentSize-1)/body.SegmentSize)
+			w.rec.Source, n, body.SegmentOf(n), body.SegmentCount(plainSize))
 	}
 	return n
 }
@@ -289,7 +289,7 @@ func (w *partialWriter) sync() error {
 		return fmt.Errorf("failed to sync %s: %w", quoteName(w.path), pathErr(err))
 	}
 	w.sinceSync = 0
-	w.rec.Plaintext = n / body.SegmentSize * body.SegmentSize
+	w.rec.Plaintext = body.Floor(n)
 	return w.saveRecordLocked()
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -94,23 +95,34 @@ func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
 		return err
 	}
 	defer sk.Zero()
-	var src reencrypt.Source = in.file
+	opts := reencrypt.SpliceOptions{Reader: sk, Recipients: recipients, Ranges: ranges}
 	if !in.regular() {
+		// From a pipe, as the reference tool does: the segments before
+		// the first one that a range needs are dropped, the others held
+		// in a temporary file (ciphertext only) beside the output.
 		dir := os.TempDir()
 		if out.final != "" {
 			dir = filepath.Dir(out.final)
 		}
-		ps, err := newPipeSource(in, sk, ranges, dir)
-		if err != nil {
-			out.abort()
-			return noPacketHint(err, sk, nil)
+		var spool *os.File
+		err = reencrypt.SpliceStream(out.Writer, in, func() (reencrypt.Spool, error) {
+			f, err := createTemp(filepath.Join(dir, "crypt4gh-spool"), modeSecret)
+			if err != nil {
+				return nil, fmt.Errorf("failed to create a temporary file for the input in %s: %w", quoteName(dir), pathErr(err))
+			}
+			spool = f
+			return f, nil
+		}, opts)
+		if spool != nil {
+			spool.Close()
+			os.Remove(spool.Name())
+			cleanup.forget(spool.Name())
 		}
-		defer ps.close()
-		src = ps
+		return out.finish(noPacketHint(err, sk, nil))
 	}
 	// out.Writer is the temporary *os.File (or stdout) and in.file an
 	// *os.File: Splice copies the segments with io.CopyN between them, which
 	// the kernel does with copy_file_range for a file output.
-	err = reencrypt.Splice(out.Writer, src, reencrypt.SpliceOptions{Reader: sk, Recipients: recipients, Ranges: ranges})
+	err = reencrypt.Splice(out.Writer, in.file, opts)
 	return out.finish(noPacketHint(err, sk, nil))
 }
