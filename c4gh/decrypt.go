@@ -107,6 +107,9 @@ type Reader struct {
 	jobs int
 	sel  []edit.Interval // what to yield, of the body plaintext; nil: everything
 	rng  *edit.Range     // the range given to Select, if any
+	// first is the index of the body's segment that src starts with:
+	// not 0 for a Reader made by Resumable.From.
+	first int64
 
 	stream io.Reader    // built by the first Read
 	count  *countReader // the body plaintext under stream
@@ -184,6 +187,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 		err = r.end(r.count.n)
 	}
 	if err != nil {
+		err = renumber(err, r.first)
 		r.err = err
 	}
 	return n, err
@@ -237,6 +241,7 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 	if err == nil {
 		r.err = io.EOF
 	} else {
+		err = renumber(err, r.first)
 		r.err = err
 	}
 	return cw.n, err

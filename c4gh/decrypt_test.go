@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
@@ -432,5 +433,66 @@ func TestEncryptReadsFirst(t *testing.T) {
 	_, err := Encrypt(&out, iotest.ErrReader(errors.New("is a directory")), EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}})
 	if err == nil || out.Len() != 0 {
 		t.Fatalf("Encrypt of a failing input: %v, %d bytes written", err, out.Len())
+	}
+}
+
+// TestResumable goes on with a decryption from where an earlier run
+// stopped: the kept plaintext and the rest read from Offset make up the
+// file, a damaged segment after the resume point is named by its index in
+// the whole body, and a file with an edit list is refused.
+func TestResumable(t *testing.T) {
+	sk := testKey(t)
+	pt := plaintext(6*65536 + 77)
+	file := encryptFor(t, sk, pt)
+	for _, done := range []int64{0, 1, 65535, 65536, 65537, 3*65536 + 5, int64(len(pt)), int64(len(pt)) + 1, -1} {
+		res, err := NewResumable(bytes.NewReader(file), int64(len(file)), sk, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Size() != int64(len(pt)) {
+			t.Fatalf("Size %d, want %d", res.Size(), len(pt))
+		}
+		kept := res.Kept(done)
+		if kept%body.SegmentSize != 0 && kept != 0 || kept > max(done, 0) {
+			t.Fatalf("Kept(%d) = %d: not whole segments of what was done", done, kept)
+		}
+		off := res.Offset(kept)
+		r := res.From(kept, bytes.NewReader(file[off:]), 2)
+		var out bytes.Buffer
+		if _, err := io.Copy(&out, r); err != nil {
+			t.Fatalf("done %d: %v", done, err)
+		}
+		r.Close()
+		if got := append(slices.Clip(pt[:kept]), out.Bytes()...); !bytes.Equal(got, pt) {
+			t.Fatalf("done %d, kept %d: the kept plaintext and the rest are not the file", done, kept)
+		}
+		res.Close() // after From: erases nothing that the Reader used
+	}
+
+	// Segment 4 damaged, resumed at segment 2: the error names segment 4.
+	bad := slices.Clone(file)
+	res, err := NewResumable(bytes.NewReader(bad), int64(len(bad)), sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad[res.HeaderSize()+body.EncryptedOffset(4)+100] ^= 1
+	kept := res.Kept(2*65536 + 10)
+	for _, read := range []func(io.Reader) error{
+		func(r io.Reader) error { _, err := io.Copy(io.Discard, r); return err },
+		func(r io.Reader) error { _, err := io.ReadAll(struct{ io.Reader }{r}); return err },
+	} {
+		res, _ := NewResumable(bytes.NewReader(bad), int64(len(bad)), sk, nil)
+		r := res.From(kept, bytes.NewReader(bad[res.Offset(kept):]), 1)
+		var se *body.SegmentError
+		if err := read(r); !errors.As(err, &se) || se.Index != 4 || !errors.Is(err, body.ErrAuth) {
+			t.Fatalf("damaged segment 4 after resuming at 2: %v", err)
+		}
+		r.Close()
+	}
+	res.Close()
+
+	edited := spliced(t, sk, pt, edit.Range{Start: 10, End: 100000})
+	if _, err := NewResumable(bytes.NewReader(edited), int64(len(edited)), sk, nil); !errors.Is(err, ErrResumeEditList) {
+		t.Fatalf("a file with an edit list: %v, want ErrResumeEditList", err)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +15,6 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
-	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
 )
@@ -108,47 +108,39 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	if err != nil {
 		return err
 	}
-	h, err := header.Parse(io.NewSectionReader(ra, 0, size))
-	if err != nil {
+	if err := checkMagic(bufio.NewReader(io.NewSectionReader(ra, 0, 16))); err != nil {
 		return err
-	}
-	hsize := h.Size()
-	plainSize, err := body.PlaintextSize(size - hsize)
-	if err != nil {
-		return fmt.Errorf("body %w", err)
 	}
 	sk, sender, err := readReaderKeys(c)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-	contents, err := h.Decrypt(sk, sender)
-	if err != nil {
-		return noPacketHint(err, sk, sender)
-	}
-	hasEditList := contents.HasEditList
-	contents.Zero()
-	if hasEditList {
+	res, err := c4gh.NewResumable(ra, size, sk, &c4gh.DecryptOptions{Sender: sender})
+	switch {
+	case errors.Is(err, c4gh.ErrResumeEditList):
 		return withHint(usagef("%s has an edit list: --continue cannot resume it", o.Location()),
 			"decrypt it without --continue")
+	case errors.As(err, new(*body.SegmentError)):
+		return fmt.Errorf("body %w", err)
+	case err != nil:
+		return noPacketHint(err, sk, sender)
 	}
+	defer res.Close()
+	hsize, plainSize := res.HeaderSize(), res.Size()
 
 	rec := resumeRecord{Source: o.Location().String(), ETag: o.ETag(), Size: size, HeaderSize: hsize}
-	rw, err := openPartial(c, partial, rec, plainSize)
+	rw, err := openPartial(c, partial, rec, res)
 	if err != nil {
 		return err
 	}
 	defer rw.close()
 
-	from := body.EncryptedOffset(body.SegmentOf(rw.start))
-	rest := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return readerOptions(c) }, fetched: true, pos: min(hsize+from, size)}
+	from := res.Offset(rw.start)
+	rest := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return readerOptions(c) }, fetched: true, pos: min(from, size)}
 	defer rest.Close()
-	prog := newProgress(c, size-hsize-from, "decrypting")
-	stream := io.MultiReader(io.NewSectionReader(ra, 0, hsize), prog.reader(rest))
-	r, err := c4gh.NewReader(stream, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs")})
-	if err != nil {
-		return noPacketHint(err, sk, sender)
-	}
+	prog := newProgress(c, size-from, "decrypting")
+	r := res.From(rw.start, prog.reader(rest), c.Int("jobs"))
 	defer r.Close()
 	prog.start()
 	_, err = r.WriteTo(rw)
@@ -187,7 +179,7 @@ type partialWriter struct {
 // openPartial opens the partial output at path for the download rec of
 // plainSize bytes of plaintext, positioned after the plaintext that an
 // earlier run left and that may be kept.
-func openPartial(c *cli.Context, path string, rec resumeRecord, plainSize int64) (*partialWriter, error) {
+func openPartial(c *cli.Context, path string, rec resumeRecord, res *c4gh.Resumable) (*partialWriter, error) {
 	w := &partialWriter{path: path, record: strings.TrimSuffix(path, resumeSuffix) + recordSuffix, rec: rec}
 	f, err := openPrivate(path)
 	if err != nil {
@@ -205,7 +197,7 @@ func openPartial(c *cli.Context, path string, rec resumeRecord, plainSize int64)
 	if err != nil {
 		return fail("read", err)
 	}
-	w.start = w.kept(c, fi.Size(), plainSize)
+	w.start = w.kept(c, fi.Size(), res)
 	w.rec.Plaintext = w.start
 	w.rec.BootID = bootID()
 	if err := w.saveRecord(); err != nil {
@@ -229,7 +221,7 @@ func openPartial(c *cli.Context, path string, rec resumeRecord, plainSize int64)
 // record says they were written for the same object. A partial output
 // without a record (each run writes its record before any plaintext)
 // keeps nothing.
-func (w *partialWriter) kept(c *cli.Context, size, plainSize int64) int64 {
+func (w *partialWriter) kept(c *cli.Context, size int64, res *c4gh.Resumable) int64 {
 	data, err := os.ReadFile(w.record)
 	if err != nil || size == 0 {
 		return 0
@@ -248,13 +240,10 @@ func (w *partialWriter) kept(c *cli.Context, size, plainSize int64) int64 {
 		// No restart since: every byte written is in the file.
 		n = size
 	}
-	n = body.Floor(min(n, size))
-	if n < 0 || n > plainSize {
-		return 0
-	}
+	n = res.Kept(min(n, size))
 	if n > 0 && !c.Bool("quiet") {
 		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: resuming %s after %d bytes of plaintext (%d of %d segments)\n",
-			w.rec.Source, n, body.SegmentOf(n), body.SegmentCount(plainSize))
+			w.rec.Source, n, body.SegmentOf(n), body.SegmentCount(res.Size()))
 	}
 	return n
 }
