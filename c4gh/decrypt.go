@@ -16,10 +16,13 @@ import (
 
 // ErrMissingData means that the edit list of a file keeps bytes past the
 // end of its body (or keeps the rest of it after a skip that ends past the
-// body): whole segments were cut off the end (an incomplete transfer), or
-// the list is wrong. The bytes that are present decrypt; a read that needs
-// the missing ones fails with this error. Lengths after the last byte the
-// list keeps do not count: a list that keeps nothing never misses data.
+// body). The specification's ApplyEditList keeps what is there, and other
+// implementations write such files, so a reader yields the bytes that are
+// present and reports the rest with Missing; with [DecryptOptions.Strict]
+// a read that needs the missing bytes fails with this error instead, since
+// it may also mean that whole segments were cut off the end (an incomplete
+// transfer). Lengths after the last byte the list keeps do not count: a
+// list that keeps nothing never misses data.
 var ErrMissingData = errkind.New(errkind.Data, "body truncated")
 
 // DecryptOptions configures [NewReader] and [NewReaderAt]. The zero value
@@ -32,7 +35,14 @@ type DecryptOptions struct {
 	// [Reader] is copied with WriteTo (as io.Copy does); 0 means one per
 	// CPU.
 	Jobs int
+	// Strict makes an edit list that keeps bytes past the end of the
+	// body an error, [ErrMissingData], where a read reaches them.
+	// Without it the file stands for what the body holds of the list
+	// (as the specification reads it), and Missing reports the rest.
+	Strict bool
 }
+
+func (o *DecryptOptions) strict() bool { return o != nil && o.Strict }
 
 func (o *DecryptOptions) sender() *keys.PublicKey {
 	if o == nil {
@@ -45,6 +55,8 @@ func (o *DecryptOptions) sender() *keys.PublicKey {
 type opened struct {
 	size     int64 // bytes of the header: where the body starts
 	contents *header.Contents
+	strict   bool // DecryptOptions.Strict
+	missing  bool // the edit list was found to keep bytes past the body
 }
 
 func open(src io.Reader, key *keys.SecretKey, opts *DecryptOptions) (opened, error) {
@@ -59,7 +71,7 @@ func open(src io.Reader, key *keys.SecretKey, opts *DecryptOptions) (opened, err
 	if err != nil {
 		return opened{}, err
 	}
-	return opened{size: h.Size(), contents: c}, nil
+	return opened{size: h.Size(), contents: c, strict: opts.strict()}, nil
 }
 
 // HeaderSize returns the length of the header: the body starts at this
@@ -87,16 +99,27 @@ func (o *opened) standsFor(plain int64) edit.Plaintext {
 	return edit.StandsFor(o.contents.EditList, plain) // nil without a list
 }
 
-// checkExtent returns ErrMissingData when what the edit list keeps
-// reaches past a body of plain bytes of plaintext (the lengths after the
-// last kept byte do not count, so that Reader, which stops there, and
-// ReaderAt agree).
+// checkExtent notes when what the edit list keeps reaches past a body of
+// plain bytes of plaintext (the lengths after the last kept byte do not
+// count, so that Reader, which stops there, and ReaderAt agree), and
+// returns ErrMissingData for it in strict mode.
 func (o *opened) checkExtent(plain int64) error {
-	if o.standsFor(plain).Missing {
+	if !o.standsFor(plain).Missing {
+		return nil
+	}
+	o.missing = true
+	if o.strict {
 		return fmt.Errorf("%w: the edit list reaches past its %d bytes of plaintext", ErrMissingData, plain)
 	}
 	return nil
 }
+
+// Missing reports whether the edit list keeps bytes past the end of the
+// body: the file yields less than its edit list describes, because the
+// writer described more than it wrote or because whole segments were lost
+// off the end. A [Reader] knows it once a read reached the end of the
+// body; a [ReaderAt] from the start. See [ErrMissingData].
+func (o *opened) Missing() bool { return o.missing }
 
 func (o *opened) close() { o.contents.Zero() }
 
@@ -327,7 +350,8 @@ func NewReaderAt(src io.ReaderAt, size int64, key *keys.SecretKey, opts *Decrypt
 		o.close()
 		return nil, err
 	}
-	r := &ReaderAt{opened: o, body: br, complete: o.checkExtent(br.Size())}
+	complete := o.checkExtent(br.Size()) // before o is copied: it notes Missing
+	r := &ReaderAt{opened: o, body: br, complete: complete}
 	p := o.standsFor(br.Size())
 	r.kept, r.size = p.Kept, p.Size
 	var pos int64

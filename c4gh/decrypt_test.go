@@ -170,20 +170,29 @@ func TestCopyRange(t *testing.T) {
 		}
 		r.Close()
 	}
-	// Where whole segments are missing, a start past what is there says
-	// so.
+	// Where whole segments are missing, a start past what is there is
+	// past the data, and in strict mode says that data is missing.
 	h, err := header.Parse(bytes.NewReader(edited))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cut := edited[:h.Size()+2*body.EncryptedSegmentSize]
-	r, err := NewReaderAt(bytes.NewReader(cut), int64(len(cut)), sk, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if _, err := r.CopyRange(io.Discard, r.Size(), r.Size()+10); !errors.Is(err, ErrMissingData) {
-		t.Errorf("a start past the data that is there: %v, want ErrMissingData", err)
+	for _, strict := range []bool{false, true} {
+		r, err := NewReaderAt(bytes.NewReader(cut), int64(len(cut)), sk, &DecryptOptions{Strict: strict})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := edit.ErrBeyondEnd
+		if strict {
+			want = ErrMissingData
+		}
+		if _, err := r.CopyRange(io.Discard, r.Size(), r.Size()+10); !errors.Is(err, want) || !r.Missing() {
+			t.Errorf("strict %v: a start past the data that is there: %v, Missing %v; want %v", strict, err, r.Missing(), want)
+		}
+		if n, err := r.CopyRange(io.Discard, 0, r.Size()+10); (err != nil) != strict || !strict && n != r.Size() {
+			t.Errorf("strict %v: a range that reaches past the data that is there: %d bytes, %v", strict, n, err)
+		}
+		r.Close()
 	}
 }
 
@@ -260,18 +269,29 @@ func TestMissingData(t *testing.T) {
 	}
 	cut := file[:h.Size()+2*body.EncryptedSegmentSize]
 
+	present := pt[100 : 2*65536]
 	for _, jobs := range []int{1, 2} {
-		r, err := NewReader(bytes.NewReader(cut), sk, &DecryptOptions{Jobs: jobs})
+		r, err := NewReader(bytes.NewReader(cut), sk, &DecryptOptions{Jobs: jobs, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := io.Copy(io.Discard, r); !errors.Is(err, ErrMissingData) {
-			t.Fatalf("WriteTo, jobs %d: %v", jobs, err)
+			t.Fatalf("strict WriteTo, jobs %d: %v", jobs, err)
+		}
+		// Without Strict: what is there, and Missing.
+		r, _ = NewReader(bytes.NewReader(cut), sk, &DecryptOptions{Jobs: jobs})
+		var out bytes.Buffer
+		if _, err := io.Copy(&out, r); err != nil || !bytes.Equal(out.Bytes(), present) || !r.Missing() {
+			t.Fatalf("WriteTo, jobs %d: %d bytes, %v, Missing %v; want %d bytes", jobs, out.Len(), err, r.Missing(), len(present))
 		}
 	}
-	r, _ := NewReader(bytes.NewReader(cut), sk, nil)
+	r, _ := NewReader(bytes.NewReader(cut), sk, &DecryptOptions{Strict: true})
 	if _, err := io.ReadAll(r); !errors.Is(err, ErrMissingData) {
-		t.Fatalf("Read: %v", err)
+		t.Fatalf("strict Read: %v", err)
+	}
+	r, _ = NewReader(bytes.NewReader(cut), sk, nil)
+	if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, present) || !r.Missing() {
+		t.Fatalf("Read: %d bytes, %v, Missing %v", len(got), err, r.Missing())
 	}
 	// A range inside the data that is there reads.
 	r, _ = NewReader(bytes.NewReader(cut), sk, nil)
@@ -280,7 +300,7 @@ func TestMissingData(t *testing.T) {
 		t.Fatalf("range inside the data: %d bytes, %v", len(got), err)
 	}
 
-	ra, err := NewReaderAt(bytes.NewReader(cut), int64(len(cut)), sk, nil)
+	ra, err := NewReaderAt(bytes.NewReader(cut), int64(len(cut)), sk, &DecryptOptions{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,37 +371,43 @@ func TestMissingDataAfterLastKept(t *testing.T) {
 			want = append(want, pt[c.want[i]:c.want[i+1]]...)
 		}
 		file := withEditList(t, sk, pt, c.list)
-		check := func(what string, got []byte, err error) {
-			t.Helper()
-			if c.missing != errors.Is(err, ErrMissingData) || !c.missing && err != nil || !bytes.Equal(got, want) {
-				t.Errorf("%v over %d bytes, %s: %d bytes, %v; want %d bytes, missing data %v", c.list, c.size, what, len(got), err, len(want), c.missing)
+		for _, strict := range []bool{false, true} {
+			// Strict: ErrMissingData where the data ends. Else the
+			// bytes that are there, no error, and Missing says so.
+			check := func(what string, got []byte, err error, missing bool) {
+				t.Helper()
+				wantErr := strict && c.missing
+				if wantErr != errors.Is(err, ErrMissingData) || !wantErr && err != nil || !bytes.Equal(got, want) || !strict && missing != c.missing {
+					t.Errorf("%v over %d bytes, strict %v, %s: %d bytes, %v, Missing %v; want %d bytes, missing data %v",
+						c.list, c.size, strict, what, len(got), err, missing, len(want), c.missing)
+				}
 			}
-		}
-		for _, jobs := range []int{1, 2} {
-			r, err := NewReader(bytes.NewReader(file), sk, &DecryptOptions{Jobs: jobs})
+			for _, jobs := range []int{1, 2} {
+				r, err := NewReader(bytes.NewReader(file), sk, &DecryptOptions{Jobs: jobs, Strict: strict})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out bytes.Buffer
+				_, err = io.Copy(&out, r)
+				check("WriteTo", out.Bytes(), err, r.Missing())
+			}
+			r, err := NewReader(bytes.NewReader(file), sk, &DecryptOptions{Strict: strict})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out bytes.Buffer
-			_, err = io.Copy(&out, r)
-			check("WriteTo", out.Bytes(), err)
+			got, err := io.ReadAll(iotest.OneByteReader(r))
+			check("Read", got, err, r.Missing())
+			ra, err := NewReaderAt(bytes.NewReader(file), int64(len(file)), sk, &DecryptOptions{Strict: strict})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = make([]byte, ra.Size()+1)
+			n, err := ra.ReadAt(got, 0)
+			if err == io.EOF {
+				err = nil
+			}
+			check("ReadAt", got[:n], err, ra.Missing())
 		}
-		r, err := NewReader(bytes.NewReader(file), sk, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(iotest.OneByteReader(r))
-		check("Read", got, err)
-		ra, err := NewReaderAt(bytes.NewReader(file), int64(len(file)), sk, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = make([]byte, ra.Size()+1)
-		n, err := ra.ReadAt(got, 0)
-		if err == io.EOF {
-			err = nil
-		}
-		check("ReadAt", got[:n], err)
 	}
 }
 

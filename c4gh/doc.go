@@ -40,8 +40,13 @@
 // [header.ErrNoDecryptablePacket] when the secret key is not a recipient,
 // [body.ErrAuth] and [body.ErrTruncated] for a damaged body (as a
 // [*body.SegmentError] that names the segment), [ErrMissingData] when the
-// edit list reaches past the end of the body, and [edit.ErrBeyondEnd] for a
-// range that starts after the data. A stream that fails part way may
+// edit list reaches past the end of the body and [DecryptOptions.Strict] is
+// set (else the file stands for what is there, as the specification reads
+// it, and Missing reports it), and [edit.ErrBeyondEnd] for a range that
+// starts after the data.
+//
+// A decryption that was interrupted can go on from the segment after the
+// last one written: see [NewResumable]. A stream that fails part way may
 // already have given out plaintext: write to a temporary file and keep it
 // only on success.
 //

@@ -150,12 +150,11 @@ func (t *tree) openHeader(ctx context.Context, p string, size int64) (*file, err
 	}
 	f.enc = r
 	f.size = r.Size()
-	if full := standsFor(r, size); full != f.size {
-		// Segments were cut off the end: show the size that the edit
-		// list says, so that a read of what is missing fails instead
-		// of finding the end of the file early.
-		t.log.printf("%s: %v: the last %d of its %d bytes cannot be read", quote(p), c4gh.ErrMissingData, full-f.size, full)
-		f.size = full
+	if r.Missing() {
+		// Valid (the specification keeps what is there), as decrypt
+		// takes it, but whole segments may have been lost: say so.
+		t.log.printf("%s: the edit list describes %d bytes, the file holds %d of them: shown as %d bytes",
+			quote(p), standsFor(r, size), f.size, f.size)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -168,7 +167,7 @@ func (t *tree) openHeader(ctx context.Context, p string, size int64) (*file, err
 }
 
 // standsFor returns the length of the plaintext that the edit list of r
-// stands for, for a file of size bytes: more than r.Size() when the body
+// describes, for a file of size bytes: more than r.Size() when the body
 // lacks bytes that the list keeps.
 func standsFor(r *c4gh.ReaderAt, size int64) int64 {
 	list, _ := r.EditList()

@@ -133,8 +133,9 @@ func checkDistinct(items []batchItem) error {
 }
 
 // fileOp turns src, of size bytes (-1 when unknown), into dst with jobs
-// segment workers.
-type fileOp func(dst io.Writer, src io.Reader, size int64, jobs int) error
+// segment workers. A warning it returns with a nil error is printed after
+// the file's name (unless -q); the output is kept.
+type fileOp func(dst io.Writer, src io.Reader, size int64, jobs int) (warning string, err error)
 
 // batchError ends a batch in which some files failed; each was already
 // reported on its own line. Its exit code is the highest of theirs.
@@ -299,9 +300,12 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 		out.preallocate(size)
 	}
 	sums := newFileSums(c.Bool("checksum"))
-	err = out.finish(sums.run(out, prog.reader(in.Reader), in.size(), jobs, op))
-	if err != nil {
+	warning, err := sums.run(out, prog.reader(in.Reader), in.size(), jobs, op)
+	if err = out.finish(err); err != nil {
 		return "", err
+	}
+	if warning != "" && !c.Bool("quiet") {
+		prog.print(func() { warnf(c, "%s: %s", quoteName(shownName(it.in)), warning) })
 	}
 	return sums.lines(it.in, it.out, srcIsPlain), nil
 }
@@ -349,12 +353,13 @@ func (s *fileSums) drain(r io.Reader) error {
 }
 
 // run runs op from src to dst, hashing both sides.
-func (s *fileSums) run(dst io.Writer, src io.Reader, size int64, jobs int, op fileOp) error {
+func (s *fileSums) run(dst io.Writer, src io.Reader, size int64, jobs int, op fileOp) (string, error) {
 	src = s.reader(src)
-	if err := op(s.writer(dst), src, size, jobs); err != nil {
-		return err
+	warning, err := op(s.writer(dst), src, size, jobs)
+	if err != nil {
+		return "", err
 	}
-	return s.drain(src)
+	return warning, s.drain(src)
 }
 
 // lines returns the two sha256sum lines, the plaintext first. inName and
@@ -423,15 +428,16 @@ func decryptBatch(c *cli.Context, files []string) error {
 		return err
 	}
 	defer sk.Zero()
-	return runBatch(c, items, "decrypting", modeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) error {
-		r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs})
+	strict := c.Bool("strict")
+	return runBatch(c, items, "decrypting", modeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) (string, error) {
+		r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict})
 		if err != nil {
-			return noPacketHint(err, sk, sender)
+			return "", noPacketHint(err, sk, sender)
 		}
 		defer r.Close()
 		if _, err := r.WriteTo(dst); err != nil {
-			return decryptError(err, r.HeaderSize(), size)
+			return "", decryptError(err, r.HeaderSize(), size)
 		}
-		return nil
+		return missingWarning(r.Missing()), nil
 	})
 }

@@ -193,9 +193,9 @@ func TestFileSumsDrain(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789"), 10000)
 	s := newFileSums(true)
 	var out bytes.Buffer
-	err := s.run(&out, bytes.NewReader(data), -1, 1, func(dst io.Writer, src io.Reader, _ int64, _ int) error {
+	_, err := s.run(&out, bytes.NewReader(data), -1, 1, func(dst io.Writer, src io.Reader, _ int64, _ int) (string, error) {
 		_, err := io.CopyN(dst, src, 10)
-		return err
+		return "", err
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -23,13 +23,16 @@ func decryptCommand() *cli.Command {
 			"for, after its edit list, to stdout (or -o). With --range, only bytes\n" +
 			"[START, END) of that plaintext are written; on a file only the segments\n" +
 			"that the range needs are read. Given FILE.c4gh arguments (flags first),\n" +
-			"writes FILE beside each." + objectHelp("-i and -o") + resumeHelp + batchFolderHelp,
+			"writes FILE beside each. A file whose edit list describes more data than\n" +
+			"its body holds is valid: what is there is written, with a warning (whole\n" +
+			"segments may have been lost in a transfer); --strict makes it exit 4." +
+			objectHelp("-i and -o") + resumeHelp + batchFolderHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			senderFlag(),
 			&cli.StringFlag{Name: "range", Usage: "output only bytes [START, END) (`START-END`, or START for the rest)"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(true),
-			s3ConfigFlag(), continueFlag(),
+			s3ConfigFlag(), continueFlag(), strictFlag(),
 		},
 		Action: decrypt,
 	}
@@ -108,6 +111,7 @@ func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string
 	if err != nil {
 		return "", decryptError(err, r.HeaderSize(), size)
 	}
+	warnMissing(c, c.String("input"), r.Missing())
 	return sums.lines(singleSumName(c.String("input")), c.String("output"), false), nil
 }
 
@@ -126,11 +130,15 @@ func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) erro
 		return err
 	}
 	defer sk.Zero()
-	r, err := c4gh.NewReaderAt(file, size, sk, &c4gh.DecryptOptions{Sender: sender})
+	r, err := c4gh.NewReaderAt(file, size, sk, &c4gh.DecryptOptions{Sender: sender, Strict: c.Bool("strict")})
 	if err != nil {
 		return noPacketHint(err, sk, sender)
 	}
 	defer r.Close()
+	if rng.End > r.Size() {
+		// The range reaches the end of what the file holds.
+		warnMissing(c, c.String("input"), r.Missing())
+	}
 	if _, err := r.CopyRange(out, rng.Start, rng.End); err != nil {
 		return decryptError(err, r.HeaderSize(), size)
 	}
@@ -145,7 +153,7 @@ func openReader(c *cli.Context, src io.Reader) (*c4gh.Reader, error) {
 		return nil, err
 	}
 	defer sk.Zero()
-	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs")})
+	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs"), Strict: c.Bool("strict")})
 	return r, noPacketHint(err, sk, sender)
 }
 
@@ -206,4 +214,37 @@ func noPacketHint(err error, sk *keys.SecretKey, sender *keys.PublicKey) error {
 		return withHint(err, "no packet for the public key %s was written by %s", sk.Public(), *sender)
 	}
 	return withHint(err, "the file has no packet for the public key %s", sk.Public())
+}
+
+// strictFlag is --strict of decrypt and verify.
+func strictFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name:  "strict",
+		Usage: "fail (exit 4) when the edit list describes more data than the file holds, instead of a warning",
+	}
+}
+
+// missingWarning is what a file whose edit list describes more data than
+// its body holds gets, missing when it does: such files are valid (the
+// specification keeps what is there), but whole segments may have been
+// lost off the end.
+func missingWarning(missing bool) string {
+	if !missing {
+		return ""
+	}
+	return "the edit list describes more data than the file holds: decrypted what is there (were whole segments lost in a transfer? --strict makes this an error)"
+}
+
+// warnMissing prints missingWarning for the input at path ("" or "-" for
+// stdin), unless -q.
+func warnMissing(c *cli.Context, path string, missing bool) {
+	w := missingWarning(missing)
+	if w == "" || c.Bool("quiet") {
+		return
+	}
+	name := "stdin"
+	if path != "" && path != "-" {
+		name = quoteName(shownName(path))
+	}
+	warnf(c, "%s: %s", name, w)
 }

@@ -73,13 +73,13 @@ func encrypt(c *cli.Context) error {
 		if opts.Writer != nil {
 			defer opts.Writer.Zero()
 		}
-		return runBatch(c, items, "encrypting", modePublic, true, func(dst io.Writer, src io.Reader, _ int64, jobs int) error {
+		return runBatch(c, items, "encrypting", modePublic, true, func(dst io.Writer, src io.Reader, _ int64, jobs int) (string, error) {
 			o := opts
 			o.Jobs = jobs
 			if _, err := c4gh.Encrypt(dst, src, o); err != nil {
-				return fmt.Errorf("failed to encrypt: %w", err)
+				return "", fmt.Errorf("failed to encrypt: %w", err)
 			}
-			return nil
+			return "", nil
 		})
 	}
 
@@ -137,9 +137,9 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 	}
 	sums := newFileSums(c.Bool("checksum"))
 	prog.start()
-	err = sums.run(out, prog.reader(src), -1, opts.Jobs, func(dst io.Writer, src io.Reader, _ int64, _ int) error {
+	_, err = sums.run(out, prog.reader(src), -1, opts.Jobs, func(dst io.Writer, src io.Reader, _ int64, _ int) (string, error) {
 		_, err := c4gh.Encrypt(dst, src, opts)
-		return err
+		return "", err
 	})
 	prog.stop()
 	if err != nil {

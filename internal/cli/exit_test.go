@@ -29,6 +29,7 @@ var sentinelCodes = map[string]struct {
 	"body.ErrAuth":                  {body.ErrAuth, exitData},
 	"body.ErrTruncated":             {body.ErrTruncated, exitData},
 	"c4gh.ErrMissingData":           {c4gh.ErrMissingData, exitData},
+	"c4gh.ErrResumeEditList":        {c4gh.ErrResumeEditList, exitUsage},
 	"edit.ErrTooLong":               {edit.ErrTooLong, exitData},
 	"edit.ErrEmpty":                 {edit.ErrEmpty, exitUsage},
 	"edit.ErrInvalidRange":          {edit.ErrInvalidRange, exitUsage},

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/c4gh-go/crypt4gh/body"
-	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -109,6 +108,9 @@ type inspectReport struct {
 
 	// bodyErr says why BodyPlaintextSize is unknown.
 	bodyErr error
+	// missing is set when the edit list describes more than the body
+	// holds (EditListFits false).
+	missing bool
 }
 
 type packetReport struct {
@@ -173,6 +175,7 @@ func inspect(c *cli.Context) error {
 	if keyErr != nil {
 		return keyErr
 	}
+	warnMissing(c, path, r.missing)
 	return r.bodyErr
 }
 
@@ -267,9 +270,9 @@ func (r *inspectReport) open(h *header.Header, sk *keys.SecretKey) error {
 			r.EditListFits = &fits
 		}
 		if stands.Missing {
-			// The same failure as decrypt's and verify's, after the
-			// description.
-			r.bodyErr = fmt.Errorf("%w: the edit list reaches past its %d bytes of plaintext", c4gh.ErrMissingData, *r.BodyPlaintextSize)
+			// Valid, as decrypt and verify take it, but worth a
+			// warning: see missingWarning.
+			r.missing = true
 		}
 	}
 	return nil
@@ -336,6 +339,9 @@ func (r *inspectReport) print(w io.Writer, asJSON bool) error {
 	case r.PlaintextSize == nil:
 		line("plaintext size", "%s before any edit list (only a key that opens the header shows whether one applies)",
 			bytesText(*r.BodyPlaintextSize))
+	case r.missing:
+		line("plaintext size", "%s after the edit list (%s before), which describes more than the body holds",
+			bytesText(*r.PlaintextSize), bytesText(*r.BodyPlaintextSize))
 	case r.HasEditList != nil && *r.HasEditList:
 		line("plaintext size", "%s after the edit list (%s before)",
 			bytesText(*r.PlaintextSize), bytesText(*r.BodyPlaintextSize))

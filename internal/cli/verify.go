@@ -20,19 +20,20 @@ func verifyCommand() *cli.Command {
 		ArgsUsage: "[FILE…]",
 		Description: "Opens the header of each FILE (stdin when there is none, or for \"-\") with --sk,\n" +
 			"authenticates every segment of the body, in parallel as decrypt does, and\n" +
-			"checks that the edit list, if any, stays within the body. Prints \"FILE: OK\"\n" +
+			"checks the edit list, if any, against the body. Prints \"FILE: OK\"\n" +
 			"for each good file (nothing with -q) and a one-line error naming the file\n" +
 			"and the first bad segment for each bad one. Every file is checked; the exit\n" +
 			"status is 0 when all pass, else the highest code among the failures (4 for\n" +
 			"damaged, truncated or tampered data, 3 for key problems). Whole segments\n" +
 			"cut off the end of a body cannot be detected, unless an edit list reaches\n" +
-			"into them." + verifyObjectsHelp,
+			"into them: then the file passes with a warning (such files are valid: the\n" +
+			"edit list keeps what is there), and with --strict it fails with exit 4." + verifyObjectsHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			senderFlag(),
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing for files that pass"},
 			passphraseFileFlag(), jobsFlag(),
-			s3ConfigFlag(),
+			s3ConfigFlag(), strictFlag(),
 		},
 		Action: verify,
 	}
@@ -114,12 +115,15 @@ func verifyFile(c *cli.Context, path string, sk *keys.SecretKey, sender *keys.Pu
 	}
 	defer in.Close()
 	size := in.size()
-	r, err := c4gh.NewReader(in, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs")})
+	r, err := c4gh.NewReader(in, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs"), Strict: c.Bool("strict")})
 	if err != nil {
 		return noPacketHint(err, sk, sender)
 	}
 	defer r.Close()
 	_, err = r.WriteTo(io.Discard)
+	if err == nil {
+		warnMissing(c, path, r.Missing())
+	}
 	var se *body.SegmentError
 	switch {
 	case errors.As(err, &se):
