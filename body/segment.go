@@ -251,3 +251,21 @@ func (k keyring) openScratch(scratch, seg []byte, index int64, last *int) ([]byt
 	}
 	return k.open(scratch[:0], seg, index, last)
 }
+
+// Authenticate checks that the stored segment seg, segment index of a body,
+// authenticates under one of the data keys, without keeping its
+// plaintext. It fails with a [*SegmentError]: [ErrTruncated] for a segment
+// too short to hold a nonce and a tag, [ErrAuth] when no key opens it. seg
+// is not changed.
+func Authenticate(seg []byte, index int64, keys [][32]byte) error {
+	if len(seg) < Overhead || len(seg) > EncryptedSegmentSize {
+		return &SegmentError{Index: index, Err: ErrTruncated}
+	}
+	k, err := newKeyring(keys)
+	if err != nil {
+		return err
+	}
+	var last int
+	_, err = k.open(make([]byte, 0, len(seg)-Overhead), seg, index, &last)
+	return err
+}

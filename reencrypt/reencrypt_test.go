@@ -933,3 +933,54 @@ func TestHeaderInterop(t *testing.T) {
 		})
 	}
 }
+
+// TestCopyBodyChecksLastSegment: a body copied by CopyBody (a stream) or
+// checked by CheckLastSegment (a file) whose last segment was cut at a
+// length that looks right fails with ErrAuth naming that segment, and
+// CopyBody has not written it; a whole body is copied as it is.
+func TestCopyBodyChecksLastSegment(t *testing.T) {
+	me := newKey(t)
+	for _, n := range []int{0, 1, seg, seg + 1, 3*seg + 700} {
+		file := encrypt(t, plaintext(n, 9), nil, me, me.Public())
+		h, _ := contents(t, file, me)
+		bodyBytes := file[h.Size():]
+		var out bytes.Buffer
+		if m, err := reencrypt.CopyBody(&out, bytes.NewReader(bodyBytes), h, me); err != nil || m != int64(len(bodyBytes)) || !bytes.Equal(out.Bytes(), bodyBytes) {
+			t.Fatalf("%d bytes: CopyBody = %d, %v; want the body as it is", n, m, err)
+		}
+		if err := reencrypt.CheckLastSegment(bytes.NewReader(file), h.Size(), int64(len(bodyBytes)), h, me); err != nil {
+			t.Fatalf("%d bytes: CheckLastSegment: %v", n, err)
+		}
+		if n == 0 {
+			continue
+		}
+		for _, cut := range []int{1, 100} {
+			if rest := len(bodyBytes) % body.EncryptedSegmentSize; rest != 0 && cut >= rest-body.Overhead {
+				continue // a last segment this short is another error
+			}
+			short := bodyBytes[:len(bodyBytes)-cut]
+			last := body.StoredSegments(int64(len(short))) - 1
+			out.Reset()
+			_, err := reencrypt.CopyBody(&out, bytes.NewReader(short), h, me)
+			var se *body.SegmentError
+			if !errors.As(err, &se) || se.Index != last || !errors.Is(err, body.ErrAuth) {
+				t.Fatalf("%d bytes cut by %d: CopyBody: %v, want segment %d failed authentication", n, cut, err, last)
+			}
+			if int64(out.Len()) != body.EncryptedOffset(last) {
+				t.Errorf("%d bytes cut by %d: CopyBody wrote %d bytes, want the %d before the last segment", n, cut, out.Len(), body.EncryptedOffset(last))
+			}
+			cutFile := file[:len(file)-cut]
+			err = reencrypt.CheckLastSegment(bytes.NewReader(cutFile), h.Size(), int64(len(short)), h, me)
+			if !errors.As(err, &se) || se.Index != last || !errors.Is(err, body.ErrAuth) {
+				t.Fatalf("%d bytes cut by %d: CheckLastSegment: %v, want segment %d failed authentication", n, cut, err, last)
+			}
+		}
+	}
+	// Too short to be a segment at all.
+	file := encrypt(t, plaintext(seg+50, 9), nil, me, me.Public())
+	h, _ := contents(t, file, me)
+	short := file[h.Size() : h.Size()+body.EncryptedSegmentSize+5]
+	if _, err := reencrypt.CopyBody(io.Discard, bytes.NewReader(short), h, me); !errors.Is(err, body.ErrTruncated) {
+		t.Fatalf("a last segment of 5 bytes: %v, want ErrTruncated", err)
+	}
+}

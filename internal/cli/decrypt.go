@@ -181,7 +181,13 @@ func decryptError(err error, headerSize, fileSize int64) error {
 	if !errors.As(err, &se) {
 		return err
 	}
-	err = fmt.Errorf("failed to decrypt: %w (at byte %d of the file)", se, se.Offset(headerSize))
+	return cutShortHint(fmt.Errorf("failed to decrypt: %w (at byte %d of the file)", se, se.Offset(headerSize)), se, headerSize, fileSize)
+}
+
+// cutShortHint adds to err, the failure of segment se, that the file may
+// have been cut short when se is its last segment and shorter than a full
+// one.
+func cutShortHint(err error, se *body.SegmentError, headerSize, fileSize int64) error {
 	if fileSize >= 0 && errors.Is(se, body.ErrAuth) && body.ShortLast(fileSize-headerSize, se.Index) {
 		return withHint(err, "the encrypted data was modified or damaged; it is the last segment and shorter than a full one, so the file may also have been cut short in transfer")
 	}

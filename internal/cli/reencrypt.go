@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -72,11 +73,11 @@ func reencryptAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return out.finish(reencryptTo(c, h, src, out, recipients))
+	return out.finish(reencryptTo(c, h, in, src, out, recipients))
 }
 
 // reencryptTo writes the new header and then the body, unchanged.
-func reencryptTo(c *cli.Context, h *header.Header, src io.Reader, out *output, recipients []keys.PublicKey) error {
+func reencryptTo(c *cli.Context, h *header.Header, in *input, src io.Reader, out *output, recipients []keys.PublicKey) error {
 	sk, err := readSecretKey(c)
 	if err != nil {
 		return err
@@ -97,12 +98,39 @@ func reencryptTo(c *cli.Context, h *header.Header, src io.Reader, out *output, r
 	// and out.Writer the temporary *os.File: io.Copy hands the copy to the
 	// kernel (copy_file_range) when both are regular files. On a pipe the
 	// length is checked as it is copied.
-	n, err := io.Copy(out.Writer, src)
-	if err != nil {
-		return fmt.Errorf("failed to copy the body: %w", err)
+	//
+	// The last segment is authenticated before it is written: a body cut
+	// inside it, at a length that looks right, is refused. From a file it
+	// is read first; from a pipe each segment is held until the next.
+	if in.regular() {
+		start, err := in.file.Seek(0, io.SeekCurrent) // after the header
+		size := in.size()
+		if err != nil || size < 0 {
+			return fmt.Errorf("failed to read input: %w", err)
+		}
+		if err := reencrypt.CheckLastSegment(in.file, start, size, h, sk); err != nil {
+			return bodyError(err, start, start+size)
+		}
+		n, err := io.Copy(out.Writer, src)
+		if err != nil {
+			return fmt.Errorf("failed to copy the body: %w", err)
+		}
+		if n != size {
+			return fmt.Errorf("failed to copy the body: %w: the input changed size while it was copied", io.ErrUnexpectedEOF)
+		}
+		return nil
 	}
-	if _, err := body.PlaintextSize(n); err != nil {
-		return fmt.Errorf("body %w", err)
+	_, err = reencrypt.CopyBody(out.Writer, src, h, sk)
+	return bodyError(err, h.Size(), -1)
+}
+
+// bodyError names a failed segment of the body that re-encryption checks,
+// in a file of fileSize bytes (-1 when unknown) whose header has
+// headerSize.
+func bodyError(err error, headerSize, fileSize int64) error {
+	var se *body.SegmentError
+	if !errors.As(err, &se) {
+		return err
 	}
-	return nil
+	return cutShortHint(fmt.Errorf("body %w (at byte %d of the file)", se, se.Offset(headerSize)), se, headerSize, fileSize)
 }
