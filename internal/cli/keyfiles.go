@@ -176,13 +176,24 @@ func passphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
 	if path := c.String(src.fileFlag); path != "" {
 		return readPassphraseFile(c, path)
 	}
+	stdinFile, _ := c.App.Reader.(*os.File)
 	if p := os.Getenv(src.env); p != "" {
-		if !c.Bool("quiet") {
+		if src.stdin && stdinFile != nil && !isTerminal(stdinFile) && pendingInput(stdinFile) {
+			// Which one was meant? A key locked with the other could
+			// never be opened.
+			return nil, withHint(usagef("a passphrase is piped on stdin and %s is set too", src.env),
+				"unset %s, or give the passphrase only there (or with --%s)", src.env, src.fileFlag)
+		}
+		switch {
+		case src.confirm:
+			// A new key: a script that exports the variable for its
+			// decrypt steps would lock keys with it unawares.
+			warnf(c, "locking the new key with the passphrase in %s", src.env)
+		case !c.Bool("quiet"):
 			warnf(c, "using the passphrase in %s; environment variables can be read by other processes", src.env)
 		}
 		return []byte(p), nil
 	}
-	stdinFile, _ := c.App.Reader.(*os.File)
 	if src.stdin && !isTerminal(stdinFile) && !readsStdin(c) {
 		return readPassphraseLines(c.App.Reader, src.confirm)
 	}

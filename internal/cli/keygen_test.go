@@ -104,3 +104,63 @@ func TestKeygenConvertComment(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+// TestKeygenPassphraseTwice: keygen with a passphrase piped on stdin and a
+// different C4GH_PASSPHRASE set refuses (exit 2), naming both, and writes
+// no key; with only the variable, it says that the new key is locked with
+// it, also with -q, and the key opens with it.
+func TestKeygenPassphraseTwice(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(publicKeyEnv, "")
+	t.Setenv(passphraseEnv, "from the variable")
+	piped := filepath.Join(dir, "piped")
+	if err := os.WriteFile(piped, []byte("from stdin\nfrom stdin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pipe := func(data string) *os.File {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteString(data)
+		w.Close()
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	file := func() *os.File {
+		f, err := os.Open(piped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	for name, stdin := range map[string]*os.File{"pipe": pipe("from stdin\nfrom stdin\n"), "file": file()} {
+		sk := filepath.Join(dir, name+".sec")
+		var stdout, stderr bytes.Buffer
+		code := Run([]string{"crypt4gh", "keygen", "--sk", sk, "--pk", sk + ".pub"}, stdin, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "a passphrase is piped on stdin and C4GH_PASSPHRASE is set too") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 naming both", name, code, stderr.String())
+		}
+		if _, err := os.Stat(sk); err == nil {
+			t.Errorf("%s: a key was written", name)
+		}
+	}
+	// An empty stdin: the variable, said also with -q.
+	sk := filepath.Join(dir, "env.sec")
+	var stdout, stderr bytes.Buffer
+	if code := Run([]string{"crypt4gh", "keygen", "-q", "--sk", sk, "--pk", sk + ".pub"}, pipe(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "warning: locking the new key with the passphrase in C4GH_PASSPHRASE") {
+		t.Errorf("stderr %q: no word of the variable", stderr.String())
+	}
+	data, err := os.ReadFile(sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.ParseSecretKey(data, func() ([]byte, error) { return []byte("from the variable"), nil }); err != nil {
+		t.Errorf("the key does not open with the variable's passphrase: %v", err)
+	}
+}
