@@ -18,7 +18,7 @@ import (
 // interopDir holds the vectors made by other implementations.
 const interopDir = "testdata/interop"
 
-// The exit codes of README's table, which the end-to-end tests check.
+// The exit codes of docs/exit-codes.md, which the end-to-end tests check.
 const (
 	exitOK    = 0
 	exitError = 1

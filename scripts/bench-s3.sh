@@ -28,7 +28,8 @@
 #
 # GWDIR=DIR puts versitygw's folder in a new folder in DIR instead: its multipart uploads are assembled at CompleteMultipartUpload
 # with copy_file_range, a copy of every byte on ext4 or tmpfs and a
-# reflink on XFS or Btrfs, which decides the rekey row (see README).
+# reflink on XFS or Btrfs, which decides the rekey row (see
+# docs/performance.md).
 # ONLY="rekey download" (any of upload, download, rss, rekey) measures
 # only those. Each timing is the best (least) of RUNS runs (default 5), the two sides
 # of a ratio taking turns. It takes about ten minutes on a 2-core machine

@@ -6,7 +6,8 @@
 # Needs Go and coreutils. /usr/bin/time (GNU time, `apt-get install -y time`)
 # is optional: without it the peak RSS lines print "n/a".
 #
-# It builds the command (CGO_ENABLED=0) and scripts/ceiling into a temporary
+# It builds the command as a release is built (CGO_ENABLED=0, -trimpath,
+# -s -w, the tag urfave_cli_no_docs) and scripts/ceiling into a temporary
 # folder, makes a 1 GiB random file there, and prints every figure as a
 # ratio to something measured in the same run, so that a busy machine moves
 # both sides of a ratio alike:
@@ -26,11 +27,16 @@
 #                decrypt
 #   reencrypt    of the 1 GiB file, against cp
 #   1 KB         a tiny file end to end (encrypt, then decrypt)
+#   start-up     crypt4gh --version, and a decrypt of a 1 KB file to
+#                /dev/null: the mean of STARTS runs (default 200), the best
+#                of RUNS such means; mostly process start and package
+#                initialisation
 #
 # then the body/ benchmarks (go test -bench) with allocations per call.
 # With PREV=REV (a git revision, e.g. PREV=main~5) the same commands of that
-# version are timed in the same run, and each figure is also given as a
-# ratio to the previous version's, and the writes to a file once more
+# version (built as it was then: CGO_ENABLED=0 go build) are timed in the
+# same run, and each figure is also given as a ratio to the previous
+# version's, and the writes to a file once more
 # against the previous version followed by "sync out ." (the fsync of the
 # output and its folder that this version does itself). With MOUNT=1 the
 # mount benchmark runs too (it needs FUSE and 2 GiB in $TMPDIR); with S3=1,
@@ -41,6 +47,7 @@
 set -euo pipefail
 
 RUNS=${RUNS:-5}
+STARTS=${STARTS:-200}
 GOTEST=${GOTEST:-1}
 PREV=${PREV:-}
 MOUNT=${MOUNT:-0}
@@ -52,7 +59,8 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
 echo "building in $tmp ..." >&2
-(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/crypt4gh" . && go build -o "$tmp/ceiling" ./scripts/ceiling)
+(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -tags urfave_cli_no_docs -o "$tmp/crypt4gh" . &&
+	go build -o "$tmp/ceiling" ./scripts/ceiling)
 c4gh=$tmp/crypt4gh
 if [[ -n $PREV ]]; then
 	echo "building $PREV ..." >&2
@@ -73,6 +81,7 @@ head -c $((64 * MiB)) plain >plain64
 head -c 1000 plain >plain1k
 "$c4gh" encrypt --recipient_pk alice.pub -i plain -o plain.c4gh
 "$c4gh" encrypt --recipient_pk alice.pub -i plain64 -o plain64.c4gh
+"$c4gh" encrypt --recipient_pk alice.pub -i plain1k -o plain1k.c4gh
 sync
 
 # now_us prints the wall clock in microseconds, without starting a process.
@@ -141,6 +150,15 @@ with_prev() { local c4gh=$tmp/crypt4gh-prev; "$@"; }
 # A command that writes out, then the fsync of out and of its folder that
 # this version does itself: for a version that left them to chance.
 synced() { "$@" && sync out .; }
+# start_version, start_dec1k: STARTS process starts in a row.
+start_version() {
+	local i
+	for ((i = 0; i < STARTS; i++)); do "$c4gh" --version >/dev/null; done
+}
+start_dec1k() {
+	local i
+	for ((i = 0; i < STARTS; i++)); do "$c4gh" decrypt --sk alice.sec -i plain1k.c4gh >/dev/null; done
+}
 tiny() {
 	"$c4gh" encrypt --recipient_pk alice.pub -i plain1k -o tiny.c4gh --force
 	"$c4gh" decrypt --sk alice.sec -i tiny.c4gh -o tiny.out --force
@@ -161,6 +179,8 @@ mb() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.0f", b / s / 1e6 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f%%", 100 * a / b }'; }
 ms() { awk -v s="$1" 'BEGIN { printf "%.1f ms", s * 1000 }'; }
+# per_start: the time of STARTS runs, per run.
+per_start() { awk -v s="$1" -v n="$STARTS" 'BEGIN { printf "%.2f ms", s * 1000 / n }'; }
 
 ceiling=$("$tmp/ceiling" -size "$GiB" -runs "$RUNS")
 t_enc_null=$(best enc_null)
@@ -172,6 +192,8 @@ t_cp=$(best cp_file)
 t_reenc=$(best reenc)
 t_range=$(best range_last)
 t_tiny=$(best tiny)
+t_start_version=$(best start_version)
+t_start_dec1k=$(best start_dec1k)
 c_ceiling=$(cpu "$tmp/ceiling" -size "$GiB" -runs 1)
 c_read=$(cpu cat plain)
 c_enc=$(cpu "$c4gh" encrypt --recipient_pk alice.pub -i plain)
@@ -213,6 +235,8 @@ printf '%-40s %12s %14s   %s\n' "decrypt --range last 1 MiB of 1 GiB" "$(ms "$t_
 printf '%-40s %12s %14s   %s\n' "cp file.c4gh copy" "${t_cp} s" "1" ""
 printf '%-40s %12s %14s   %s\n' "reencrypt 1 GiB" "${t_reenc} s" "$(ratio "$t_reenc" "$t_cp") x cp" "<= 1.20"
 printf '%-40s %12s %14s   %s\n' "1 KB file: encrypt + decrypt" "$(ms "$t_tiny")" "" ""
+printf '%-40s %12s %14s   %s\n' "start-up: --version" "$(per_start "$t_start_version")" "" ""
+printf '%-40s %12s %14s   %s\n' "start-up: decrypt 1 KB -> /dev/null" "$(per_start "$t_start_dec1k")" "" ""
 
 if [[ -n $PREV ]]; then
 	p_enc_null=$(best with_prev enc_null)
@@ -224,6 +248,8 @@ if [[ -n $PREV ]]; then
 	p_enc_file_sync=$(best with_prev synced enc_file)
 	p_dec_file_sync=$(best with_prev synced dec_file)
 	p_reenc_sync=$(best with_prev synced reenc)
+	p_start_version=$(best with_prev start_version)
+	p_start_dec1k=$(best with_prev start_dec1k)
 	# This version once more, right after: the load may have changed.
 	t2_enc_null=$(best enc_null)
 	t2_dec_null=$(best dec_null)
@@ -231,11 +257,13 @@ if [[ -n $PREV ]]; then
 	t2_dec_file=$(best dec_file)
 	t2_range=$(best range_last)
 	t2_reenc=$(best reenc)
+	t2_start_version=$(best start_version)
+	t2_start_dec1k=$(best start_dec1k)
 	lesser() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'; }
 	echo
 	echo "this version against $PREV ($(git -C "$root" rev-parse --short "$PREV")), same run: time / previous time (below 1: faster)"
 	printf '%-40s %12s %12s %10s\n' "measure" "this" "previous" "ratio"
-	for m in enc_null dec_null enc_file dec_file range reenc; do
+	for m in enc_null dec_null enc_file dec_file range reenc start_version start_dec1k; do
 		a=$(eval echo "\$t_$m"); a2=$(eval echo "\$t2_$m"); b=$(eval echo "\$p_$m")
 		a=$(lesser "$a" "$a2")
 		printf '%-40s %10s s %10s s %10s\n' "$m" "$a" "$b" "$(ratio "$a" "$b")"

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"sync"
 	"syscall"
 
@@ -105,14 +104,6 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		}
 	}
 	return app
-}
-
-// version is the module version from the build info, or "(devel)".
-func version() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "(devel)"
 }
 
 // flagError rewrites the errors of Go's flag package, which name every

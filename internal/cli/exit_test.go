@@ -21,7 +21,7 @@ import (
 )
 
 // sentinelCodes is the exit code of every exported sentinel error of the
-// library, as README's table of exit codes gives it.
+// library, as the table of docs/exit-codes.md gives it.
 var sentinelCodes = map[string]struct {
 	err  error
 	code int
@@ -147,17 +147,18 @@ func isErrkindNew(e ast.Expr) bool {
 	return ok && pkg.Name == "errkind" && sel.Sel.Name == "New"
 }
 
-// TestREADMEExitCodes checks that README's table of exit codes has one row
-// per code the command uses, with the words of its class.
-func TestREADMEExitCodes(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// TestDocsExitCodes checks that the table of exit codes in
+// docs/exit-codes.md has one row per code the command uses, with the
+// words of its class.
+func TestDocsExitCodes(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "exit-codes.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for code, word := range map[int]string{exitOK: "success", exitError: "I/O", exitUsage: "usage", exitKey: "keys", exitData: "data"} {
 		row := regexp.MustCompile(fmt.Sprintf(`(?m)^\| %d \| %s`, code, regexp.QuoteMeta(word)))
-		if !row.Match(readme) {
-			t.Errorf("README has no exit code row \"| %d | %s…\"", code, word)
+		if !row.Match(page) {
+			t.Errorf("docs/exit-codes.md has no exit code row \"| %d | %s…\"", code, word)
 		}
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestExitCodeTable runs one case of every row of README's table of exit
-// codes through the command line.
+// TestExitCodeTable runs one case of every row of the table of exit codes
+// (docs/exit-codes.md) through the command line.
 func TestExitCodeTable(t *testing.T) {
 	dir := t.TempDir()
 	in := func(n string) string { return filepath.Join(dir, n) }

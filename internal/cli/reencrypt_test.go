@@ -61,7 +61,7 @@ func TestReencryptCommandErrors(t *testing.T) {
 		{"splice end before start", []string{"splice", "--sk", me, "--range", "10-5", "-i", c4}, nil, exitUsage, `invalid range "10-5"`},
 		{"splice no range", []string{"splice", "--sk", me, "-i", c4}, nil, exitUsage, "no range"},
 		{"splice stranger key", []string{"splice", "--sk", stranger, "--recipient_pk", in("me.pub"), "--range", "0-10", "-i", c4}, nil, exitKey, "no header packet can be decrypted"},
-		{"splice missing recipient key", []string{"splice", "--sk", me, "--recipient_pk", in("nobody.pub"), "--range", "0-10", "-i", c4}, nil, exitKey, "does not exist"}, // a missing key file is a key error, as README's table says
+		{"splice missing recipient key", []string{"splice", "--sk", me, "--recipient_pk", in("nobody.pub"), "--range", "0-10", "-i", c4}, nil, exitKey, "does not exist"}, // a missing key file is a key error, as docs/exit-codes.md says
 		{"reencrypt no recipient", []string{"reencrypt", "--sk", me, "-i", c4}, nil, exitUsage, "no recipient"},
 		{"reencrypt stranger key", []string{"reencrypt", "--sk", stranger, "--recipient_pk", in("me.pub"), "-i", c4}, nil, exitKey, "no header packet can be decrypted"},
 		{"reencrypt not crypt4gh", []string{"reencrypt", "--sk", me, "--recipient_pk", in("me.pub"), "-i", in("plain")}, nil, exitData, "not a crypt4gh file"},
