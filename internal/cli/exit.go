@@ -13,7 +13,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
-// Exit codes. They are documented in README.md; keep them stable.
+// Exit codes. They are documented in docs/exit-codes.md; keep them stable.
 const (
 	exitOK    = 0
 	exitError = 1 // I/O and other errors

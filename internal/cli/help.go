@@ -102,7 +102,7 @@ var extras = map[string]pageExtras{
 	},
 }
 
-// exitCodes are README's table, in short.
+// exitCodes are the table of docs/exit-codes.md, in short.
 var exitCodes = []struct {
 	code int
 	doc  string

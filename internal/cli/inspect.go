@@ -87,7 +87,7 @@ func methodName(m uint32) string {
 }
 
 // inspectReport is what inspect finds out. It is printed as is with --json:
-// the field names are documented in README.md and in the command's
+// the field names are documented in docs/commands.md and in the command's
 // description, so keep them stable.
 type inspectReport struct {
 	File              string         `json:"file"`

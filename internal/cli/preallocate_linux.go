@@ -15,7 +15,7 @@ const reserveMargin = 64 << 20
 // without changing its size (FALLOC_FL_KEEP_SIZE), and reports whether
 // anything was reserved, which the caller releases at commit. On ext4,
 // writing a new file into reserved blocks skips the per-block
-// delayed-allocation bookkeeping of every write (see README, Performance).
+// delayed-allocation bookkeeping of every write (see docs/performance.md).
 //
 // It never reserves more than the free space minus reserveMargin, so that
 // other writers do not run out of space because of a reservation, and it
