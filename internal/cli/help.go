@@ -70,6 +70,10 @@ var extras = map[string]pageExtras{
 			"crypt4gh decrypt --sk bob.sec --range 1000000-2000000 -i reads.bam.c4gh > part",
 		},
 	},
+	"cat": {
+		env:      []string{secretKeyEnv, passphraseEnv},
+		examples: []string{"crypt4gh cat --sk bob.sec part1.bam.c4gh part2.bam.c4gh | samtools view -"},
+	},
 	"reencrypt": {
 		env:      []string{secretKeyEnv, passphraseEnv},
 		examples: []string{"crypt4gh reencrypt --sk archive.sec --recipient_pk requester.pub -i f.c4gh -o out.c4gh"},

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/urfave/cli/v2"
+)
+
+func catCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "cat",
+		Usage:     "decrypt files to stdout, one after the other",
+		ArgsUsage: "[FILE.c4gh…]",
+		Description: "Decrypts each FILE.c4gh (stdin when there is none, or for \"-\") with --sk\n" +
+			"and writes the plaintexts that they stand for to stdout, in order, as zcat\n" +
+			"does for gzip files: crypt4gh cat part1.c4gh part2.c4gh | samtools view -.\n" +
+			"The secret key is read once. The first file that fails stops the command\n" +
+			"(what came before it has been written), with an error that names it." +
+			objectHelp("FILE"),
+		Flags: []cli.Flag{
+			skFlag(), senderFlag(), passphraseFileFlag(), jobsFlag(),
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no warning about C4GH_PASSPHRASE or edit lists"},
+			strictFlag(), s3ConfigFlag(),
+		},
+		Action: catFiles,
+	}
+}
+
+func catFiles(c *cli.Context) error {
+	if err := flagsFirst(c); err != nil {
+		return err
+	}
+	paths := c.Args().Slice()
+	if len(paths) == 0 {
+		paths = []string{"-"}
+	}
+	stdin := 0
+	for _, p := range paths {
+		if p == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return usagef("stdin (-) given %d times", stdin)
+	}
+	var (
+		sk   *keys.SecretKey
+		opts *c4gh.DecryptOptions
+	)
+	for _, path := range paths {
+		name := "stdin"
+		if path != "-" {
+			name = quoteName(shownName(path))
+		}
+		in, err := openSource(c, path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		src := bufio.NewReaderSize(in, 64<<10)
+		if err := checkMagic(src); err != nil {
+			in.Close()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if sk == nil {
+			// The key, and its passphrase, once the first input is
+			// known to start like a crypt4gh file.
+			var sender *keys.PublicKey
+			if sk, sender, err = readReaderKeys(c); err != nil {
+				in.Close()
+				return err
+			}
+			defer sk.Zero()
+			opts = &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs"), Strict: c.Bool("strict")}
+		}
+		err = catOne(c, path, src, in.size(), sk, opts)
+		in.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// catOne writes the plaintext of the file read from src to stdout.
+// size is the file's, -1 when unknown.
+func catOne(c *cli.Context, path string, src io.Reader, size int64, sk *keys.SecretKey, opts *c4gh.DecryptOptions) error {
+	r, err := c4gh.NewReader(src, sk, opts)
+	if err != nil {
+		return noPacketHint(err, sk, opts.Sender)
+	}
+	defer r.Close()
+	if _, err := r.WriteTo(c.App.Writer); err != nil {
+		return decryptError(err, r.HeaderSize(), size)
+	}
+	warnMissing(c, path, r.Missing())
+	return nil
+}
