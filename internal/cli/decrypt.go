@@ -66,6 +66,9 @@ func decrypt(c *cli.Context) error {
 	if err := out.finish(err); err != nil {
 		return err
 	}
+	if rng == nil {
+		removeResumeFiles(c, c.String("output"))
+	}
 	_, err = io.WriteString(c.App.Writer, lines)
 	return err
 }

@@ -12,3 +12,10 @@ import (
 func lockFile(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
+
+// ownedPrivate reports whether fi is a file of the process's own user that
+// no other user may read or write.
+func ownedPrivate(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid() && fi.Mode().Perm()&0o077 == 0
+}

@@ -86,17 +86,27 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 		return usagef("--continue writes a local file, not %s", path)
 	}
 	final, err := checkOutput(path, outputOptions{force: c.Bool("force")})
-	if err != nil {
-		return err
+	// An output that exists without a partial one beside it may be the
+	// complete download of an earlier run: then there is nothing to do
+	// (as wget -c has it), so that a retry loop ends. Its size, against
+	// the object's plaintext, tells.
+	var done os.FileInfo
+	if err != nil && !c.Bool("force") {
+		if fi, serr := os.Stat(path); serr == nil && fi.Mode().IsRegular() && !exists(resumeFile(path, resumeSuffix)) {
+			done, final = fi, path
+		}
+		if done == nil {
+			return err
+		}
 	}
+	existsErr := err
 	if final == "" {
 		return usagef("--continue needs a regular file as output, not %s", quoteName(path))
 	}
-	dir, base := filepath.Split(final)
-	if len("."+base+recordSuffix) > maxName {
+	if len(filepath.Base(resumeFile(final, recordSuffix))) > maxName {
 		return usagef("the name %s is too long for the files of --continue beside it", quoteName(path))
 	}
-	partial := filepath.Join(dir, "."+base+resumeSuffix)
+	partial := resumeFile(final, resumeSuffix)
 
 	in, err := openSource(c, src)
 	if err != nil {
@@ -128,6 +138,15 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	}
 	defer res.Close()
 	hsize, plainSize := res.HeaderSize(), res.Size()
+	if done != nil {
+		if done.Size() != plainSize {
+			return existsErr
+		}
+		if !c.Bool("quiet") {
+			fmt.Fprintf(c.App.ErrWriter, "crypt4gh: %s is complete (%d bytes of plaintext): nothing to do\n", quoteName(path), plainSize)
+		}
+		return nil
+	}
 
 	rec := resumeRecord{Source: o.Location().String(), ETag: o.ETag(), Size: size, HeaderSize: hsize}
 	rw, err := openPartial(c, partial, rec, res)
@@ -182,6 +201,10 @@ type partialWriter struct {
 func openPartial(c *cli.Context, path string, rec resumeRecord, res *c4gh.Resumable) (*partialWriter, error) {
 	w := &partialWriter{path: path, record: strings.TrimSuffix(path, resumeSuffix) + recordSuffix, rec: rec}
 	f, err := openPrivate(path)
+	if errors.Is(err, errNotPrivate) {
+		return nil, withHint(fmt.Errorf("failed to open %s: %w", quoteName(path), pathErr(err)),
+			"remove it (and %s), or decrypt to another output", quoteName(w.record))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to open %s: %w", quoteName(path), pathErr(err))
 	}
@@ -222,7 +245,11 @@ func openPartial(c *cli.Context, path string, rec resumeRecord, res *c4gh.Resuma
 // without a record (each run writes its record before any plaintext)
 // keeps nothing.
 func (w *partialWriter) kept(c *cli.Context, size int64, res *c4gh.Resumable) int64 {
-	data, err := os.ReadFile(w.record)
+	data, err := readPrivate(w.record)
+	if errors.Is(err, errNotPrivate) {
+		warnf(c, "%s is %v: starting again", quoteName(w.record), errNotPrivate)
+		return 0
+	}
 	if err != nil || size == 0 {
 		return 0
 	}
@@ -345,23 +372,98 @@ func (w *partialWriter) close() {
 	}
 }
 
-// openPrivate opens the regular file at path for writing, creating it with
-// mode 0600; it refuses a symbolic link or anything but a regular file.
+// errNotPrivate is the error for a file of --continue that another user
+// may have made or may read: its contents cannot be trusted, nor may the
+// plaintext go into it.
+var errNotPrivate = errors.New("not a private file of yours (another user could have made it or could read it)")
+
+// openPrivate opens the regular file at path for reading and writing: a
+// new one, created with mode 0600 (never one that appeared meanwhile), or
+// an existing one only when it is the caller's own with no permission for
+// others, as an earlier run left it. It refuses a symbolic link or
+// anything but a regular file.
 func openPrivate(path string) (*os.File, error) {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, modeSecret)
+	if errors.Is(err, os.ErrExist) {
+		if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+			return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
+		}
+		f, err = os.OpenFile(path, os.O_RDWR, 0)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, modeSecret)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	li, lerr := os.Lstat(path)
-	if err != nil || lerr != nil || !os.SameFile(fi, li) || !fi.Mode().IsRegular() {
+	if err := checkPrivate(f, path); err != nil {
 		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("changed while it was opened")}
+		return nil, err
 	}
 	return f, nil
+}
+
+// checkPrivate fails unless f, opened at path, is still the regular file
+// at path and a private file of the caller's.
+func checkPrivate(f *os.File, path string) error {
+	fi, err := f.Stat()
+	li, lerr := os.Lstat(path)
+	switch {
+	case err != nil || lerr != nil || !os.SameFile(fi, li) || !fi.Mode().IsRegular():
+		return &os.PathError{Op: "open", Path: path, Err: errors.New("changed while it was opened")}
+	case !ownedPrivate(fi):
+		return &os.PathError{Op: "open", Path: path, Err: errNotPrivate}
+	}
+	return nil
+}
+
+// readPrivate returns the contents of the record at path when it is a
+// private file of the caller's, as openPrivate would open it.
+func readPrivate(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := checkPrivate(f, path); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(f, 1<<20))
+}
+
+// resumeFile returns the name of the file of --continue with the given
+// suffix beside the output at path.
+func resumeFile(path, suffix string) string {
+	dir, base := filepath.Split(path)
+	return filepath.Join(dir, "."+base+suffix)
+}
+
+// exists reports whether something, a link included, is at path.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// removeResumeFiles removes the partial output and the record of an
+// interrupted download to path that a complete download has made
+// obsolete: they are removed only when they are the caller's own private
+// files, as --continue would have used them.
+func removeResumeFiles(c *cli.Context, path string) {
+	if isStdout(path) || objstore.IsURL(path) {
+		return
+	}
+	removed := false
+	for _, suffix := range []string{resumeSuffix, recordSuffix} {
+		name := resumeFile(path, suffix)
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		if checkPrivate(f, name) == nil && os.Remove(name) == nil {
+			removed = true
+		}
+		f.Close()
+	}
+	if removed && !c.Bool("quiet") {
+		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: removed the partial output of the interrupted download to %s, which is complete now\n", quoteName(path))
+	}
 }
 
 // warnResumable says when the output of a decrypt without --continue
@@ -371,11 +473,10 @@ func warnResumable(c *cli.Context, path string) {
 	if isStdout(path) || objstore.IsURL(path) {
 		return
 	}
-	dir, base := filepath.Split(path)
-	partial := filepath.Join(dir, "."+base+resumeSuffix)
+	partial := resumeFile(path, resumeSuffix)
 	if fi, err := os.Lstat(partial); err == nil && fi.Mode().IsRegular() {
 		warnf(c, "%s holds the plaintext of an interrupted download: add --continue to resume it, or remove it and %s",
-			quoteName(partial), quoteName(filepath.Join(dir, "."+base+recordSuffix)))
+			quoteName(partial), quoteName(resumeFile(path, recordSuffix)))
 	}
 }
 
