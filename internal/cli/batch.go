@@ -300,7 +300,13 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 		out.preallocate(size)
 	}
 	sums := newFileSums(c.Bool("checksum"))
-	warning, err := sums.run(out, prog.reader(in.Reader), in.size(), jobs, op)
+	atOpen := in.size()
+	src := &countedReader{r: in.Reader}
+	warning, err := sums.run(out, prog.reader(src), atOpen, jobs, op)
+	if err == nil && srcIsPlain {
+		// What was encrypted must be the file as it was.
+		err = in.unchanged(atOpen, src.n)
+	}
 	if err = out.finish(err); err != nil {
 		return "", err
 	}

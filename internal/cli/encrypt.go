@@ -136,14 +136,24 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 		out.preallocate(body.EncryptedSize(in.reservable()))
 	}
 	sums := newFileSums(c.Bool("checksum"))
+	atOpen := in.size()
+	var read int64
 	prog.start()
 	_, err = sums.run(out, prog.reader(src), -1, opts.Jobs, func(dst io.Writer, src io.Reader, _ int64, _ int) (string, error) {
-		_, err := c4gh.Encrypt(dst, src, opts)
+		n, err := c4gh.Encrypt(dst, src, opts)
+		read = n
 		return "", err
 	})
 	prog.stop()
 	if err != nil {
 		return "", fmt.Errorf("failed to encrypt: %w", err)
+	}
+	if rng == nil {
+		// The output must be of the file as it was: not of a file cut
+		// short or grown while it was read (an upload is aborted).
+		if err := in.unchanged(atOpen, read); err != nil {
+			return "", err
+		}
 	}
 	return sums.lines(singleSumName(c.String("input")), c.String("output"), true), nil
 }

@@ -120,3 +120,30 @@ func openStreams(c *cli.Context, opts outputOptions, size func(*input) int64) (*
 	}
 	return in, out, nil
 }
+
+// unchanged fails when the regular file in, of atOpen bytes (left to read)
+// when it was opened, was read for n bytes or holds more now: it shrank or
+// grew while it was read, so that what was made of it is of no file that
+// ever was. Other inputs pass.
+func (in *input) unchanged(atOpen, n int64) error {
+	if atOpen < 0 || in.obj != nil || !in.regular() {
+		return nil
+	}
+	if rest := in.size(); n != atOpen || rest > 0 {
+		return fmt.Errorf("%s changed while it was read: %d bytes when opened, %d read, %d more now",
+			quoteName(in.name), atOpen, n, max(rest, 0))
+	}
+	return nil
+}
+
+// countedReader counts the bytes read through it.
+type countedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
