@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -124,6 +125,9 @@ func flagError(c *cli.Context, err error) error {
 	}
 	msg := err.Error()
 	if m := unknownFlag().FindStringSubmatch(msg); m != nil {
+		if near := nearFlag(c, m[1]); near != "" {
+			return fmt.Errorf("unknown flag %s; did you mean %s?", dashes(m[1]), dashes(near))
+		}
 		return fmt.Errorf("unknown flag %s", dashes(m[1]))
 	}
 	if m := flagNoValue().FindStringSubmatch(msg); m != nil {
@@ -133,6 +137,42 @@ func flagError(c *cli.Context, err error) error {
 		return fmt.Errorf("invalid value %s for flag %s: %s", m[1], dashes(m[2]), m[3])
 	}
 	return err
+}
+
+// flagMeant names, for flags that users of other tools type, the flag of
+// this tool that they mean, when the command has it: a near spelling
+// would suggest another one (--pk is one edit from --sk).
+var flagMeant = map[string]string{
+	"pk":        "recipient_pk",
+	"recipient": "recipient_pk",
+	"sender":    "sender_pk",
+	"seckey":    "sk",
+	"pubkey":    "recipient_pk",
+	"out":       "output",
+	"in":        "input",
+}
+
+// nearFlag returns the flag of the command of c that the unknown flag
+// name most likely meant, or "".
+func nearFlag(c *cli.Context, name string) string {
+	if c == nil || c.Command == nil || len(name) < 2 {
+		return "" // a one-letter typo has too many neighbours
+	}
+	var names []string
+	for _, f := range c.Command.Flags {
+		if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
+			continue
+		}
+		for _, n := range f.Names() {
+			if len(n) > 1 {
+				names = append(names, n)
+			}
+		}
+	}
+	if meant, ok := flagMeant[name]; ok && slices.Contains(names, meant) {
+		return meant
+	}
+	return nearest(name, names)
 }
 
 // The messages of the flag package, compiled on first use: every process

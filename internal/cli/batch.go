@@ -239,7 +239,7 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 	close(work)
 	wg.Wait()
 	prog.stop()
-	if failed < len(items) && !c.Bool("checksum") && !isTerminal(c.App.Writer) {
+	if failed < len(items) && !c.Bool("checksum") && !c.Bool("quiet") && !isTerminal(c.App.Writer) {
 		// stdout was redirected, but gets nothing: say where the
 		// outputs went.
 		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: nothing written to stdout; the outputs are %s\n", outputNames(items, done, failedAt))

@@ -131,7 +131,7 @@ func inspect(c *cli.Context) error {
 	path := c.String("input")
 	switch {
 	case c.NArg() > 1:
-		return usagef("inspect reads one file, got %d arguments", c.NArg())
+		return usagef("inspect reads one file, got %s", plural(int64(c.NArg()), "argument"))
 	case c.NArg() == 1 && path != "":
 		return usagef("give the input once: as FILE or with -i, not both")
 	case c.NArg() == 1:

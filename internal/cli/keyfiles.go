@@ -97,20 +97,32 @@ func loadSecretKey(c *cli.Context) (*keys.SecretKey, keys.SecretKeyInfo, error) 
 		return nil, keys.SecretKeyInfo{}, err
 	}
 	defer clear(data)
-	warnReadable(c, "secret key", path)
 	info, err := keys.InspectSecretKey(data)
 	if err != nil {
+		// Not a secret key (a public key given as --sk, say): its
+		// mode is no matter, the error is.
 		return nil, keys.SecretKeyInfo{}, fmt.Errorf("failed to read secret key %s: %w", quoteName(path), err)
 	}
+	warnReadable(c, "secret key", path)
 	// The key package does not keep the passphrase; erase it once the
-	// key is derived.
-	var pass []byte
-	sk, err := keys.ParseSecretKey(data, func() ([]byte, error) {
-		var err error
-		pass, err = passphrase(c, currentPassphrase, "Passphrase for "+quoteName(path)+": ")
-		return pass, err
-	})
-	clear(pass)
+	// key is derived. A wrong one typed at the terminal is asked again,
+	// up to three times in all, as ssh and sudo do.
+	var sk keys.SecretKey
+	retry := ""
+	for attempt := 1; ; attempt++ {
+		var pass []byte
+		typed := false
+		sk, err = keys.ParseSecretKey(data, func() ([]byte, error) {
+			var err error
+			pass, typed, err = passphraseFrom(c, currentPassphrase, "Passphrase for "+quoteName(path)+": ", retry)
+			return pass, err
+		})
+		clear(pass)
+		if !typed || attempt == 3 || !errors.Is(err, keys.ErrWrongPassphrase) {
+			break
+		}
+		retry = "Wrong passphrase; try again."
+	}
 	if err != nil {
 		return nil, keys.SecretKeyInfo{}, fmt.Errorf("failed to read secret key %s: %w", quoteName(path), err)
 	}
@@ -173,15 +185,23 @@ var (
 // src.stdin, from stdin when it is not a terminal), in that order. The
 // caller must clear it.
 func passphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
+	pass, _, err := passphraseFrom(c, src, prompt, "")
+	return pass, err
+}
+
+// passphraseFrom is passphrase, and says whether it was typed at the
+// terminal; a retry line, when not empty, is shown there before the prompt.
+func passphraseFrom(c *cli.Context, src passSource, prompt, retry string) (pass []byte, typed bool, err error) {
 	if path := c.String(src.fileFlag); path != "" {
-		return readPassphraseFile(c, path)
+		pass, err := readPassphraseFile(c, path)
+		return pass, false, err
 	}
 	stdinFile, _ := c.App.Reader.(*os.File)
 	if p := os.Getenv(src.env); p != "" {
 		if src.stdin && stdinFile != nil && !isTerminal(stdinFile) && pendingInput(stdinFile) {
 			// Which one was meant? A key locked with the other could
 			// never be opened.
-			return nil, withHint(usagef("a passphrase is piped on stdin and %s is set too", src.env),
+			return nil, false, withHint(usagef("a passphrase is piped on stdin and %s is set too", src.env),
 				"unset %s, or give the passphrase only there (or with --%s)", src.env, src.fileFlag)
 		}
 		switch {
@@ -192,17 +212,21 @@ func passphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
 		case !c.Bool("quiet"):
 			warnf(c, "using the passphrase in %s; environment variables can be read by other processes", src.env)
 		}
-		return []byte(p), nil
+		return []byte(p), false, nil
 	}
 	if src.stdin && !isTerminal(stdinFile) && !readsStdin(c) {
-		return readPassphraseLines(c.App.Reader, src.confirm)
+		pass, err := readPassphraseLines(c.App.Reader, src.confirm)
+		return pass, false, err
 	}
 	tty, err := openTTY()
 	if err != nil {
 		hint := fmt.Sprintf("set %s or use --%s", src.env, src.fileFlag)
-		return nil, withHint(fmt.Errorf("%w: %v", keys.ErrPassphraseRequired, err), "%s", hint)
+		return nil, false, withHint(fmt.Errorf("%w: %v", keys.ErrPassphraseRequired, err), "%s", hint)
 	}
 	defer tty.Close()
+	if retry != "" {
+		fmt.Fprintln(tty, retry)
+	}
 	for attempt := 1; ; attempt++ {
 		pass, err := readPassphrase(tty, prompt, src.confirm)
 		if errors.Is(err, errMismatch) && attempt < 3 {
@@ -210,9 +234,9 @@ func passphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
 			continue
 		}
 		if errors.Is(err, errMismatch) {
-			return nil, withHint(usage(err), "type the same passphrase twice")
+			return nil, true, withHint(usage(err), "type the same passphrase twice")
 		}
-		return pass, err
+		return pass, true, err
 	}
 }
 

@@ -39,7 +39,7 @@ func mountAction(c *cli.Context) error {
 		return err
 	}
 	if c.NArg() != 2 {
-		return usagef("mount needs SOURCE and MOUNTPOINT, got %d arguments", c.NArg())
+		return usagef("mount needs SOURCE and MOUNTPOINT, got %s", plural(int64(c.NArg()), "argument"))
 	}
 	source, mountpoint := c.Args().Get(0), c.Args().Get(1)
 	paths := []string{source, mountpoint}

@@ -173,3 +173,47 @@ func TestInterruptDuringProgress(t *testing.T) {
 		t.Errorf("the message does not start a line:\n%q", screen)
 	}
 }
+
+// TestPassphraseThreeTries: a wrong passphrase typed at the terminal is
+// asked again, up to three times in all; the third wrong one fails with
+// the key class (exit 3).
+func TestPassphraseThreeTries(t *testing.T) {
+	dir := t.TempDir()
+	sk, pub := filepath.Join(dir, "k.sec"), filepath.Join(dir, "k.pub")
+	pass := filepath.Join(dir, "pass")
+	if err := os.WriteFile(pass, []byte("right\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(passphraseEnv, "")
+	runOK(t, "keygen", "--sk", sk, "--pk", pub, "--passphrase-file", pass)
+	plain, enc := filepath.Join(dir, "plain"), filepath.Join(dir, "plain.c4gh")
+	if err := os.WriteFile(plain, []byte("three tries\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runOK(t, "encrypt", "--recipient_pk", pub, "-i", plain, "-o", enc)
+	const prompt = "Passphrase for "
+
+	r := startOnTerminal(t, nil, "decrypt", "--sk", sk, "-i", enc, "-o", filepath.Join(dir, "out"))
+	r.waitFor(t, prompt, 1)
+	r.typeLine(t, "wrong")
+	r.waitFor(t, "Wrong passphrase; try again.", 1)
+	r.waitFor(t, prompt, 2)
+	r.typeLine(t, "also wrong")
+	r.waitFor(t, prompt, 3)
+	r.typeLine(t, "right")
+	if code, screen := r.wait(t); code != 0 {
+		t.Fatalf("exit %d; the terminal shows:\n%q", code, screen)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "out")); string(got) != "three tries\n" {
+		t.Fatalf("decrypted %q", got)
+	}
+
+	r = startOnTerminal(t, nil, "decrypt", "--sk", sk, "-i", enc, "-o", filepath.Join(dir, "out2"))
+	for i := 1; i <= 3; i++ {
+		r.waitFor(t, prompt, i)
+		r.typeLine(t, "wrong")
+	}
+	if code, screen := r.wait(t); code != exitKey || strings.Count(screen, prompt) != 3 || !strings.Contains(screen, "wrong passphrase") {
+		t.Fatalf("three wrong passphrases: exit %d; the terminal shows:\n%q", code, screen)
+	}
+}
