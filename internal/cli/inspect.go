@@ -21,7 +21,7 @@ func inspectCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "describe a file's header and body without decrypting the body",
-		ArgsUsage: "[FILE]",
+		ArgsUsage: "[FILE…]",
 		Description: "Reads a crypt4gh file (FILE, -i PATH or stdin) and prints its layout: version,\n" +
 			"header size, each header packet (length, encryption method, writer public\n" +
 			"key), body size, segment count, and the plaintext size that the body holds\n" +
@@ -29,10 +29,13 @@ func inspectCommand() *cli.Command {
 			"exists. With --sk it also prints which packets the key opens and what they\n" +
 			"hold (data keys are counted, never printed), the edit list, and the\n" +
 			"plaintext size that the file stands for after its edit list. The body is\n" +
-			"never decrypted; on a pipe it is read to count its bytes.\n" +
+			"never decrypted; on a pipe it is read to count its bytes. Given several\n" +
+			"FILEs (or a prefix, s3://BUCKET/PREFIX/, for the .c4gh objects under it),\n" +
+			"each is described in turn, the key read once; a failure is reported and\n" +
+			"does not stop the others.\n" +
 			"\n" +
-			"With --json the same facts are printed as one JSON object. Fields (stable;\n" +
-			"null when unknown, or when they need --sk and none was given):\n" +
+			"With --json the same facts are printed as one JSON object a file. Fields\n" +
+			"(stable; null when unknown, or when they need --sk and none was given):\n" +
 			"  file                 the input path, \"-\" for stdin\n" +
 			"  version              format version (always 1)\n" +
 			"  header_size          bytes of the header, where the body starts\n" +
@@ -42,7 +45,8 @@ func inspectCommand() *cli.Command {
 			"    length               bytes of the packet, its length field included\n" +
 			"    method               packet encryption method number\n" +
 			"    method_name          X25519_chacha20_ietf_poly1305 for 0, unknown otherwise\n" +
-			"    writer_public_key    hex X25519 key of the writer (method 0), else null\n" +
+			"    writer_public_key    base64 X25519 key of the writer (method 0), else null\n" +
+			"    writer_public_key_hex  the same in hex\n" +
 			"    opened               whether --sk opens the packet\n" +
 			"    type                 data_key, edit_list or unknown (opened packets)\n" +
 			"    type_code            the packet type number (opened packets)\n" +
@@ -50,7 +54,8 @@ func inspectCommand() *cli.Command {
 			"  segment_count        encrypted segments in the body (a partial one counts)\n" +
 			"  body_plaintext_size  plaintext bytes the body holds, before any edit list;\n" +
 			"                       null when the body ends inside a segment\n" +
-			"  reader_public_key    hex public key of --sk\n" +
+			"  reader_public_key    base64 public key of --sk, as in key files\n" +
+			"  reader_public_key_hex  the same in hex\n" +
 			"  opened_packets       indices of the packets --sk opens\n" +
 			"  data_key_count       distinct data keys in those packets\n" +
 			"  has_edit_list        whether an edit list opened\n" +
@@ -90,21 +95,22 @@ func methodName(m uint32) string {
 // the field names are documented in docs/commands.md and in the command's
 // description, so keep them stable.
 type inspectReport struct {
-	File              string         `json:"file"`
-	Version           uint32         `json:"version"`
-	HeaderSize        int64          `json:"header_size"`
-	PacketCount       int            `json:"packet_count"`
-	Packets           []packetReport `json:"packets"`
-	BodySize          int64          `json:"body_size"`
-	SegmentCount      int64          `json:"segment_count"`
-	BodyPlaintextSize *int64         `json:"body_plaintext_size"`
-	ReaderPublicKey   *string        `json:"reader_public_key"`
-	OpenedPackets     []int          `json:"opened_packets"`
-	DataKeyCount      *int           `json:"data_key_count"`
-	HasEditList       *bool          `json:"has_edit_list"`
-	EditList          []uint64       `json:"edit_list"`
-	EditListFits      *bool          `json:"edit_list_fits"`
-	PlaintextSize     *int64         `json:"plaintext_size"`
+	File               string         `json:"file"`
+	Version            uint32         `json:"version"`
+	HeaderSize         int64          `json:"header_size"`
+	PacketCount        int            `json:"packet_count"`
+	Packets            []packetReport `json:"packets"`
+	BodySize           int64          `json:"body_size"`
+	SegmentCount       int64          `json:"segment_count"`
+	BodyPlaintextSize  *int64         `json:"body_plaintext_size"`
+	ReaderPublicKey    *string        `json:"reader_public_key"`
+	ReaderPublicKeyHex *string        `json:"reader_public_key_hex"`
+	OpenedPackets      []int          `json:"opened_packets"`
+	DataKeyCount       *int           `json:"data_key_count"`
+	HasEditList        *bool          `json:"has_edit_list"`
+	EditList           []uint64       `json:"edit_list"`
+	EditListFits       *bool          `json:"edit_list_fits"`
+	PlaintextSize      *int64         `json:"plaintext_size"`
 
 	// bodyErr says why BodyPlaintextSize is unknown.
 	bodyErr error
@@ -114,14 +120,15 @@ type inspectReport struct {
 }
 
 type packetReport struct {
-	Index           int     `json:"index"`
-	Length          int64   `json:"length"`
-	Method          uint32  `json:"method"`
-	MethodName      string  `json:"method_name"`
-	WriterPublicKey *string `json:"writer_public_key"`
-	Opened          *bool   `json:"opened"`
-	Type            *string `json:"type"`
-	TypeCode        *uint32 `json:"type_code"`
+	Index              int     `json:"index"`
+	Length             int64   `json:"length"`
+	Method             uint32  `json:"method"`
+	MethodName         string  `json:"method_name"`
+	WriterPublicKey    *string `json:"writer_public_key"`
+	WriterPublicKeyHex *string `json:"writer_public_key_hex"`
+	Opened             *bool   `json:"opened"`
+	Type               *string `json:"type"`
+	TypeCode           *uint32 `json:"type_code"`
 }
 
 func inspect(c *cli.Context) error {
@@ -129,36 +136,103 @@ func inspect(c *cli.Context) error {
 		return err
 	}
 	path := c.String("input")
-	switch {
-	case c.NArg() > 1:
-		return usagef("inspect reads one file, got %s", plural(int64(c.NArg()), "argument"))
-	case c.NArg() == 1 && path != "":
-		return usagef("give the input once: as FILE or with -i, not both")
-	case c.NArg() == 1:
-		path = c.Args().First()
+	if c.NArg() > 0 && path != "" {
+		return usagef("give the input once: as FILE arguments or with -i, not both")
 	}
-	in, err := openSource(c, path)
+	key := &lazyKey{}
+	defer key.zero()
+	if c.NArg() == 0 {
+		_, err := inspectOne(c, path, key)
+		return err
+	}
+	paths, err := verifySources(c, c.Args().Slice())
 	if err != nil {
 		return err
 	}
+	if len(paths) == 1 {
+		_, err := inspectOne(c, paths[0], key)
+		return err
+	}
+	// Several files: each is described, one after the other (with
+	// --json, one object each), and a failure is reported and does not
+	// stop the others, as verify does.
+	var worst error
+	failed, printed := 0, false
+	for _, p := range paths {
+		if printed && !c.Bool("json") {
+			// A blank line after the description before.
+			if _, err := io.WriteString(c.App.Writer, "\n"); err != nil {
+				return fmt.Errorf("%w: %w", errWriteOutput, err)
+			}
+		}
+		shown, err := inspectOne(c, p, key)
+		printed = printed || shown
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, errWriteOutput) || key.err != nil {
+			return err // no use going on
+		}
+		failed++
+		err = fmt.Errorf("%s: %w", quoteName(shownName(p)), err)
+		report(c.App.ErrWriter, errors.New(err.Error()))
+		if worst == nil || exitCode(err) > exitCode(worst) {
+			worst = err
+		}
+	}
+	if failed > 0 {
+		return &verifyFailed{failed: failed, total: len(paths), worst: worst, what: "inspection"}
+	}
+	return nil
+}
+
+// errWriteOutput marks a failure to write the description.
+var errWriteOutput = errors.New("failed to write output")
+
+// lazyKey is the secret key of --sk, loaded (and its passphrase asked)
+// once, when the first input is known to start like a crypt4gh file.
+type lazyKey struct {
+	sk     *keys.SecretKey
+	err    error
+	loaded bool
+}
+
+func (k *lazyKey) get(c *cli.Context) (*keys.SecretKey, error) {
+	if !k.loaded && secretKeyPath(c) != "" {
+		k.sk, k.err = readSecretKey(c)
+		k.loaded = true
+	}
+	return k.sk, k.err
+}
+
+func (k *lazyKey) zero() {
+	if k.sk != nil {
+		k.sk.Zero()
+	}
+}
+
+// inspectOne describes the file at path ("" for stdin), and says whether
+// it printed a description.
+func inspectOne(c *cli.Context, path string, key *lazyKey) (bool, error) {
+	in, err := openSource(c, path)
+	if err != nil {
+		return false, err
+	}
 	defer in.Close()
-	if path == "" && isTerminal(in.file) {
-		return withHint(usagef("no input: stdin is a terminal"), "give the file: crypt4gh inspect FILE")
+	if (path == "" || path == "-") && isTerminal(in.file) {
+		return false, withHint(usagef("no input: stdin is a terminal"), "give the file: crypt4gh inspect FILE")
 	}
 	h, err := header.Parse(in)
 	if err != nil {
-		return err
+		return false, err
 	}
 	bodySize, err := bodyLength(in)
 	if err != nil {
-		return err
+		return false, err
 	}
-	var sk *keys.SecretKey
-	if secretKeyPath(c) != "" {
-		if sk, err = readSecretKey(c); err != nil {
-			return err
-		}
-		defer sk.Zero()
+	sk, err := key.get(c)
+	if err != nil {
+		return false, err
 	}
 	r := describe(h, bodySize)
 	r.File = shownName(path)
@@ -170,13 +244,13 @@ func inspect(c *cli.Context) error {
 		keyErr = r.open(h, sk)
 	}
 	if err := r.print(c.App.Writer, c.Bool("json")); err != nil {
-		return fmt.Errorf("failed to write output: %w", err)
+		return false, fmt.Errorf("%w: %w", errWriteOutput, err)
 	}
 	if keyErr != nil {
-		return keyErr
+		return true, keyErr
 	}
 	warnMissing(c, path, r.missing)
-	return r.bodyErr
+	return true, r.bodyErr
 }
 
 // bodyLength returns the number of bytes left in in: from the file size when
@@ -206,8 +280,7 @@ func describe(h *header.Header, bodySize int64) *inspectReport {
 		p := &h.Packets[i]
 		pr := packetReport{Index: i, Length: p.Size(), Method: p.Method, MethodName: methodName(p.Method)}
 		if p.Method == header.MethodX25519ChaCha20Poly1305 {
-			pk := hex.EncodeToString(p.WriterPublicKey[:])
-			pr.WriterPublicKey = &pk
+			pr.WriterPublicKey, pr.WriterPublicKeyHex = keyStrings(keys.PublicKey(p.WriterPublicKey))
 		}
 		r.Packets[i] = pr
 	}
@@ -228,8 +301,7 @@ func describe(h *header.Header, bodySize int64) *inspectReport {
 // if any: then only the packets are described.
 func (r *inspectReport) open(h *header.Header, sk *keys.SecretKey) error {
 	pk := sk.Public()
-	pkHex := hex.EncodeToString(pk[:])
-	r.ReaderPublicKey = &pkHex
+	r.ReaderPublicKey, r.ReaderPublicKeyHex = keyStrings(pk)
 	r.OpenedPackets = []int{}
 	contents, err := h.Decrypt(sk, nil)
 	if err != nil && !errors.Is(err, header.ErrNoDecryptablePacket) {
@@ -311,12 +383,12 @@ func (r *inspectReport) print(w io.Writer, asJSON bool) error {
 		}
 		line(fmt.Sprintf("  packet %d", p.Index), "%s", desc)
 		if p.WriterPublicKey != nil {
-			line("    writer key", "%s", keyText(*p.WriterPublicKey))
+			line("    writer key", "%s", *p.WriterPublicKey)
 		}
 	}
 	line("body", "%s, %s", bytesText(r.BodySize), plural(r.SegmentCount, "segment"))
 	if r.ReaderPublicKey != nil {
-		line("reader key", "%s (public key of --sk)", keyText(*r.ReaderPublicKey))
+		line("reader key", "%s (public key of --sk)", *r.ReaderPublicKey)
 		if len(r.OpenedPackets) == 0 {
 			line("opened packets", "none")
 		} else {
@@ -389,13 +461,9 @@ func plural(n int64, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-// keyText shows a public key, hex in the JSON report, as key files do:
-// base64.
-func keyText(hexKey string) string {
-	var pk keys.PublicKey
-	if b, err := hex.DecodeString(hexKey); err == nil && len(b) == len(pk) {
-		copy(pk[:], b)
-		return pk.String()
-	}
-	return hexKey
+// keyStrings returns pk in base64, as key files and the text show it, and
+// in hex.
+func keyStrings(pk keys.PublicKey) (b64, hexKey *string) {
+	b, h := pk.String(), hex.EncodeToString(pk[:])
+	return &b, &h
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,6 +30,7 @@ type inspectJSON struct {
 		Method          int     `json:"method"`
 		MethodName      string  `json:"method_name"`
 		WriterPublicKey *string `json:"writer_public_key"`
+		WriterKeyHex    *string `json:"writer_public_key_hex"`
 		Opened          *bool   `json:"opened"`
 		Type            *string `json:"type"`
 		TypeCode        *int    `json:"type_code"`
@@ -36,6 +39,7 @@ type inspectJSON struct {
 	SegmentCount      int64    `json:"segment_count"`
 	BodyPlaintextSize *int64   `json:"body_plaintext_size"`
 	ReaderPublicKey   *string  `json:"reader_public_key"`
+	ReaderKeyHex      *string  `json:"reader_public_key_hex"`
 	OpenedPackets     []int    `json:"opened_packets"`
 	DataKeyCount      *int     `json:"data_key_count"`
 	HasEditList       *bool    `json:"has_edit_list"`
@@ -142,7 +146,7 @@ func TestInspectInterop(t *testing.T) {
 			for i, p := range bare.Packets {
 				sum += p.Length
 				if p.Index != i || p.Method != 0 || p.MethodName != "X25519_chacha20_ietf_poly1305" ||
-					p.WriterPublicKey == nil || len(*p.WriterPublicKey) != 64 || p.Opened != nil || p.Type != nil {
+					p.WriterPublicKey == nil || !sameKey(*p.WriterPublicKey, p.WriterKeyHex) || p.Opened != nil || p.Type != nil {
 					t.Errorf("packet %d without a key: %+v", i, p)
 				}
 			}
@@ -158,7 +162,7 @@ func TestInspectInterop(t *testing.T) {
 			if bare.BodyPlaintextSize == nil {
 				t.Fatal("body_plaintext_size is null")
 			}
-			if bare.ReaderPublicKey != nil || bare.OpenedPackets != nil || bare.DataKeyCount != nil ||
+			if bare.ReaderPublicKey != nil || bare.ReaderKeyHex != nil || bare.OpenedPackets != nil || bare.DataKeyCount != nil ||
 				bare.HasEditList != nil || bare.EditList != nil || bare.EditListFits != nil || bare.PlaintextSize != nil {
 				t.Errorf("key fields set without a key: %+v", bare)
 			}
@@ -260,4 +264,11 @@ func (p *plainKeys) get(t *testing.T, path string, passphrase *string) string {
 	}
 	p.paths[path] = out
 	return out
+}
+
+// sameKey reports whether b64, a key in base64 as key files hold it, and
+// hexKey are the same 32-byte key.
+func sameKey(b64 string, hexKey *string) bool {
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	return err == nil && len(raw) == 32 && hexKey != nil && *hexKey == hex.EncodeToString(raw)
 }

@@ -45,10 +45,15 @@ func verifyCommand() *cli.Command {
 type verifyFailed struct {
 	failed, total int
 	worst         error
+	what          string // what failed: "verification" when empty
 }
 
 func (e *verifyFailed) Error() string {
-	return fmt.Sprintf("%d of %d files failed verification", e.failed, e.total)
+	what := e.what
+	if what == "" {
+		what = "verification"
+	}
+	return fmt.Sprintf("%d of %d files failed %s", e.failed, e.total, what)
 }
 
 func (e *verifyFailed) Unwrap() error { return e.worst }

@@ -129,7 +129,6 @@ func TestInspectExitCodes(t *testing.T) {
 		{[]string{filepath.Join(interopDir, "enc/reject_bad_magic.c4gh")}, exitData, false},
 		{[]string{filepath.Join(interopDir, "enc/reject_empty_file.c4gh")}, exitData, false},
 		{[]string{filepath.Join(interopDir, "enc/reject_truncated_mid_header.c4gh")}, exitData, false},
-		{[]string{"a", "b"}, exitUsage, false},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Run(append([]string{"crypt4gh", "inspect"}, tc.args...), bytes.NewReader(nil), &stdout, &stderr)
