@@ -122,6 +122,24 @@ func (o *Object) ETag() string { return o.etag }
 // Location returns where the object is.
 func (o *Object) Location() Location { return o.loc }
 
+// Head returns the first n bytes of the object (all of it when it is
+// smaller), read with one request of that size: a header costs one
+// request, where ReadAt at the start would fetch a read-ahead window
+// ([ReadAheadSize]) and a Reader would start its chunks.
+func (o *Object) Head(n int) ([]byte, error) {
+	if n < 0 {
+		return nil, o.fail(errkind.Errorf(errkind.Usage, "negative length %d", n))
+	}
+	p := make([]byte, min(int64(n), o.size))
+	if len(p) == 0 {
+		return p, nil
+	}
+	if err := o.fetch(o.ctx, 0, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // ReadAt reads len(p) bytes at off, as io.ReaderAt says: fewer only at the
 // end of the object, with io.EOF.
 func (o *Object) ReadAt(p []byte, off int64) (int, error) {
