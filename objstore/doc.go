@@ -10,8 +10,12 @@
 // request), create a writer with abort, list, compose on the server.
 // [OpenStore] returns the Store of a location's scheme from a registry:
 // s3:// is a [Client] ([Client.Store]), https:// and http:// read web
-// resources (and refuse the rest with [ErrUnsupported]); [Register] adds a
-// scheme. Package mount/storesource shows a Store's objects to a mount.
+// resources (and refuse the rest with [ErrUnsupported]). A backend in
+// another package implements Store, makes the Objects of its Open with
+// [NewObject] from a [RangeGetter] (so that pinning, read-ahead, resumed
+// bodies and parallel streams are the same for all), and adds its scheme
+// with [Register]. Package mount/storesource shows a Store's objects to a
+// mount.
 //
 // # Locations and clients
 //

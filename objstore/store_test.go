@@ -3,6 +3,7 @@ package objstore_test
 import (
 	"context"
 	"errors"
+	"io"
 	"iter"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/memstore"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
 
@@ -129,26 +131,58 @@ func TestWebStore(t *testing.T) {
 	isKind(t, st.Compose(ctx, loc, nil, nil), objstore.ErrUnsupported, errkind.Usage)
 }
 
-// memStore is a Store of a made-up scheme, to register.
-type memStore struct{ objstore.Store }
-
 // TestRegister gives a scheme an Opener: OpenStore finds it by the scheme
-// of the location, and knows no other.
+// of the location, and knows no other. The Store registered is a backend
+// outside this package, whose Objects come from NewObject.
 func TestRegister(t *testing.T) {
 	ctx := context.Background()
-	want := memStore{}
+	mem := &memstore.Store{}
 	var gotCfg objstore.Config
 	objstore.Register("Mem-Test", func(ctx context.Context, cfg objstore.Config) (objstore.Store, error) {
 		gotCfg = cfg
-		return want, nil
+		return mem, nil
 	})
-	st, err := objstore.OpenStore(ctx, objstore.Location{URL: "mem-test://x/y"}, objstore.Config{Attempts: 3})
+	loc := objstore.Location{URL: "mem-test://x/y"}
+	st, err := objstore.OpenStore(ctx, loc, objstore.Config{Attempts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st != objstore.Store(want) || gotCfg.Attempts != 3 {
+	if st != objstore.Store(mem) || gotCfg.Attempts != 3 {
 		t.Errorf("OpenStore gave %v with %+v", st, gotCfg)
 	}
 	_, err = objstore.OpenStore(ctx, objstore.Location{URL: "ftp://x/y"}, objstore.Config{})
 	isKind(t, err, objstore.ErrUnsupported, errkind.Usage)
+
+	data := random(3*MiB, 32)
+	w, err := st.Create(ctx, loc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o, err := st.Open(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := o.Head(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "head", head, data[:10])
+	r, err := o.NewReader(MiB, -1, &objstore.ReaderOptions{ChunkSize: 100000, Concurrency: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "stream", got, data[MiB:])
+	mem.Put(loc, []byte("other"))
+	if _, err := o.ReadAt(make([]byte, 5), 0); !errors.Is(err, objstore.ErrChanged) {
+		t.Errorf("ReadAt of a replaced object: %v, want ErrChanged", err)
+	}
 }
