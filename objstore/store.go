@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-
-	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // A Store keeps objects: it is what the command, the mount and a server
@@ -55,10 +53,6 @@ type ObjectWriter interface {
 	// successful Close it does nothing.
 	Abort() error
 }
-
-// ErrUnsupported means a store cannot do what was asked of it, such as
-// writing to a web server.
-var ErrUnsupported = errkind.New(errkind.Usage, "not supported by this store")
 
 // An Opener returns the Store of a scheme, configured by cfg.
 type Opener func(ctx context.Context, cfg Config) (Store, error)
