@@ -15,6 +15,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/internal/s3test"
 	"github.com/c4gh-go/crypt4gh/mount"
+	"github.com/c4gh-go/crypt4gh/mount/storesource"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
 
@@ -56,7 +57,7 @@ func (e *objectsEnv) mountObjects(t *testing.T, prefix string, opts mount.Option
 	log := &syncBuffer{}
 	opts.Log = log
 	mp := t.TempDir()
-	srv, err := mount.Mount(mount.Objects(e.c, testBucket, prefix), mp, opts)
+	srv, err := mount.Mount(storesource.New(e.c.Store(), objstore.Location{Bucket: testBucket, Key: prefix}), mp, opts)
 	if err != nil {
 		t.Fatalf("Mount: %v", err)
 	}

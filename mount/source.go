@@ -12,8 +12,8 @@ import (
 )
 
 // Source is a read-only tree of files that [Mount] shows: a local folder
-// ([Dir]) or, through an adapter, the objects under a prefix of an object
-// store. Paths are slash-separated and relative to the top of the tree,
+// ([Dir]) or, through an adapter (package mount/storesource), the objects
+// under a prefix of an object store. Paths are slash-separated and relative to the top of the tree,
 // which is "" (never ".", never starting or ending with a slash).
 //
 // A Source must not change while it is mounted: the mount lists each

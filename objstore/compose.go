@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
@@ -100,7 +98,7 @@ func (c *Client) Compose(ctx context.Context, bucket, key string, parts []Part, 
 	if ifMatch != "" {
 		wopt.IfMatch = ifMatch
 	}
-	w, err := c.newWriter(ctx, bucket, key, wopt, true)
+	w, u, err := c.newWriter(ctx, bucket, key, wopt, true)
 	if err != nil {
 		return err
 	}
@@ -111,9 +109,10 @@ func (c *Client) Compose(ctx context.Context, bucket, key string, parts []Part, 
 			// (versitygw gives that of the whole source), and a plain
 			// multipart upload is what every S3 store supports. The
 			// bytes sent are still covered by the request signature.
-			w.checksum = false
+			u.checksum = false
 		}
 	}
+	cp := composer{w: w, u: u, copyPart: opt.CopyPartSize}
 	var at int64 // where the part goes in the new object
 	for _, p := range parts {
 		switch {
@@ -123,9 +122,9 @@ func (c *Client) Compose(ctx context.Context, bucket, key string, parts []Part, 
 			continue
 		case p.Length == 0:
 		case p.Source.client == c:
-			err = w.copyRange(p.Source, p.Offset, p.Length, at, opt.CopyPartSize)
+			err = cp.copyRange(p.Source, p.Offset, p.Length, at)
 		default:
-			err = w.fetchRange(p.Source, p.Offset, p.Length)
+			err = cp.fetchRange(p.Source, p.Offset, p.Length)
 		}
 		if err != nil {
 			w.Abort()
@@ -136,6 +135,15 @@ func (c *Client) Compose(ctx context.Context, bucket, key string, parts []Part, 
 	return w.Close()
 }
 
+// A composer adds the ranges of a Compose to its Writer: the bytes it
+// must send through the Writer's parts, the copies as parts of the S3
+// upload.
+type composer struct {
+	w        *Writer
+	u        *s3Upload
+	copyPart int64 // the largest copy
+}
+
 func describePart(p Part) string {
 	if p.Data != nil {
 		return "both Data and Source"
@@ -144,8 +152,9 @@ func describePart(p Part) string {
 }
 
 // fetchRange writes n bytes of src at off through the client.
-func (w *Writer) fetchRange(src *Object, off, n int64) error {
-	r, err := src.NewReader(off, n, &ReaderOptions{Concurrency: max(1, w.opt.Concurrency/2)})
+func (cp composer) fetchRange(src *Object, off, n int64) error {
+	w := cp.w
+	r, err := src.NewReader(off, n, &ReaderOptions{Concurrency: max(1, w.concurrency/2)})
 	if err != nil {
 		return w.fail(err)
 	}
@@ -169,13 +178,14 @@ const copyAlign = 1 << 20
 // of about copyPart bytes, at least as many as run at once when each can
 // have MinPartSize, or fetched when it is too small for a part of its
 // own.
-func (w *Writer) copyRange(src *Object, off, n, at, copyPart int64) error {
+func (cp composer) copyRange(src *Object, off, n, at int64) error {
+	w := cp.w
 	if w.closed {
 		return w.closedErr()
 	}
-	if len(w.buf) > 0 && len(w.buf) < MinPartSize {
-		m := min(int64(MinPartSize-len(w.buf)), n)
-		if err := w.fill(src, off, m); err != nil {
+	if held := w.pool.filled(); held > 0 && held < MinPartSize {
+		m := min(MinPartSize-held, n)
+		if err := cp.fill(src, off, m); err != nil {
 			return err
 		}
 		off, n, at = off+m, n-m, at+m
@@ -183,20 +193,20 @@ func (w *Writer) copyRange(src *Object, off, n, at, copyPart int64) error {
 	if n == 0 {
 		return nil
 	}
-	if len(w.buf) > 0 {
+	if w.pool.filled() > 0 {
 		if err := w.flush(); err != nil {
 			return w.fail(err)
 		}
 	}
 	if n < MinPartSize {
-		return w.fill(src, off, n)
+		return cp.fill(src, off, n)
 	}
-	sizes := copySizes(at, n, copyPart, w.opt.Concurrency, int64(MaxParts-w.next+1))
+	sizes := copySizes(at, n, cp.copyPart, w.concurrency, int64(MaxParts-w.next+1))
 	if sizes == nil {
 		return w.fail(&detailed{sentinel: ErrTooLarge, detail: fmt.Sprintf("more than %d parts", MaxParts)})
 	}
 	for _, size := range sizes {
-		if err := w.copyPart(src, off, size); err != nil {
+		if err := cp.copy(src, off, size); err != nil {
 			return w.fail(err)
 		}
 		off += size
@@ -241,53 +251,48 @@ func copySizes(at, n, copyPart int64, concurrency int, maxCopies int64) []int64 
 	return sizes
 }
 
-// fill appends n bytes of src at off to the part being filled, fetched
-// through the client, and sends the part when it is full.
-func (w *Writer) fill(src *Object, off, n int64) error {
-	for n > 0 {
-		if err := w.room(); err != nil {
-			return w.fail(err)
-		}
-		m := min(w.partSize(w.next)-int64(len(w.buf)), n)
-		l := len(w.buf)
-		w.buf = slices.Grow(w.buf, int(m))[:l+int(m)]
-		if err := src.fetch(w.wctx, off, w.buf[l:]); err != nil {
-			return w.fail(err)
-		}
-		off, n = off+m, n-m
+// fill writes n bytes (at most MinPartSize) of src at off, fetched
+// through the client with one request, to the Writer.
+func (cp composer) fill(src *Object, off, n int64) error {
+	w := cp.w
+	b := make([]byte, n)
+	if err := src.fetch(w.wctx, off, b); err != nil {
+		return w.fail(err)
 	}
-	return nil
+	_, err := w.Write(b)
+	return err
 }
 
-// copyPart makes the server copy size bytes of src at off as the next
-// part.
-func (w *Writer) copyPart(src *Object, off, size int64) error {
-	n, err := w.number()
-	if err != nil {
-		return err
-	}
+// copy makes the server copy size bytes of src at off as the next part.
+func (cp composer) copy(src *Object, off, size int64) error {
+	return cp.w.sendPart(func(ctx context.Context, n int32) (donePart, error) {
+		return cp.u.copyPart(ctx, n, src, off, size)
+	})
+}
+
+// copyPart makes the server copy size bytes of src at off as part n of
+// the upload, pinned to the ETag src was opened with.
+func (u *s3Upload) copyPart(ctx context.Context, n int32, src *Object, off, size int64) (donePart, error) {
 	in := &s3.UploadPartCopyInput{
-		Bucket: &w.bucket, Key: &w.key, UploadId: w.uploadID, PartNumber: &n,
+		Bucket: &u.bucket, Key: &u.key, UploadId: u.uploadID, PartNumber: &n,
 		CopySource:      aws.String(copySource(src.loc.Bucket, src.loc.Key)),
 		CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+size-1)),
 	}
 	if src.etag != "" {
 		in.CopySourceIfMatch = aws.String(src.etag)
 	}
-	return w.send(func(ctx context.Context) (types.CompletedPart, error) {
-		out, err := w.c.s3.UploadPartCopy(ctx, in, w.c.slowOp)
-		if err != nil {
-			if precondition(err) {
-				err = &detailed{sentinel: ErrChanged, detail: src.loc.String() + " is no longer " + src.etag, cause: err}
-			}
-			return types.CompletedPart{}, err
+	out, err := u.c.s3.UploadPartCopy(ctx, in, u.c.slowOp)
+	if err != nil {
+		if precondition(err) {
+			err = &detailed{sentinel: ErrChanged, detail: src.loc.String() + " is no longer " + src.etag, cause: err}
 		}
-		part := types.CompletedPart{PartNumber: &n}
-		if r := out.CopyPartResult; r != nil {
-			part.ETag = r.ETag
-		}
-		return part, nil
-	})
+		return donePart{}, err
+	}
+	part := donePart{n: n}
+	if r := out.CopyPartResult; r != nil {
+		part.etag = aws.ToString(r.ETag)
+	}
+	return part, nil
 }
 
 // copySource is the x-amz-copy-source of bucket/key: URL-encoded, with

@@ -3,6 +3,20 @@
 // the library (c4gh and below, none of which imports this package) works
 // on objects as on files.
 //
+// # Stores
+//
+// A [Store] is what a caller holds: open an object (an [Object]: an
+// io.ReaderAt with its size and ETag, whose head [Object.Head] reads in one
+// request), create a writer with abort, list, compose on the server.
+// [OpenStore] returns the Store of a location's scheme from a registry:
+// s3:// is a [Client] ([Client.Store]), https:// and http:// read web
+// resources (and refuse the rest with [ErrUnsupported]). A backend in
+// another package implements Store, makes the Objects of its Open with
+// [NewObject] from a [RangeGetter] (so that pinning, read-ahead, resumed
+// bodies and parallel streams are the same for all), and adds its scheme
+// with [Register]. Package mount/storesource shows a Store's objects to a
+// mount.
+//
 // # Locations and clients
 //
 // [Parse] reads s3://BUCKET/KEY, s3://BUCKET/PREFIX/, https://... and

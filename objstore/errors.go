@@ -44,6 +44,9 @@ var (
 	// ErrTooLarge means an object needs more than 10,000 parts at the part
 	// size in use, or a part is beyond what S3 accepts.
 	ErrTooLarge = errkind.New(errkind.Usage, "object too large for the part size")
+	// ErrUnsupported means a store cannot do what was asked of it, such
+	// as writing to a web server, or a scheme has no store.
+	ErrUnsupported = errkind.New(errkind.Usage, "not supported by this store")
 )
 
 // Error is the error of an operation on an object, a prefix or a URL. Its

@@ -44,7 +44,7 @@ func OpenURL(ctx context.Context, rawURL string, cfg Config) (*Object, error) {
 	if err != nil {
 		return nil, urlFail("open", loc, err)
 	}
-	return &Object{ctx: ctx, loc: loc, size: size, etag: s.etag, src: s, attempts: attempts, idle: idle}, nil
+	return NewObject(ctx, loc, size, s.etag, s, Config{Attempts: attempts, IdleTimeout: idle}), nil
 }
 
 // webClients holds one client per idle timeout, so that the Objects of
@@ -112,7 +112,8 @@ func (s *httpSource) open(ctx context.Context) (int64, error) {
 	return s.size, nil
 }
 
-func (s *httpSource) get(ctx context.Context, off, n int64) (io.ReadCloser, error) {
+// GetRange gets n bytes at off of the version opened.
+func (s *httpSource) GetRange(ctx context.Context, off, n int64) (io.ReadCloser, error) {
 	resp, err := s.do(ctx, off, n, false)
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ type Object struct {
 	loc      Location
 	size     int64
 	etag     string
-	src      source
+	src      RangeGetter
 	client   *Client // nil for web resources
 	attempts int
 	idle     time.Duration
@@ -57,12 +57,31 @@ type window struct {
 	used uint64
 }
 
-// source is where an Object's bytes come from.
-type source interface {
-	// get starts a request for n bytes at off of the pinned version and
-	// returns its body, which holds exactly n bytes. It retries what is
-	// worth retrying before it returns an error.
-	get(ctx context.Context, off, n int64) (io.ReadCloser, error)
+// A RangeGetter is where the bytes of an [Object] come from: the reads of
+// a backend, for one version of one object.
+type RangeGetter interface {
+	// GetRange starts a request for n bytes at off of the version and
+	// returns its body, which must hold exactly n bytes; a version that
+	// is gone is an error wrapping ErrChanged. It retries what is worth
+	// retrying (refused connections, 5xx answers, throttling) before it
+	// returns an error. A body that breaks off or stalls is asked for
+	// again, from where it broke, by the Object.
+	GetRange(ctx context.Context, off, n int64) (io.ReadCloser, error)
+}
+
+// NewObject returns the object at loc of size bytes, in the version etag
+// ("" if the backend has none), whose bytes src fetches: what the Open of
+// a backend returns. Of cfg it uses Attempts and IdleTimeout. The context
+// governs every request made for the Object.
+func NewObject(ctx context.Context, loc Location, size int64, etag string, src RangeGetter, cfg Config) *Object {
+	o := &Object{ctx: ctx, loc: loc, size: size, etag: etag, src: src, attempts: cfg.Attempts, idle: cfg.IdleTimeout}
+	if o.attempts <= 0 {
+		o.attempts = defaultAttempts
+	}
+	if o.idle <= 0 {
+		o.idle = defaultIdleTimeout
+	}
+	return o
 }
 
 // Open returns the object bucket/key, as it is now. It reports a missing
@@ -121,6 +140,24 @@ func (o *Object) ETag() string { return o.etag }
 
 // Location returns where the object is.
 func (o *Object) Location() Location { return o.loc }
+
+// Head returns the first n bytes of the object (all of it when it is
+// smaller), read with one request of that size: a header costs one
+// request, where ReadAt at the start would fetch a read-ahead window
+// ([ReadAheadSize]) and a Reader would start its chunks.
+func (o *Object) Head(n int) ([]byte, error) {
+	if n < 0 {
+		return nil, o.fail(errkind.Errorf(errkind.Usage, "negative length %d", n))
+	}
+	p := make([]byte, min(int64(n), o.size))
+	if len(p) == 0 {
+		return p, nil
+	}
+	if err := o.fetch(o.ctx, 0, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
 
 // ReadAt reads len(p) bytes at off, as io.ReaderAt says: fewer only at the
 // end of the object, with io.EOF.
@@ -249,7 +286,7 @@ func (e *bodyError) Unwrap() error { return e.err }
 func (o *Object) fetchOnce(ctx context.Context, off int64, p []byte) (int, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	body, err := o.src.get(rctx, off, int64(len(p)))
+	body, err := o.src.GetRange(rctx, off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
@@ -316,7 +353,9 @@ type s3Source struct {
 	lastModified *time.Time
 }
 
-func (s *s3Source) get(ctx context.Context, off, n int64) (io.ReadCloser, error) {
+// GetRange gets n bytes at off of the version, pinned by If-Match (or
+// by If-Unmodified-Since where the object has no ETag).
+func (s *s3Source) GetRange(ctx context.Context, off, n int64) (io.ReadCloser, error) {
 	in := &s3.GetObjectInput{
 		Bucket: &s.bucket,
 		Key:    &s.key,

@@ -18,6 +18,10 @@
 # which the tag leaves out: nothing calls them, and their initialisation
 # slowed every start.
 #
+# It also checks that package mount links no store: the S3 source of a
+# mount is in mount/storesource, so that mount imports neither objstore
+# nor the AWS SDK.
+#
 # With an argument, it checks that binary instead of building one (used to
 # test the check itself on a binary that does link them).
 set -euo pipefail
@@ -50,4 +54,9 @@ if grep -E '^[[:space:]]+(dep|=>)[[:space:]]' "$tmp/modules" | grep -E "$forbidd
 	cat "$tmp/bad" >&2
 	exit 1
 fi
-echo "check-binary-deps: ok, $(grep -cE '^[[:space:]]+dep[[:space:]]' "$tmp/modules") modules linked, none of $forbidden"
+if (cd "$root" && go list -deps ./mount) | grep -E '^(github\.com/aws/|github\.com/c4gh-go/crypt4gh/objstore$)' >"$tmp/bad"; then
+	echo "check-binary-deps: package mount imports a store:" >&2
+	cat "$tmp/bad" >&2
+	exit 1
+fi
+echo "check-binary-deps: ok, $(grep -cE '^[[:space:]]+dep[[:space:]]' "$tmp/modules") modules linked, none of $forbidden; mount links no store"

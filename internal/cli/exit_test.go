@@ -66,6 +66,7 @@ var sentinelCodes = map[string]struct {
 	"objstore.ErrNoRange":           {objstore.ErrNoRange, exitUsage},
 	"objstore.ErrAborted":           {objstore.ErrAborted, exitError},
 	"objstore.ErrTooLarge":          {objstore.ErrTooLarge, exitUsage},
+	"objstore.ErrUnsupported":       {objstore.ErrUnsupported, exitUsage},
 }
 
 // TestSentinelExitCodes checks the exit code of every sentinel, alone and

@@ -72,11 +72,11 @@ func rekey(ctx context.Context, c *cli.Context, sk *keys.SecretKey, h *header.He
 // compose writes the object at dest made of parts (objstore.Compose). ctx
 // is that of interruptible, so that a signal aborts the upload.
 func compose(ctx context.Context, c *cli.Context, dest objstore.Location, parts []objstore.Part, force bool) error {
-	cl, err := client(c)
+	st, err := store(c, dest)
 	if err != nil {
 		return err
 	}
-	err = cl.Compose(ctx, dest.Bucket, dest.Key, parts, &objstore.ComposeOptions{Force: force, CopyPartSize: copyPart, Concurrency: copyJobs})
+	err = st.Compose(ctx, dest, parts, &objstore.ComposeOptions{Force: force, CopyPartSize: copyPart, Concurrency: copyJobs})
 	if errors.Is(err, objstore.ErrExists) {
 		return withHint(err, "use --force to replace it")
 	}
@@ -148,7 +148,13 @@ func reencryptBatch(c *cli.Context) error {
 		return err
 	}
 	defer sk.Zero()
-	cl, err := client(c)
+	// Every FILE argument is an s3:// location: the store of the first
+	// is that of all, and its credentials are checked before the batch.
+	first, err := objstore.Parse(srcs[0].in)
+	if err != nil {
+		return err
+	}
+	st, err := store(c, first)
 	if err != nil {
 		return err
 	}
@@ -177,7 +183,7 @@ func reencryptBatch(c *cli.Context) error {
 					if stopped() {
 						continue
 					}
-					err := rekeyOne(ctx, c, cl, sk, name, recipients)
+					err := rekeyOne(ctx, c, st, sk, name, recipients)
 					mu.Lock()
 					if err != nil {
 						failed++
@@ -212,12 +218,12 @@ func reencryptBatch(c *cli.Context) error {
 }
 
 // rekeyOne rekeys the object at name in place.
-func rekeyOne(ctx context.Context, c *cli.Context, cl *objstore.Client, sk *keys.SecretKey, name string, recipients []keys.PublicKey) error {
+func rekeyOne(ctx context.Context, c *cli.Context, st objstore.Store, sk *keys.SecretKey, name string, recipients []keys.PublicKey) error {
 	loc, err := objstore.Parse(name)
 	if err != nil {
 		return err
 	}
-	o, err := cl.Open(c.Context, loc.Bucket, loc.Key)
+	o, err := st.Open(c.Context, loc)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/mount"
+	"github.com/c4gh-go/crypt4gh/mount/storesource"
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
 )
@@ -57,15 +58,21 @@ const (
 	abortTimeout = 15 * time.Second
 )
 
-// stores is the object storage of one run: one client, made when a first
-// s3:// location is used, and how many files share the memory.
+// stores is the object storage of one run: one store a scheme, made when
+// a first location of the scheme is used, and how many files share the
+// memory.
 type stores struct {
 	mu      sync.Mutex
-	client  *objstore.Client
-	err     error
-	files   int  // files of a batch that move at once
-	reading bool // objects are read: uploads get half the budget
-	writing bool // objects are written: downloads get half the budget
+	opened  map[string]openedStore // by scheme
+	files   int                    // files of a batch that move at once
+	reading bool                   // objects are read: uploads get half the budget
+	writing bool                   // objects are written: downloads get half the budget
+}
+
+// openedStore is the store of a scheme, or why it could not be made.
+type openedStore struct {
+	st  objstore.Store
+	err error
 }
 
 var storesMu sync.Mutex
@@ -128,20 +135,28 @@ var readChunks = 8
 // tests, which stall requests.
 var storeIdleTimeout time.Duration
 
-// storeConfig is the configuration of the client of the run.
+// storeConfig is the configuration of the stores of the run.
 func storeConfig(c *cli.Context) objstore.Config {
 	return objstore.Config{S3Config: expandHome(c.String("s3-config")), IdleTimeout: storeIdleTimeout}
 }
 
-// client returns the client of the run, made at the first call.
-func client(c *cli.Context) (*objstore.Client, error) {
+// store returns the store of the run for the scheme of loc, made at the
+// first call for the scheme: one S3 client a run, whose credentials are
+// resolved once.
+func store(c *cli.Context, loc objstore.Location) (objstore.Store, error) {
 	s := storesOf(c)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.client == nil && s.err == nil {
-		s.client, s.err = objstore.New(c.Context, storeConfig(c))
+	scheme := loc.Scheme()
+	o, ok := s.opened[scheme]
+	if !ok {
+		o.st, o.err = objstore.OpenStore(c.Context, loc, storeConfig(c))
+		if s.opened == nil {
+			s.opened = map[string]openedStore{}
+		}
+		s.opened[scheme] = o
 	}
-	return s.client, s.err
+	return o.st, o.err
 }
 
 // readerOptions are the options of the streams of a run.
@@ -226,17 +241,14 @@ func openObject(c *cli.Context, s string) (*objstore.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if loc.URL != "" {
-		return objstore.OpenURL(c.Context, loc.URL, storeConfig(c))
-	}
 	if loc.IsPrefix() {
 		return nil, withHint(usagef("%s is a prefix, not an object", loc), "name an object (s3://BUCKET/KEY), or give the prefix as a FILE argument of batch mode")
 	}
-	cl, err := client(c)
+	st, err := store(c, loc)
 	if err != nil {
 		return nil, err
 	}
-	return cl.Open(c.Context, loc.Bucket, loc.Key)
+	return st.Open(c.Context, loc)
 }
 
 // openSource opens path for reading as openInput does, and also an
@@ -283,8 +295,7 @@ func (s *objectStream) fetchHead() error {
 		return s.err
 	}
 	s.fetched = true
-	s.head = make([]byte, min(s.o.Size(), headSize))
-	if s.err = readExact(s.o, s.head, 0); s.err != nil {
+	if s.head, s.err = s.o.Head(headSize); s.err != nil {
 		return s.err
 	}
 	s.prefix = int64(len(s.head))
@@ -295,21 +306,6 @@ func (s *objectStream) fetchHead() error {
 		s.prefix = h.Size()
 	}
 	return nil
-}
-
-// readExact reads len(p) bytes of o at off with one request of that size
-// (a ReadAt at the start of an object would fetch a read-ahead window).
-func readExact(o *objstore.Object, p []byte, off int64) error {
-	if len(p) == 0 {
-		return nil
-	}
-	r, err := o.NewReader(off, int64(len(p)), &objstore.ReaderOptions{ChunkSize: int64(len(p)), Concurrency: 1})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	_, err = io.ReadFull(r, p)
-	return err
 }
 
 func (s *objectStream) Read(p []byte) (int, error) {
@@ -425,13 +421,13 @@ func (h headReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // objectSink uploads what a command writes to an object. Every call into
-// the objstore.Writer holds sem, so that an interruption, which cancels
+// the objstore.ObjectWriter holds sem, so that an interruption, which cancels
 // the upload's context and then takes sem for good, aborts the upload
 // itself when the command is not inside the Writer (it may be waiting for
 // stdin), and else waits for the Writer to return: then no multipart
 // upload is left pending.
 type objectSink struct {
-	w          *objstore.Writer
+	w          objstore.ObjectWriter
 	name       string // the s3:// URL, for messages
 	cancel     context.CancelFunc
 	sem        chan struct{}
@@ -460,13 +456,13 @@ func openDest(c *cli.Context, path string, size int64, opts outputOptions) (*out
 	case loc.IsPrefix():
 		return nil, withHint(usagef("%s is a prefix, not an object", loc), "name the object: s3://BUCKET/KEY")
 	}
-	cl, err := client(c)
+	st, err := store(c, loc)
 	if err != nil {
 		return nil, err
 	}
 	storesOf(c).uses(true)
 	ctx, cancel := context.WithCancel(c.Context)
-	w, err := cl.NewWriter(ctx, loc.Bucket, loc.Key, writerOptions(c, size, opts.force))
+	w, err := st.Create(ctx, loc, writerOptions(c, size, opts.force))
 	if err != nil {
 		cancel()
 		if errors.Is(err, objstore.ErrExists) {
@@ -586,9 +582,9 @@ func objectSource(c *cli.Context, source string) (mount.Source, error) {
 	if loc.URL != "" {
 		return nil, usagef("mount shows an s3:// prefix or a folder, not %s", loc)
 	}
-	cl, err := client(c)
+	st, err := store(c, loc)
 	if err != nil {
 		return nil, err
 	}
-	return mount.Objects(cl, loc.Bucket, loc.Key), nil
+	return storesource.New(st, loc), nil
 }

@@ -107,12 +107,12 @@ func batchSources(c *cli.Context, args []string, keep func(key string) bool) ([]
 // listObjects returns the objects under the prefix loc whose keys keep
 // accepts.
 func listObjects(c *cli.Context, loc objstore.Location, keep func(string) bool) ([]source, error) {
-	cl, err := client(c)
+	st, err := store(c, loc)
 	if err != nil {
 		return nil, err
 	}
 	var out []source
-	for info, err := range cl.List(c.Context, loc.Bucket, loc.Key) {
+	for info, err := range st.List(c.Context, loc) {
 		if err != nil {
 			return nil, err
 		}
