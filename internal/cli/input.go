@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
 )
 
@@ -107,6 +108,11 @@ func openStreams(c *cli.Context, opts outputOptions, size func(*input) int64) (*
 	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
 		return nil, nil, err
 	}
+	if sameObject(c.String("input"), c.String("output")) {
+		// As for a file: the object would be replaced by what is made
+		// of it (only reencrypt, rearrange and splice work in place).
+		return nil, nil, usagef("-o %s is the input object", c.String("output"))
+	}
 	in, err := openSource(c, c.String("input"))
 	if err != nil {
 		return nil, nil, err
@@ -146,4 +152,17 @@ func (c *countedReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// sameObject reports whether in and out name one object of a store.
+func sameObject(in, out string) bool {
+	if !objstore.IsURL(in) || !objstore.IsURL(out) {
+		return false
+	}
+	a, err := objstore.Parse(in)
+	if err != nil {
+		return false
+	}
+	b, err := objstore.Parse(out)
+	return err == nil && a.URL == "" && a == b
 }

@@ -145,11 +145,11 @@ func inspect(c *cli.Context) error {
 		_, err := inspectOne(c, path, key)
 		return err
 	}
-	paths, err := verifySources(c, c.Args().Slice())
+	paths, skipped, err := verifySources(c, c.Args().Slice())
 	if err != nil {
 		return err
 	}
-	if len(paths) == 1 {
+	if len(paths) == 1 && skipped == 0 {
 		_, err := inspectOne(c, paths[0], key)
 		return err
 	}
@@ -158,6 +158,9 @@ func inspect(c *cli.Context) error {
 	// stop the others, as verify does.
 	var worst error
 	failed, printed := 0, false
+	if skipped > 0 {
+		failed, worst = skipped, errSkipped
+	}
 	for _, p := range paths {
 		if printed && !c.Bool("json") {
 			// A blank line after the description before.
@@ -181,7 +184,7 @@ func inspect(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
-		return &verifyFailed{failed: failed, total: len(paths), worst: worst, what: "inspection"}
+		return &verifyFailed{failed: failed, total: len(paths) + skipped, worst: worst, what: "inspection"}
 	}
 	return nil
 }

@@ -202,6 +202,14 @@ func reencryptBatch(c *cli.Context) error {
 			if stopped() {
 				break
 			}
+			if s.err != nil {
+				mu.Lock()
+				failed++
+				code = max(code, exitCode(s.err))
+				report(c.App.ErrWriter, fmt.Errorf("%s: %w", s.in, s.err))
+				mu.Unlock()
+				continue
+			}
 			work <- s.in
 		}
 		close(work)

@@ -69,6 +69,7 @@ func isOutputFolder(p string) bool {
 // its result relative to an output folder (slash-separated).
 type source struct {
 	in, rel string
+	err     error // why the input is skipped, when it is
 }
 
 // batchSources expands the FILE arguments: a prefix to the objects under it
@@ -115,6 +116,13 @@ func listObjects(c *cli.Context, loc objstore.Location, keep func(string) bool) 
 	for info, err := range st.List(c.Context, loc) {
 		if err != nil {
 			return nil, err
+		}
+		if !strings.HasPrefix(info.Key, loc.Key) {
+			// A store that lists what was not asked for: the name
+			// relative to the prefix would be wrong, so skip it.
+			out = append(out, source{in: objstore.Location{Bucket: loc.Bucket, Key: info.Key}.String(),
+				err: fmt.Errorf("the listing of %s returned this key, which is not under the prefix: skipped", loc)})
+			continue
 		}
 		if keep(info.Key) {
 			out = append(out, source{in: objstore.Location{Bucket: loc.Bucket, Key: info.Key}.String(), rel: info.Key[len(loc.Key):]})
@@ -177,8 +185,9 @@ func encryptBatchItems(c *cli.Context, files []string) ([]batchItem, []string, e
 			skipped = append(skipped, s.in)
 			continue
 		}
-		it := batchItem{in: s.in}
+		it := batchItem{in: s.in, err: s.err}
 		switch {
+		case s.err != nil:
 		case dir != "":
 			it.out, it.err = inFolder(dir, s.rel+c4ghSuffix)
 		case strings.HasPrefix(strings.ToLower(s.in), "s3://") || !objstore.IsURL(s.in):
@@ -207,9 +216,10 @@ func decryptBatchItems(c *cli.Context, files []string) ([]batchItem, error) {
 	}
 	items := make([]batchItem, len(srcs))
 	for i, s := range srcs {
-		it := batchItem{in: s.in}
+		it := batchItem{in: s.in, err: s.err}
 		rel, ok := strings.CutSuffix(s.rel, c4ghSuffix)
 		switch {
+		case s.err != nil:
 		case !ok:
 			it.err = usagef("the name does not end in %s; use -i and -o for this file", c4ghSuffix)
 		case rel == "" || strings.HasSuffix(rel, "/"):
@@ -271,25 +281,36 @@ func openBatchOutput(c *cli.Context, name string, size int64, opts outputOptions
 	return openDest(c, name, size, opts)
 }
 
-// verifySources expands the FILE arguments of verify: a prefix to the
-// objects ending in .c4gh under it.
-func verifySources(c *cli.Context, args []string) ([]string, error) {
+// verifySources expands the FILE arguments of verify and inspect: a prefix
+// to the objects ending in .c4gh under it. It reports the keys it skips,
+// each on a line (a failure, exit 1), and returns how many.
+func verifySources(c *cli.Context, args []string) ([]string, int, error) {
 	if !hasURL(args) {
-		return args, nil
+		return args, 0, nil
 	}
 	srcs, err := batchSources(c, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if len(srcs) == 0 {
-		return nil, usagef("nothing to verify")
+	var out []string
+	skipped := 0
+	for _, s := range srcs {
+		if s.err != nil {
+			report(c.App.ErrWriter, fmt.Errorf("%s: %w", s.in, s.err))
+			skipped++
+			continue
+		}
+		out = append(out, s.in)
 	}
-	out := make([]string, len(srcs))
-	for i, s := range srcs {
-		out[i] = s.in
+	if len(out) == 0 && skipped == 0 {
+		return nil, 0, usagef("nothing to %s", c.Command.Name)
 	}
-	return out, nil
+	return out, skipped, nil
 }
+
+// errSkipped stands for the inputs that a batch skipped, each reported
+// already: they make it fail with exit 1.
+var errSkipped = errors.New("inputs skipped")
 
 // resumeHelp is the paragraph of decrypt's description about --continue.
 const resumeHelp = "\n\n" +

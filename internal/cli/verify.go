@@ -62,11 +62,11 @@ func verify(c *cli.Context) error {
 	if err := flagsFirst(c); err != nil {
 		return err
 	}
-	paths, err := verifySources(c, c.Args().Slice())
+	paths, skipped, err := verifySources(c, c.Args().Slice())
 	if err != nil {
 		return err
 	}
-	if len(paths) == 0 {
+	if len(paths) == 0 && skipped == 0 {
 		paths = []string{"-"}
 	}
 	sk, sender, err := readReaderKeys(c)
@@ -76,7 +76,10 @@ func verify(c *cli.Context) error {
 	defer sk.Zero()
 
 	var worst error
-	failed := 0
+	failed := skipped
+	if skipped > 0 {
+		worst = errSkipped
+	}
 	for _, path := range paths {
 		name := quoteName(shownName(path))
 		if path == "-" {
@@ -92,7 +95,7 @@ func verify(c *cli.Context) error {
 			continue
 		}
 		err = fmt.Errorf("%s: %w", name, err)
-		if len(paths) == 1 {
+		if len(paths) == 1 && skipped == 0 {
 			return err
 		}
 		failed++
@@ -103,7 +106,7 @@ func verify(c *cli.Context) error {
 		}
 	}
 	if failed > 0 {
-		return &verifyFailed{failed: failed, total: len(paths), worst: worst}
+		return &verifyFailed{failed: failed, total: len(paths) + skipped, worst: worst}
 	}
 	return nil
 }

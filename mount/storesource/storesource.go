@@ -62,7 +62,14 @@ func (s *source) ReadDir(ctx context.Context, dir string) ([]mount.Entry, error)
 		if err != nil {
 			return nil, err
 		}
-		name, isDir := strings.CutSuffix(info.Key[len(p.Key):], "/")
+		rel, ok := strings.CutPrefix(info.Key, p.Key)
+		name, isDir := strings.CutSuffix(rel, "/")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			// Not under the folder asked for (a store that lists
+			// what it was not asked), or no name of one element:
+			// left out, as the mount leaves out what it cannot show.
+			continue
+		}
 		e := mount.Entry{Name: name, Dir: isDir, Size: info.Size, ModTime: info.LastModified}
 		if isDir {
 			e.ModTime = s.listed
