@@ -37,6 +37,23 @@ func (p *Packet) Open(reader *keys.SecretKey) ([]byte, error) {
 	return p.open(&k)
 }
 
+// OpenAsWriter decrypts a method-0 packet that writer sealed for
+// recipient, as [SealPacket] did, and returns its payload: so a writer can
+// tell which recipients already hold packets of its own. It fails with
+// [ErrPacketAuth] for a packet that another key wrote, or that writer
+// wrote for another recipient.
+func (p *Packet) OpenAsWriter(writer *keys.SecretKey, recipient keys.PublicKey) ([]byte, error) {
+	if p.Method != MethodX25519ChaCha20Poly1305 || writer == nil || p.WriterPublicKey != writer.Public() {
+		return nil, fmt.Errorf("%w: not written by this key", ErrPacketAuth)
+	}
+	k, err := keys.WriterSharedKey(writer, recipient)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPacketAuth, err)
+	}
+	defer clear(k[:])
+	return p.open(&k)
+}
+
 // open decrypts a method-0 packet with its shared key.
 func (p *Packet) open(k *[keys.KeySize]byte) ([]byte, error) {
 	aead, err := chacha20poly1305.New(k[:])

@@ -34,14 +34,41 @@ import (
 // opens are replaced: reader keeps access only when its own public key is
 // among the recipients. Packets that reader cannot open (other readers',
 // unknown methods) are kept unchanged, after the new ones, unless trim is
-// set. Nonces are read from rand (crypto/rand when nil).
+// set; but packets that reader itself wrote for one of the recipients (an
+// earlier re-encryption for them) are dropped, so that no recipient is
+// left with two sets of packets (two edit lists make a file unreadable).
+// Nonces are read from rand (crypto/rand when nil).
 //
 // Header fails with [header.ErrNoDecryptablePacket] when reader opens no
 // packet, [header.ErrNoDataKey] when the packets it opens hold no data key,
 // and [header.ErrTooManyPackets] when the new header would hold more than
 // [header.MaxPackets] packets.
 func Header(h *header.Header, reader *keys.SecretKey, recipients []keys.PublicKey, trim bool, rand io.Reader) (*header.Header, error) {
-	if len(recipients) == 0 {
+	return Rekey(h, reader, RekeyOptions{Recipients: recipients, Trim: trim, Rand: rand})
+}
+
+// RekeyOptions configures [Rekey].
+type RekeyOptions struct {
+	// Recipients get packets that hold what the reader opens.
+	Recipients []keys.PublicKey
+	// Trim drops the packets that the reader cannot open (other
+	// readers'): only the recipients can read the result.
+	Trim bool
+	// Add keeps every packet of the header, the reader's own included,
+	// and adds packets only for the recipients that hold none written
+	// by the reader: "give one more person access". Trim is ignored.
+	Add bool
+	// Rand is the source of the nonces; crypto/rand when nil.
+	Rand io.Reader
+}
+
+// Rekey returns a new header for h: as [Header] describes without
+// opts.Add, or with it every packet of h followed by packets for the
+// recipients that do not hold packets written by reader already. It fails
+// as Header does, and with [ErrNothingToAdd] when Add finds that every
+// recipient holds such packets.
+func Rekey(h *header.Header, reader *keys.SecretKey, opts RekeyOptions) (*header.Header, error) {
+	if len(opts.Recipients) == 0 {
 		return nil, errkind.New(errkind.Usage, "no recipient public key")
 	}
 	c, err := h.Decrypt(reader, nil)
@@ -49,27 +76,77 @@ func Header(h *header.Header, reader *keys.SecretKey, recipients []keys.PublicKe
 		return nil, err
 	}
 	defer c.Zero()
-	out, err := header.Seal(reader, recipients, c.Payloads, rand)
+	// Packets that reader wrote for each recipient, found by opening
+	// them as their writer.
+	mine := make(map[int]bool)
+	var missing []keys.PublicKey
+	for _, r := range uniqueKeys(opts.Recipients) {
+		found := opts.Add && r == reader.Public() // it opens the header already
+		for i := range h.Packets {
+			if pt, err := h.Packets[i].OpenAsWriter(reader, r); err == nil {
+				clear(pt)
+				mine[i], found = true, true
+			}
+		}
+		if !found {
+			missing = append(missing, r)
+		}
+	}
+	recipients := opts.Recipients
+	if opts.Add {
+		if len(missing) == 0 {
+			return nil, ErrNothingToAdd
+		}
+		recipients = missing
+	}
+	out, err := header.Seal(reader, recipients, c.Payloads, opts.Rand)
 	if err != nil {
 		return nil, err
 	}
-	if trim {
-		return out, nil
+	keep := func(i int) bool { return true }
+	if !opts.Add {
+		if opts.Trim {
+			return out, nil
+		}
+		opened := make(map[int]bool, len(c.Opened))
+		for _, i := range c.Opened {
+			opened[i] = true
+		}
+		keep = func(i int) bool { return !opened[i] && !mine[i] }
 	}
-	if n := len(out.Packets) + len(h.Packets) - len(c.Opened); n > header.MaxPackets {
+	var kept []header.Packet
+	for i, p := range h.Packets {
+		if keep(i) {
+			kept = append(kept, p)
+		}
+	}
+	if n := len(out.Packets) + len(kept); n > header.MaxPackets {
 		return nil, fmt.Errorf("%w: the new header would hold %d packets (limit %d)",
 			header.ErrTooManyPackets, n, header.MaxPackets)
 	}
-	opened := make(map[int]bool, len(c.Opened))
-	for _, i := range c.Opened {
-		opened[i] = true
-	}
-	for i, p := range h.Packets {
-		if !opened[i] {
-			out.Packets = append(out.Packets, p)
-		}
+	if opts.Add {
+		out.Packets = append(kept, out.Packets...)
+	} else {
+		out.Packets = append(out.Packets, kept...)
 	}
 	return out, nil
+}
+
+// ErrNothingToAdd is returned by [Rekey] with Add when every recipient
+// holds packets that the reader wrote already.
+var ErrNothingToAdd = errkind.New(errkind.Usage, "every recipient can read the file already")
+
+// uniqueKeys returns ks without repeats, in order.
+func uniqueKeys(ks []keys.PublicKey) []keys.PublicKey {
+	var out []keys.PublicKey
+	seen := map[keys.PublicKey]bool{}
+	for _, k := range ks {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Source is a Crypt4GH file that [Splice] reads: positioned at its start

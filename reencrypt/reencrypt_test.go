@@ -984,3 +984,56 @@ func TestCopyBodyChecksLastSegment(t *testing.T) {
 		t.Fatalf("a last segment of 5 bytes: %v, want ErrTruncated", err)
 	}
 }
+
+// TestRekeyTwiceForOneReader: alice gives a file with an edit list to bob,
+// keeping her own access, then gives it to bob again: bob holds one set of
+// packets (before, the first set stayed beside the new one, and two edit
+// lists made the file unreadable for him).
+func TestRekeyTwiceForOneReader(t *testing.T) {
+	writer, alice, bob := newKey(t), newKey(t), newKey(t)
+	plain := plaintext(2*seg+77, 10)
+	file := encrypt(t, plain, []uint64{1000, 70000, 5}, writer, alice.Public())
+	want := decrypt(t, file, alice)
+	for round := 1; round <= 2; round++ {
+		h, _ := contents(t, file, alice)
+		nh, err := reencrypt.Header(h, alice, []keys.PublicKey{alice.Public(), bob.Public()}, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file = append(nh.Marshal(), file[h.Size():]...)
+		for name, k := range map[string]*keys.SecretKey{"alice": alice, "bob": bob} {
+			if got, err := tryDecrypt(file, k); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("round %d: %s: %v", round, name, err)
+			}
+		}
+		if h2, _ := contents(t, file, bob); len(h2.Packets) != 4 {
+			t.Errorf("round %d: %d packets, want 2 for each reader", round, len(h2.Packets))
+		}
+	}
+}
+
+// TestRekeyAdd: with Add every packet is kept and packets are added for
+// the recipients who hold none of the reader's; asked again, there is
+// nothing to add.
+func TestRekeyAdd(t *testing.T) {
+	writer, alice, bob, carol := newKey(t), newKey(t), newKey(t), newKey(t)
+	plain := plaintext(seg+5, 11)
+	file := encrypt(t, plain, []uint64{10, 20}, writer, alice.Public(), carol.Public())
+	h, _ := contents(t, file, alice)
+	nh, err := reencrypt.Rekey(h, alice, reencrypt.RekeyOptions{Recipients: []keys.PublicKey{bob.Public(), alice.Public()}, Add: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nh.Packets) != len(h.Packets)+2 || !bytes.HasPrefix(nh.Marshal()[16:], h.Marshal()[16:]) {
+		t.Fatalf("%d packets, want the %d of the file first and 2 for bob", len(nh.Packets), len(h.Packets))
+	}
+	out := append(nh.Marshal(), file[h.Size():]...)
+	for name, k := range map[string]*keys.SecretKey{"alice": alice, "bob": bob, "carol": carol} {
+		if got, err := tryDecrypt(out, k); err != nil || !bytes.Equal(got, plain[10:30]) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := reencrypt.Rekey(nh, alice, reencrypt.RekeyOptions{Recipients: []keys.PublicKey{bob.Public()}, Add: true}); !errors.Is(err, reencrypt.ErrNothingToAdd) {
+		t.Errorf("bob again: %v, want ErrNothingToAdd", err)
+	}
+}

@@ -19,12 +19,17 @@ func reencryptCommand() *cli.Command {
 		Usage: "give a file to new recipients without touching its body",
 		Description: "Every header packet that --sk opens is encrypted again for each --recipient_pk;\n" +
 			"packets that --sk cannot open are kept unless --trim. The body is copied\n" +
-			"unchanged. With --header-only, only the new header is written; the input\n" +
-			"may be a bare header, as encrypt --header writes it." + rekeyHelp,
+			"unchanged (its last segment authenticated first). With --header-only, only\n" +
+			"the new header is written; the input may be a bare header, as encrypt\n" +
+			"--header writes it. With --add, every packet is kept and packets are added\n" +
+			"for the recipients who hold none written by --sk. In place, a result that\n" +
+			"--sk would no longer open is refused (exit 2) unless --drop-self." + rekeyHelp,
 		Flags: []cli.Flag{
 			skFlag(),
 			recipientFlag("re-encrypt for the public key(s) in the file at `PATH` (repeatable)"),
 			&cli.BoolFlag{Name: "trim", Aliases: []string{"t"}, Usage: "drop the packets that --sk cannot open"},
+			&cli.BoolFlag{Name: "add", Usage: "keep every packet and add packets for the recipients (give one more reader access)"},
+			&cli.BoolFlag{Name: "drop-self", Usage: "in place: allow a result that --sk no longer opens"},
 			&cli.BoolFlag{Name: "header-only", Usage: "read and write only a header"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(true),
 			s3ConfigFlag(),
@@ -83,9 +88,9 @@ func reencryptTo(c *cli.Context, h *header.Header, in *input, src io.Reader, out
 		return err
 	}
 	defer sk.Zero()
-	nh, err := reencrypt.Header(h, sk, recipients, c.Bool("trim"), nil)
+	nh, err := newHeader(c, h, sk, recipients, false)
 	if err != nil {
-		return noPacketHint(err, sk, nil)
+		return err
 	}
 	if _, err := nh.WriteTo(out); err != nil {
 		return fmt.Errorf("failed to write header: %w", err)
@@ -134,3 +139,36 @@ func bodyError(err error, headerSize, fileSize int64) error {
 	}
 	return cutShortHint(fmt.Errorf("body %w (at byte %d of the file)", se, se.Offset(headerSize)), se, headerSize, fileSize)
 }
+
+// newHeader is the header that reencrypt writes for h: see
+// reencrypt.Rekey, with --trim and --add. In place, a result that sk no
+// longer opens is refused unless --drop-self, and nothing to add is
+// errNothingToDo; for a new output, nothing to add keeps the header as it
+// is.
+func newHeader(c *cli.Context, h *header.Header, sk *keys.SecretKey, recipients []keys.PublicKey, inPlace bool) (*header.Header, error) {
+	if c.Bool("add") && c.Bool("trim") {
+		return nil, usagef("--add keeps every packet: it cannot be used with --trim")
+	}
+	nh, err := reencrypt.Rekey(h, sk, reencrypt.RekeyOptions{Recipients: recipients, Trim: c.Bool("trim"), Add: c.Bool("add")})
+	switch {
+	case errors.Is(err, reencrypt.ErrNothingToAdd) && inPlace:
+		return nil, errNothingToDo
+	case errors.Is(err, reencrypt.ErrNothingToAdd):
+		return h, nil
+	case err != nil:
+		return nil, noPacketHint(err, sk, nil)
+	}
+	if inPlace && !c.Bool("drop-self") {
+		contents, err := nh.Decrypt(sk, nil)
+		if err != nil {
+			return nil, withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(secretKeyPath(c))),
+				"add your own public key with --recipient_pk, use --add to keep every reader, or --drop-self to drop your access")
+		}
+		contents.Zero()
+	}
+	return nh, nil
+}
+
+// errNothingToDo is returned by newHeader when --add finds that every
+// recipient can read the file already: the caller says so and succeeds.
+var errNothingToDo = errors.New("every recipient can read it already")

@@ -50,9 +50,16 @@ func rekeyObject(c *cli.Context, h *header.Header, o *objstore.Object, dest stri
 		return err
 	}
 	defer sk.Zero()
-	return interruptible(c, loc.String(), func(ctx context.Context) error {
+	err = interruptible(c, loc.String(), func(ctx context.Context) error {
 		return rekey(ctx, c, sk, h, o, loc, recipients, c.Bool("force"))
 	})
+	if errors.Is(err, errNothingToDo) {
+		if !c.Bool("quiet") {
+			fmt.Fprintf(c.App.ErrWriter, "crypt4gh: %s: %v: nothing to do\n", loc, err)
+		}
+		return nil
+	}
+	return err
 }
 
 // rekey composes the object at dest from a new header for recipients and
@@ -61,9 +68,10 @@ func rekey(ctx context.Context, c *cli.Context, sk *keys.SecretKey, h *header.He
 	if !force && o.Location() == dest {
 		return withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
 	}
-	nh, err := reencrypt.Header(h, sk, recipients, c.Bool("trim"), nil)
+	inPlace := o.Location() == dest
+	nh, err := newHeader(c, h, sk, recipients, inPlace)
 	if err != nil {
-		return noPacketHint(err, sk, nil)
+		return err // errNothingToDo too: the caller says so
 	}
 	parts := []objstore.Part{objstore.Bytes(nh.Marshal()), objstore.Range(o, h.Size(), o.Size()-h.Size())}
 	return compose(ctx, c, dest, parts, force)
@@ -184,13 +192,17 @@ func reencryptBatch(c *cli.Context) error {
 						continue
 					}
 					err := rekeyOne(ctx, c, st, sk, name, recipients)
+					result := "rekeyed"
+					if errors.Is(err, errNothingToDo) {
+						result, err = "unchanged, "+err.Error(), nil
+					}
 					mu.Lock()
 					if err != nil {
 						failed++
 						code = max(code, exitCode(err))
 						report(c.App.ErrWriter, fmt.Errorf("%s: %w", name, err))
 					} else if !c.Bool("quiet") && writeErr == nil {
-						if _, err := fmt.Fprintf(c.App.Writer, "%s: rekeyed\n", name); err != nil {
+						if _, err := fmt.Fprintf(c.App.Writer, "%s: %s\n", name, result); err != nil {
 							writeErr = fmt.Errorf("failed to write the results: %w", err)
 						}
 					}

@@ -30,7 +30,7 @@ func TestS3Rekey(t *testing.T) {
 	if code != exitUsage || !strings.Contains(stderr, "is the input") || !strings.Contains(stderr, "--force") {
 		t.Errorf("in place without --force: exit %d\n%s", code, stderr)
 	}
-	e.must(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--force", "-i", url("small.c4gh"), "-o", url("small.c4gh"))
+	e.must(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--drop-self", "--force", "-i", url("small.c4gh"), "-o", url("small.c4gh"))
 	sameBytes(t, "small, rekeyed in place", decryptBytes(t, e.get(t, "small.c4gh"), bob), small)
 
 	e.must(t, "reencrypt", "--sk", "bob.sec", "--recipient_pk", "me.pub", "-i", url("small.c4gh"), "-o", "s3://other-bucket/copy.c4gh")
@@ -90,7 +90,7 @@ func TestS3Rekey(t *testing.T) {
 	}
 	t.Chdir(e.dir)
 	var errs bytes.Buffer
-	code = Run([]string{"crypt4gh", "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--force", url("gone/")}, bytes.NewReader(nil), brokenStdout{}, &errs)
+	code = Run([]string{"crypt4gh", "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--drop-self", "--force", url("gone/")}, bytes.NewReader(nil), brokenStdout{}, &errs)
 	if code != 128+int(syscall.SIGPIPE) || errs.Len() > 0 {
 		t.Errorf("batch to a broken stdout: exit %d, stderr %q", code, errs.String())
 	}

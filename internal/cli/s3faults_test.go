@@ -194,7 +194,7 @@ func TestS3Costs(t *testing.T) {
 	}
 
 	e.px.Zero()
-	e.must(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--force", "-i", url("big.c4gh"), "-o", url("big.c4gh"))
+	e.must(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--drop-self", "--force", "-i", url("big.c4gh"), "-o", url("big.c4gh"))
 	t.Logf("rekey in place of 256 MiB: %d bytes up, %d down, %d requests", e.px.Up(), e.px.Down(), len(e.px.Requests()))
 	if e.px.Up() > 6*MiB || e.px.Down() > 6*MiB {
 		t.Errorf("rekey in place moved %d bytes up and %d down", e.px.Up(), e.px.Down())

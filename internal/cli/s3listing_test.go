@@ -95,3 +95,45 @@ func TestSameObjectInAndOut(t *testing.T) {
 		t.Error("an object was changed")
 	}
 }
+
+// TestRekeyInPlaceKeepsOwner: rekeying an object in place for another
+// reader alone would lock the owner out for good: refused (exit 2, the
+// object unchanged) unless --drop-self. --add keeps every reader and adds
+// the new one; asked again, there is nothing to do. A new output keeps
+// the reference tool's semantics.
+func TestRekeyInPlaceKeepsOwner(t *testing.T) {
+	e := newS3Env(t)
+	e.keygen(t, "bob")
+	e.keygen(t, "carol")
+	plain := randomData(70000, 87)
+	enc := encryptBytes(t, plain, e.sk)
+	e.put(t, "f.c4gh", enc)
+	inPlace := []string{"-i", url("f.c4gh"), "-o", url("f.c4gh"), "--force"}
+	code, _, stderr := e.run(t, append([]string{"reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub"}, inPlace...)...)
+	if code != exitUsage || !strings.Contains(stderr, "would no longer open with --sk me.sec") || !strings.Contains(stderr, "--add") {
+		t.Errorf("in place for bob alone: exit %d\n%s", code, stderr)
+	}
+	if !bytes.Equal(e.get(t, "f.c4gh"), enc) {
+		t.Fatal("the object was changed")
+	}
+	decrypts := func(who string) bool {
+		code, _, _ := e.run(t, "decrypt", "--sk", who+".sec", "-i", url("f.c4gh"), "-o", who+".out", "--force")
+		return code == 0 && bytes.Equal(e.read(t, who+".out"), plain)
+	}
+
+	e.must(t, append([]string{"reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--add"}, inPlace...)...)
+	if !decrypts("me") || !decrypts("bob") {
+		t.Error("after --add bob: not both of me and bob read the object")
+	}
+	_, _, stderr = e.run(t, append([]string{"reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--add"}, inPlace...)...)
+	if !strings.Contains(stderr, "every recipient can read it already: nothing to do") {
+		t.Errorf("--add bob again:\n%s", stderr)
+	}
+
+	e.must(t, append([]string{"reencrypt", "--sk", "me.sec", "--recipient_pk", "carol.pub", "--trim", "--drop-self"}, inPlace...)...)
+	if decrypts("me") || decrypts("bob") || !decrypts("carol") {
+		t.Error("after --trim --drop-self for carol: only carol should read the object")
+	}
+	// To a new object: the reference semantics, no refusal.
+	e.must(t, "reencrypt", "--sk", "carol.sec", "--recipient_pk", "bob.pub", "-i", url("f.c4gh"), "-o", url("g.c4gh"))
+}

@@ -313,7 +313,7 @@ func TestS3InterruptRekey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := e.child("reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--force", "-i", url("k.c4gh"), "-o", url("k.c4gh"))
+	cmd := e.child("reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--drop-self", "--force", "-i", url("k.c4gh"), "-o", url("k.c4gh"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -361,7 +361,7 @@ func TestS3InterruptAtCompletion(t *testing.T) {
 		key  string
 	}{
 		{"upload", []string{"encrypt", "--recipient_pk", "bob.pub", "-i", "plain", "-o", url("new.c4gh")}, "new.c4gh"},
-		{"rekey in place", []string{"reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--force", "-i", url("old.c4gh"), "-o", url("old.c4gh")}, "old.c4gh"},
+		{"rekey in place", []string{"reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--drop-self", "--force", "-i", url("old.c4gh"), "-o", url("old.c4gh")}, "old.c4gh"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			held, release := e.px.Hold(func(r *http.Request) bool {
