@@ -18,6 +18,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/mount"
 	"github.com/c4gh-go/crypt4gh/objstore"
+	"github.com/c4gh-go/crypt4gh/reencrypt"
 )
 
 // sentinelCodes is the exit code of every exported sentinel error of the
@@ -67,6 +68,7 @@ var sentinelCodes = map[string]struct {
 	"objstore.ErrAborted":           {objstore.ErrAborted, exitError},
 	"objstore.ErrTooLarge":          {objstore.ErrTooLarge, exitUsage},
 	"objstore.ErrUnsupported":       {objstore.ErrUnsupported, exitUsage},
+	"reencrypt.ErrNothingToAdd":     {reencrypt.ErrNothingToAdd, exitUsage},
 }
 
 // TestSentinelExitCodes checks the exit code of every sentinel, alone and
