@@ -59,7 +59,9 @@ func readS3cmdConfig(path string) (*s3cmdConfig, error) {
 		host = "s3.amazonaws.com"
 	}
 	if strings.Contains(host, "://") || strings.ContainsAny(host, "/@ ") {
-		return nil, fail(errkind.Errorf(errkind.Usage, "host_base %q is not a host name with an optional port", host))
+		// The value is not shown: a user name and password before
+		// an @ are secrets.
+		return nil, fail(errkind.Errorf(errkind.Usage, "host_base is not a host name with an optional port (it holds %s)", oddPart(host)))
 	}
 	https := true
 	if v, ok := values["use_https"]; ok {
@@ -126,4 +128,17 @@ func parseBool(s string) (v, ok bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// oddPart names what makes host_base no host name, without its value.
+func oddPart(host string) string {
+	switch {
+	case strings.Contains(host, "@"):
+		return "a user name or password before an @"
+	case strings.Contains(host, "://"):
+		return "a scheme: use use_https for it"
+	case strings.Contains(host, "/"):
+		return "a path"
+	}
+	return "a space"
 }

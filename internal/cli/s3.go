@@ -150,6 +150,9 @@ func store(c *cli.Context, loc objstore.Location) (objstore.Store, error) {
 	scheme := loc.Scheme()
 	o, ok := s.opened[scheme]
 	if !ok {
+		if scheme == "s3" {
+			warnCredentialFiles(c)
+		}
 		o.st, o.err = objstore.OpenStore(c.Context, loc, storeConfig(c))
 		if s.opened == nil {
 			s.opened = map[string]openedStore{}
@@ -157,6 +160,21 @@ func store(c *cli.Context, loc objstore.Location) (objstore.Store, error) {
 		s.opened[scheme] = o
 	}
 	return o.st, o.err
+}
+
+// warnCredentialFiles warns, as for a secret key, when the file that holds
+// the S3 credentials of the run may be read by others: the s3cmd file of
+// --s3-config, else the AWS shared credentials file.
+func warnCredentialFiles(c *cli.Context) {
+	if p := expandHome(c.String("s3-config")); p != "" {
+		warnReadable(c, "s3cmd configuration file", p)
+		return
+	}
+	p := os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
+	if p == "" {
+		p = expandHome("~/.aws/credentials")
+	}
+	warnReadable(c, "AWS credentials file", p)
 }
 
 // readerOptions are the options of the streams of a run.

@@ -137,3 +137,40 @@ func TestRekeyInPlaceKeepsOwner(t *testing.T) {
 	// To a new object: the reference semantics, no refusal.
 	e.must(t, "reencrypt", "--sk", "carol.sec", "--recipient_pk", "bob.pub", "-i", url("f.c4gh"), "-o", url("g.c4gh"))
 }
+
+// TestCredentialSecrets: a host_base with a user name and password is
+// refused without showing them; an s3cmd file or an AWS credentials file
+// that others may read gets the warning that a secret key gets.
+func TestCredentialSecrets(t *testing.T) {
+	e := newS3Env(t)
+	e.put(t, "f.c4gh", encryptBytes(t, randomData(100, 88), e.sk))
+	bad := filepath.Join(e.dir, "bad.s3cfg")
+	if err := os.WriteFile(bad, []byte("[default]\naccess_key = AKIA\nsecret_key = abc\nhost_base = admin:hunter2@127.0.0.1:9\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := e.run(t, "inspect", "--s3-config", bad, url("f.c4gh"))
+	if code == 0 || strings.Contains(stderr, "hunter2") || strings.Contains(stderr, "admin") || !strings.Contains(stderr, "user name or password") {
+		t.Errorf("host_base with a password: exit %d\n%s", code, stderr)
+	}
+
+	if err := os.Chmod(e.conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, stderr = e.run(t, "inspect", "--s3-config", e.conf, url("f.c4gh"))
+	if !strings.Contains(stderr, "warning: s3cmd configuration file") || !strings.Contains(stderr, "readable by others") {
+		t.Errorf("an s3cmd file of mode 0644:\n%s", stderr)
+	}
+	creds := filepath.Join(e.dir, "credentials")
+	if err := os.WriteFile(creds, []byte("[default]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", creds)
+	_, _, stderr = e.run(t, "inspect", url("f.c4gh"))
+	if !strings.Contains(stderr, "warning: AWS credentials file") {
+		t.Errorf("an AWS credentials file of mode 0644:\n%s", stderr)
+	}
+	os.Chmod(creds, 0o600)
+	if _, _, stderr = e.run(t, "inspect", url("f.c4gh")); strings.Contains(stderr, "warning") {
+		t.Errorf("a private credentials file:\n%s", stderr)
+	}
+}
