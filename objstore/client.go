@@ -251,8 +251,24 @@ func (c *Client) hint(err error) string {
 		return "credentials from " + c.source + ", endpoint " + endpoint
 	case errors.Is(err, ErrNoBucket):
 		return "endpoint " + endpoint
+	case c.endpoint == "" && unreached(err):
+		// The usual cause: a store of one's own, and no word of it.
+		return "no endpoint was given, so this went to AWS S3; for another store set AWS_ENDPOINT_URL_S3 (or use --s3-config)"
 	}
 	return ""
+}
+
+// unreached reports whether err is a failure to reach the server at all:
+// no answer of HTTP came back (a name that does not resolve, a refused or
+// reset connection, a time-out), as opposed to an answer that refuses.
+func unreached(err error) bool {
+	if err == nil || statusOf(err) != 0 || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	var de *net.DNSError
+	var oe *net.OpError
+	return errors.As(err, &de) || errors.As(err, &oe) || errors.As(err, &ne)
 }
 
 // fail wraps err from operation op on bucket/key as an *Error.

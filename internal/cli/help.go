@@ -36,7 +36,18 @@ var envDoc = []struct{ name, doc string }{
 	{passphraseEnv, "the passphrase of the secret key (keygen: of the new key); a warning says that other processes can read it"},
 	{newPassphraseEnv, "keygen --convert and --relock: the passphrase of the new key"},
 	{"C4GH_LOG", "accepted for the reference tool's logging configuration; not read (messages go to stderr)"},
+	{"AWS_ENDPOINT_URL_S3", "s3:// paths: the S3 endpoint of a store that is not AWS (http://127.0.0.1:7070, https://s3.example.org), path-style; or --s3-config"},
+	{"AWS_ACCESS_KEY_ID", "s3:// paths: the access key, with AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); else ~/.aws/credentials and the rest of the AWS chain"},
+	{"AWS_PROFILE", "s3:// paths: the profile of ~/.aws/config and ~/.aws/credentials to use"},
+	{"AWS_REGION", "s3:// paths: the region (default us-east-1 for an endpoint of AWS_ENDPOINT_URL_S3)"},
+	{"AWS_SHARED_CREDENTIALS_FILE", "s3:// paths: another file for ~/.aws/credentials (AWS_CONFIG_FILE for ~/.aws/config)"},
 }
+
+// awsEnv are the variables of the commands that read or write objects.
+var awsEnv = []string{"AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_REGION", "AWS_SHARED_CREDENTIALS_FILE"}
+
+// withAWS is the variables env of a command that takes s3:// paths.
+func withAWS(env ...string) []string { return append(env, awsEnv...) }
 
 // pageExtras are the parts of a page that are not in the command itself.
 type pageExtras struct {
@@ -57,45 +68,45 @@ var extras = map[string]pageExtras{
 		examples: []string{"crypt4gh pubkey --sk ~/.ssh/id_ed25519 -o me.pub"},
 	},
 	"encrypt": {
-		env: []string{secretKeyEnv, passphraseEnv},
+		env: withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{
 			"crypt4gh encrypt --recipient_pk bob.pub -i reads.bam -o reads.bam.c4gh",
 			"crypt4gh encrypt --recipient_pk team.pub --checksum *.vcf.gz > sums.txt",
 		},
 	},
 	"decrypt": {
-		env: []string{secretKeyEnv, passphraseEnv},
+		env: withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{
 			"crypt4gh decrypt --sk bob.sec -i reads.bam.c4gh -o reads.bam",
 			"crypt4gh decrypt --sk bob.sec --range 1000000-2000000 -i reads.bam.c4gh > part",
 		},
 	},
 	"cat": {
-		env:      []string{secretKeyEnv, passphraseEnv},
+		env:      withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{"crypt4gh cat --sk bob.sec part1.bam.c4gh part2.bam.c4gh | samtools view -"},
 	},
 	"reencrypt": {
-		env:      []string{secretKeyEnv, passphraseEnv},
+		env:      withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{"crypt4gh reencrypt --sk archive.sec --recipient_pk requester.pub -i f.c4gh -o out.c4gh"},
 	},
 	"rearrange": {
-		env:      []string{secretKeyEnv, passphraseEnv},
+		env:      withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{"crypt4gh rearrange --sk me.sec --range 70000-140000 -i f.c4gh -o part.c4gh"},
 	},
 	"splice": {
-		env:      []string{secretKeyEnv, passphraseEnv},
+		env:      withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{"crypt4gh splice --sk archive.sec --range 0-5000 --range 1000000-2000000 --recipient_pk requester.pub -i f.c4gh -o slice.c4gh"},
 	},
 	"inspect": {
-		env:      []string{secretKeyEnv, passphraseEnv},
+		env:      withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{"crypt4gh inspect reads.bam.c4gh", "crypt4gh inspect --sk bob.sec --json reads.bam.c4gh"},
 	},
 	"verify": {
-		env:      []string{secretKeyEnv, passphraseEnv},
+		env:      withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{"crypt4gh verify --sk bob.sec *.c4gh"},
 	},
 	"mount": {
-		env:      []string{secretKeyEnv, passphraseEnv},
+		env:      withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{"crypt4gh mount --sk bob.sec /data/enc ~/plain &", "samtools view ~/plain/reads.bam chr1:100000-200000"},
 	},
 	"completion": {

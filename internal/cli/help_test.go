@@ -46,7 +46,7 @@ func TestHelpPages(t *testing.T) {
 			continue
 		}
 		for _, env := range extras[name].env {
-			if !strings.Contains(page, "\n  "+env+" ") {
+			if !strings.Contains(page, "\n  "+env+" ") && !strings.Contains(page, "\n  "+env+"\n") {
 				t.Errorf("%s --help does not explain %s", name, env)
 			}
 		}

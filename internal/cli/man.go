@@ -77,7 +77,10 @@ func manPage(app *cli.App) string {
 	b.WriteString(".SH FILES\n" +
 		".TP\n.I ~/.c4gh/key\n" + roff("the secret key that keygen writes when neither --sk nor C4GH_SECRET_KEY is given (mode 0600)") + "\n" +
 		".TP\n.I ~/.c4gh/key.pub\n" + roff("its public key") + "\n" +
-		".TP\n.I .NAME.partial-XXXXXXXXXXXXXXXX\n" + roff("the temporary file of an output NAME, in its folder, until it is complete; removed on failure and on every signal that can be caught") + "\n")
+		".TP\n.I .NAME.partial-XXXXXXXXXXXXXXXX\n" + roff("the temporary file of an output NAME, in its folder, until it is complete; removed on failure and on every signal that can be caught") + "\n" +
+		".TP\n.I .NAME.c4gh-resume\n" + roff("decrypt --continue: the plaintext written so far of the download to NAME (mode 0600), kept when the run fails or is interrupted; it becomes NAME when the download is complete") + "\n" +
+		".TP\n.I .NAME.c4gh-resume.json\n" + roff("decrypt --continue: the record of that download (the object, its ETag and size, how much was written)") + "\n" +
+		".TP\n.I ~/.aws/credentials, ~/.aws/config\n" + roff("s3:// paths: the AWS credentials and profiles, unless --s3-config names an s3cmd file; see AWS_SHARED_CREDENTIALS_FILE and AWS_PROFILE") + "\n")
 	b.WriteString(".SH SEE ALSO\n" + roff("The GA4GH Crypt4GH specification: https://samtools.github.io/hts-specs/crypt4gh.pdf") + "\n")
 	return b.String()
 }
