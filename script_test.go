@@ -46,6 +46,7 @@ func (c cleanupAfter) Run() int {
 // .txtar file is a shell-like script run against the crypt4gh command.
 // $INTEROP is the folder of the interop vectors.
 func TestScript(t *testing.T) {
+	t.Parallel()
 	interop, err := filepath.Abs(interopDir)
 	if err != nil {
 		t.Fatal(err)
