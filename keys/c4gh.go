@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/scrypt"
 
 	"github.com/c4gh-go/crypt4gh/internal/bcryptpbkdf"
+	"github.com/c4gh-go/crypt4gh/internal/kdfcost"
 )
 
 // KDF names the key derivation function that protects a crypt4gh secret key
@@ -55,9 +56,19 @@ const (
 	pemC4GHEncryptedPrivate = "CRYPT4GH ENCRYPTED PRIVATE KEY" // written by neicnordic/crypt4gh
 )
 
-// defaultRounds are the rounds MarshalSecretKey stores, as the reference
-// implementation (crypt4gh 1.8.6) does.
-var defaultRounds = map[KDF]uint32{KDFScrypt: 0, KDFBcrypt: 100, KDFPBKDF2: 100000}
+// newKeyRounds returns the rounds MarshalSecretKey stores for kdf: those
+// of the reference implementation (crypt4gh 1.8.6), unless a test binary
+// lowered them for the keys its tests make (see internal/kdfcost). scrypt
+// stores 0.
+func newKeyRounds(kdf KDF) uint32 {
+	switch kdf {
+	case KDFBcrypt:
+		return kdfcost.Bcrypt()
+	case KDFPBKDF2:
+		return kdfcost.PBKDF2()
+	}
+	return 0
+}
 
 // The two costly KDFs are variables only so that the package's tests can
 // remember what each set of inputs derived: they open the same vector
@@ -323,11 +334,12 @@ func MarshalSecretKey(sk *SecretKey, passphrase []byte, kdf KDF, comment string,
 			return nil, fmt.Errorf("kdf %q: %w", kdf, ErrPassphraseRequired)
 		}
 		opts := make([]byte, 4+c4ghSaltSize)
-		binary.BigEndian.PutUint32(opts, defaultRounds[kdf])
+		rounds := newKeyRounds(kdf)
+		binary.BigEndian.PutUint32(opts, rounds)
 		if _, err := io.ReadFull(rand, opts[4:]); err != nil {
 			return nil, fmt.Errorf("failed to generate salt: %w", err)
 		}
-		aead, err := c4ghAEAD(kdf, passphrase, opts[4:], defaultRounds[kdf])
+		aead, err := c4ghAEAD(kdf, passphrase, opts[4:], rounds)
 		if err != nil {
 			return nil, fmt.Errorf("failed to derive key: %w", err)
 		}
