@@ -69,6 +69,7 @@ func slowDecrypt(t *testing.T, e *safetyEnv, out string, extra ...string) (cmd *
 // decrypt runs is not replaced; the decrypt exits 2 and leaves nothing of
 // its own. With --force it is replaced.
 func TestNoClobberAtCommit(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
@@ -105,6 +106,7 @@ func TestNoClobberAtCommit(t *testing.T) {
 // keygen: the file is fsynced before it gets its name, and the folder
 // after.
 func TestDurableCommit(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	strace := clitest.Tool(t, "strace")
 	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(100000, 3))
@@ -151,6 +153,7 @@ func TestDurableCommit(t *testing.T) {
 // TestUmask: outputs that are not secret get 0666 minus the umask;
 // plaintext and secret keys stay 0600.
 func TestUmask(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(1000, 4))
 	for _, tc := range []struct {
@@ -193,6 +196,7 @@ set -e
 // written in place: a file that stdout is redirected to (even >>) is
 // appended to, not replaced.
 func TestStdoutAliases(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	plain := randomBytes(70000, 5)
 	enc, _ := e.encryptFor(t, "in.c4gh", plain)
@@ -263,6 +267,7 @@ func (e *safetyEnv) checksumBatch(t *testing.T, size int) (dir string, files []s
 // TestSIGPIPE: "encrypt --checksum a b c | head -1" ends quietly with
 // 128+SIGPIPE once the reader is gone, and leaves no temporary file.
 func TestSIGPIPE(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	dir, _, cmd := e.checksumBatch(t, 8<<20)
 	stdout, err := cmd.StdoutPipe()
@@ -295,6 +300,7 @@ func TestSIGPIPE(t *testing.T) {
 // the start, the first file is written (its checksum line is what fails)
 // and no other.
 func TestSIGPIPEStopsBatch(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	_, files, cmd := e.checksumBatch(t, 1<<20)
 	pr, pw, err := os.Pipe()
@@ -325,6 +331,7 @@ func TestSIGPIPEStopsBatch(t *testing.T) {
 // appending to a key file, is refused (it dereferenced a nil stdout) and
 // leaves the key as it was.
 func TestRelockThroughStdout(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	dir := t.TempDir()
 	key := filepath.Join(dir, "k.sec")
@@ -354,6 +361,7 @@ func TestRelockThroughStdout(t *testing.T) {
 // TestKeygenForceKeepsOldKey: keygen -f whose write fails (here the file
 // size limit, as a full disk would) leaves the old key as it was.
 func TestKeygenForceKeepsOldKey(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	dir := t.TempDir()
 	sk, pk := filepath.Join(dir, "k.sec"), filepath.Join(dir, "k.pub")
@@ -387,6 +395,7 @@ func TestKeygenForceKeepsOldKey(t *testing.T) {
 // TestPromptRestoresTerminal interrupts a passphrase prompt with SIGTERM
 // and SIGINT: the terminal has its echo back.
 func TestPromptRestoresTerminal(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	dir := t.TempDir()
 	sk := filepath.Join(dir, "locked.sec")
@@ -441,6 +450,7 @@ func TestPromptRestoresTerminal(t *testing.T) {
 // TestControlCharactersEscaped: a crafted file name cannot make a failed
 // verify look like a success on a terminal.
 func TestControlCharactersEscaped(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	good, _ := e.encryptFor(t, "good.c4gh", randomBytes(100, 7))
 	dir := t.TempDir()
@@ -469,6 +479,7 @@ func TestControlCharactersEscaped(t *testing.T) {
 // in the output folder (a run killed with SIGKILL leaves it) is named in
 // a warning, and not removed.
 func TestStaleTemporaryWarned(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(100, 8))
 	dir := t.TempDir()
@@ -490,6 +501,7 @@ func TestStaleTemporaryWarned(t *testing.T) {
 // TestWriteErrorNamesOutput: a failed write names the output the user
 // gave, not the temporary file, and leaves nothing.
 func TestWriteErrorNamesOutput(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(200000, 11))
 	dir := t.TempDir()
@@ -508,6 +520,7 @@ func TestWriteErrorNamesOutput(t *testing.T) {
 // TestKernelCopies traces reencrypt and splice between files: the body is
 // copied by the kernel (copy_file_range), never read into the process.
 func TestKernelCopies(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	strace := clitest.Tool(t, "strace")
 	enc, _ := e.encryptFor(t, "in.c4gh", randomBytes(3<<20, 12))
@@ -532,6 +545,7 @@ func TestKernelCopies(t *testing.T) {
 // TestSignalWithoutOutput: a command that has created no file yet (decrypt
 // to stdout) also ends on SIGQUIT with 131 and one line, no goroutine dump.
 func TestSignalWithoutOutput(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	plain := randomBytes(1<<20, 13)
 	enc, hdrLen := e.encryptFor(t, "q.c4gh", plain)
@@ -572,6 +586,7 @@ func TestSignalWithoutOutput(t *testing.T) {
 // with EPIPE, as any broken connection, and the request is retried. Here
 // the signal is sent with kill.)
 func TestSIGPIPEAlone(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	plain := randomBytes(3<<20, 14)
 	out := filepath.Join(t.TempDir(), "out.c4gh")
@@ -607,6 +622,7 @@ func TestSIGPIPEAlone(t *testing.T) {
 // TestHeaderCommittedWithBody: encrypt -o BODY --header HDR whose BODY
 // appears while it runs fails and leaves no header of its own either.
 func TestHeaderCommittedWithBody(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	dir := t.TempDir()
 	bodyPath, hdrPath := filepath.Join(dir, "b.c4gh"), filepath.Join(dir, "h.c4gh")

@@ -20,6 +20,7 @@ import (
 // a file for another key is left out and named on stderr, and SIGTERM
 // unmounts and ends the command.
 func TestMountCommand(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	requireFUSE(t)
 	dir := t.TempDir()

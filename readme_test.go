@@ -16,6 +16,7 @@ import (
 // newcomer pastes it: it must print "round trip ok" and nothing else, on
 // stdout or stderr.
 func TestREADMEFirstCommand(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go run three times")
 	}

@@ -46,8 +46,10 @@ func s3Env(t *testing.T) (*s3test.Server, []string) {
 // to an object, decrypt it back, and mount the prefix, where the object
 // reads as its plaintext, until SIGTERM unmounts it.
 func TestS3Command(t *testing.T) {
-	e := newSafetyEnv(t)
+	// The server first: with -short it skips the test before the binary
+	// is built, which the parallel tests would otherwise wait for.
 	srv, env := s3Env(t)
+	e := newSafetyEnv(t)
 	dir := t.TempDir()
 	run := func(args ...string) string {
 		t.Helper()

@@ -53,9 +53,6 @@ type safetyEnv struct {
 
 func newSafetyEnv(t *testing.T) *safetyEnv {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	dir := t.TempDir()
 	e := &safetyEnv{bin: clitest.Binary(t), dir: dir}
 	skData, err := os.ReadFile(filepath.Join(interopDir, "keys", "dave.sec.pem"))
@@ -205,6 +202,7 @@ func wantLines(t *testing.T, r result, code int, fragments ...string) {
 
 // TestSafety builds the binary once and runs the checks below on it.
 func TestSafety(t *testing.T) {
+	t.Parallel()
 	e := newSafetyEnv(t)
 	t.Run("Signals", func(t *testing.T) { safetySignals(t, e) })
 	t.Run("TamperedToStdout", func(t *testing.T) { safetyTamperedToStdout(t, e) })
@@ -229,9 +227,11 @@ func safetySignals(t *testing.T, e *safetyEnv) {
 			outDir := t.TempDir()
 			out := filepath.Join(outDir, "plain.out")
 			cmd, pw, stderr := e.startFed(t, "decrypt", "--sk", e.sk, "-o", out)
-			// The header and three segments at once, then the rest slowly
-			// until the process is gone (the write fails with EPIPE).
-			first := hdrLen + 3*body.EncryptedSegmentSize
+			// The header and nine segments at once (more than the eight
+			// that decrypt reads at a time, so that a partial output comes
+			// at once), then the rest slowly until the process is gone
+			// (the write fails with EPIPE).
+			first := hdrLen + 9*body.EncryptedSegmentSize
 			writerDone := make(chan struct{})
 			go func() {
 				defer close(writerDone)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/internal/cli"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
+	"github.com/c4gh-go/crypt4gh/internal/kdfcost"
 )
 
 // interopDir holds the vectors made by other implementations.
@@ -28,6 +29,11 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// The scripts' own keys are read by the scripts only: the crypt4gh of
+	// the scripts (this binary) writes them with the lowest KDF cost. The
+	// vectors keep theirs, and the tests of the built binary write keys
+	// at the real cost.
+	kdfcost.LowerForTests()
 	testscript.Main(cleanupAfter{m}, map[string]func(){
 		"crypt4gh":        func() { os.Exit(cli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"crypt4gh-keygen": func() { os.Exit(cli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
@@ -46,6 +52,7 @@ func (c cleanupAfter) Run() int {
 // .txtar file is a shell-like script run against the crypt4gh command.
 // $INTEROP is the folder of the interop vectors.
 func TestScript(t *testing.T) {
+	t.Parallel()
 	interop, err := filepath.Abs(interopDir)
 	if err != nil {
 		t.Fatal(err)

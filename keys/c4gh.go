@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/scrypt"
 
 	"github.com/c4gh-go/crypt4gh/internal/bcryptpbkdf"
+	"github.com/c4gh-go/crypt4gh/internal/kdfcost"
 )
 
 // KDF names the key derivation function that protects a crypt4gh secret key
@@ -55,20 +56,38 @@ const (
 	pemC4GHEncryptedPrivate = "CRYPT4GH ENCRYPTED PRIVATE KEY" // written by neicnordic/crypt4gh
 )
 
-// defaultRounds are the rounds MarshalSecretKey stores, as the reference
-// implementation (crypt4gh 1.8.6) does.
-var defaultRounds = map[KDF]uint32{KDFScrypt: 0, KDFBcrypt: 100, KDFPBKDF2: 100000}
+// newKeyRounds returns the rounds MarshalSecretKey stores for kdf: those
+// of the reference implementation (crypt4gh 1.8.6), unless a test binary
+// lowered them for the keys its tests make (see internal/kdfcost). scrypt
+// stores 0.
+func newKeyRounds(kdf KDF) uint32 {
+	switch kdf {
+	case KDFBcrypt:
+		return kdfcost.Bcrypt()
+	case KDFPBKDF2:
+		return kdfcost.PBKDF2()
+	}
+	return 0
+}
+
+// The two costly KDFs are variables only so that the package's tests can
+// remember what each set of inputs derived: they open the same vector
+// files many times (see kdfmemo_test.go). Nothing else assigns them.
+var (
+	bcryptKey = bcryptpbkdf.Key
+	scryptKey = scrypt.Key
+)
 
 // deriveKey returns the 32-byte key that kdf derives from passphrase.
 func deriveKey(kdf KDF, passphrase, salt []byte, rounds uint32) ([]byte, error) {
 	switch kdf {
 	case KDFScrypt:
-		return scrypt.Key(passphrase, salt, 1<<14, 8, 1, chacha20poly1305.KeySize)
+		return scryptKey(passphrase, salt, 1<<14, 8, 1, chacha20poly1305.KeySize)
 	case KDFBcrypt:
 		if rounds < 1 || rounds > maxBcryptRounds {
 			return nil, fmt.Errorf("bcrypt rounds %d outside 1…%d", rounds, maxBcryptRounds)
 		}
-		return bcryptpbkdf.Key(passphrase, salt, int(rounds), chacha20poly1305.KeySize)
+		return bcryptKey(passphrase, salt, int(rounds), chacha20poly1305.KeySize)
 	case KDFPBKDF2:
 		if rounds < 1 || rounds > maxPBKDF2Rounds {
 			return nil, fmt.Errorf("pbkdf2 rounds %d outside 1…%d", rounds, maxPBKDF2Rounds)
@@ -315,11 +334,12 @@ func MarshalSecretKey(sk *SecretKey, passphrase []byte, kdf KDF, comment string,
 			return nil, fmt.Errorf("kdf %q: %w", kdf, ErrPassphraseRequired)
 		}
 		opts := make([]byte, 4+c4ghSaltSize)
-		binary.BigEndian.PutUint32(opts, defaultRounds[kdf])
+		rounds := newKeyRounds(kdf)
+		binary.BigEndian.PutUint32(opts, rounds)
 		if _, err := io.ReadFull(rand, opts[4:]); err != nil {
 			return nil, fmt.Errorf("failed to generate salt: %w", err)
 		}
-		aead, err := c4ghAEAD(kdf, passphrase, opts[4:], defaultRounds[kdf])
+		aead, err := c4ghAEAD(kdf, passphrase, opts[4:], rounds)
 		if err != nil {
 			return nil, fmt.Errorf("failed to derive key: %w", err)
 		}

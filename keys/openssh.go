@@ -12,8 +12,6 @@ import (
 	"golang.org/x/crypto/chacha20"
 	//lint:ignore SA1019 OpenSSH's chacha20-poly1305@openssh.com needs the raw Poly1305 MAC
 	"golang.org/x/crypto/poly1305"
-
-	"github.com/c4gh-go/crypt4gh/internal/bcryptpbkdf"
 )
 
 const (
@@ -304,7 +302,7 @@ func decryptSSHSection(c sshCipher, kdfOptions, section, tag []byte, passphrase 
 	if len(pass) == 0 {
 		return fmt.Errorf("empty passphrase for an encrypted OpenSSH private key: %w", ErrWrongPassphrase)
 	}
-	kiv, err := bcryptpbkdf.Key(pass, salt, int(rounds), c.keyLen+c.ivLen)
+	kiv, err := bcryptKey(pass, salt, int(rounds), c.keyLen+c.ivLen)
 	if err != nil {
 		return malformed("OpenSSH private key: %v", err)
 	}

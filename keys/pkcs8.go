@@ -12,8 +12,6 @@ import (
 	"encoding/asn1"
 	"fmt"
 	"hash"
-
-	"golang.org/x/crypto/scrypt"
 )
 
 // Limits on the KDF parameters of an encrypted PKCS#8 key, so that a
@@ -243,7 +241,7 @@ func (e *pkcs8Encrypted) decodeScrypt(der []byte) (int, error) {
 // passphrase. The caller should clear it.
 func (e *pkcs8Encrypted) deriveKey(passphrase []byte) ([]byte, error) {
 	if e.kdf == KDFScrypt {
-		return scrypt.Key(passphrase, e.salt, e.n, e.r, e.p, e.keyLen)
+		return scryptKey(passphrase, e.salt, e.n, e.r, e.p, e.keyLen)
 	}
 	return pbkdf2.Key(e.prf, string(passphrase), e.salt, e.iterations, e.keyLen)
 }

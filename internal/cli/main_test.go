@@ -7,14 +7,28 @@ import (
 	"testing"
 
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
+	"github.com/c4gh-go/crypt4gh/internal/kdfcost"
 )
 
 // childEnv makes the test binary run the command line of its arguments
 // instead of the tests, so that a test can watch a real process.
 const childEnv = "CRYPT4GH_TEST_CHILD"
 
+// caughtEnv names a file that a child creates once its signal handler has
+// taken a signal (cleanup.caught), for a test that must act after that.
+const caughtEnv = "CRYPT4GH_TEST_CAUGHT"
+
 func TestMain(m *testing.M) {
+	// The keys that these tests make are read by these tests only: they
+	// are written with the lowest KDF cost (the vectors keep theirs).
+	kdfcost.LowerForTests()
 	if os.Getenv(childEnv) != "" {
+		if path := os.Getenv(caughtEnv); path != "" {
+			go func() {
+				<-cleanup.caught
+				os.WriteFile(path, nil, 0o600)
+			}()
+		}
 		name := "crypt4gh"
 		if filepath.Base(os.Args[0]) == "crypt4gh-keygen" {
 			name = os.Args[0] // started as the keygen link

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/c4gh-go/crypt4gh/internal/ptytest"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -81,11 +84,44 @@ func (r *terminalRun) waitFor(t *testing.T, s string, n int) {
 	}
 }
 
+// typeLine types s and a newline at the passphrase prompt, once the
+// prompt has turned echo off: typed earlier, the terminal would show it.
 func (r *terminalRun) typeLine(t *testing.T, s string) {
 	t.Helper()
-	time.Sleep(50 * time.Millisecond) // until echo is off
+	r.waitEchoOff(t)
 	if _, err := io.WriteString(r.master, s+"\n"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitEchoOff waits until the terminal's echo is off. The settings are
+// read through a new descriptor of the terminal each time: the test keeps
+// none open, so that the child's exit ends the screen.
+func (r *terminalRun) waitEchoOff(t *testing.T) {
+	t.Helper()
+	n, err := unix.IoctlGetInt(int(r.master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("/dev/pts/%d", n)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		fd, err := unix.Open(name, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Lflag&unix.ECHO == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the prompt never turned echo off")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

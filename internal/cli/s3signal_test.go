@@ -99,11 +99,12 @@ func TestS3InterruptUpload(t *testing.T) {
 				// (Written before the signal: a write to the pipe of
 				// a process that is gone would be a SIGPIPE for the
 				// test, whose in-process runs catch it.)
+				stalls := e.px.Stalls()
 				e.px.StallDownAfter(0)
 				if _, err := stdin.Write(data); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(300 * time.Millisecond)
+				waitFor(t, "a part whose answer does not come", func() bool { return e.px.Stalls() > stalls })
 			}
 			cmd.Process.Signal(os.Interrupt)
 			if code := exitOf(t, cmd); code != 130 {
@@ -136,18 +137,19 @@ func (e *s3env) killedDownload(t *testing.T, key, out string, stallAt int64) int
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	e.px.Zero()
+	stalls := e.px.Stalls()
 	e.px.StallDownAfter(stallAt)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// The chunks before the stalled one, decrypted: whole chunks of
-	// 128 segments.
+	// 128 segments; and the child waits for the rest of the stalled one.
 	want := (stallAt - headSize) / readChunk * 128 * body.SegmentSize
 	waitFor(t, "the partial output", func() bool {
 		fi, err := os.Stat(partial)
 		return err == nil && fi.Size() >= want
 	})
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, "the stalled chunk", func() bool { return e.px.Stalls() > stalls })
 	cmd.Process.Kill()
 	if code := exitOf(t, cmd); code != 128+int(syscall.SIGKILL) {
 		t.Fatalf("exit %d, want SIGKILL\n%s", code, stderr.String())
@@ -369,6 +371,8 @@ func TestS3InterruptAtCompletion(t *testing.T) {
 			})
 			defer release()
 			cmd := e.child(tc.args...)
+			caught := filepath.Join(t.TempDir(), "caught")
+			cmd.Env = append(cmd.Env, caughtEnv+"="+caught)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
@@ -381,7 +385,12 @@ func TestS3InterruptAtCompletion(t *testing.T) {
 				t.Fatalf("no completion came\n%s", stderr.String())
 			}
 			cmd.Process.Signal(os.Interrupt)
-			time.Sleep(300 * time.Millisecond) // the handler is waiting
+			// The answer comes once the handler has the signal: from
+			// then on the upload cannot forget its hook, which waits.
+			waitFor(t, "the signal handler", func() bool {
+				_, err := os.Stat(caught)
+				return err == nil
+			})
 			release()
 			if code := exitOf(t, cmd); code != 130 {
 				t.Errorf("exit %d after SIGINT, want 130\n%s", code, stderr.String())

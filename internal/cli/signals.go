@@ -23,7 +23,7 @@ import (
 // usual path (outputs removed) with 128 + SIGPIPE and no message.
 
 // cleanup holds what to undo when the process is interrupted.
-var cleanup = &interrupts{files: map[string]bool{}, hooks: map[int]func(){}}
+var cleanup = &interrupts{files: map[string]bool{}, hooks: map[int]func(){}, caught: make(chan struct{})}
 
 type interrupts struct {
 	mu    sync.Mutex
@@ -32,6 +32,10 @@ type interrupts struct {
 	next  int
 	once  sync.Once
 	ch    chan os.Signal
+	// caught is closed once the handler holds mu: from then on nothing
+	// is created or forgotten, and every hook runs. A test that must act
+	// after that (and not after a guessed delay) waits for it.
+	caught chan struct{}
 }
 
 // catchSignals are the signals after which the process cleans up and
@@ -50,6 +54,7 @@ func (t *interrupts) arm() {
 				sig = <-c
 			}
 			t.mu.Lock() // held until exit: nothing new is created
+			close(t.caught)
 			for _, h := range t.hooks {
 				h()
 			}

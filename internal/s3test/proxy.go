@@ -26,6 +26,7 @@ type Proxy struct {
 	ln     net.Listener
 
 	up, down atomic.Int64 // bytes from the client, bytes to the client
+	stalls   atomic.Int64 // responses stopped by StallDownAfter
 
 	mu        sync.Mutex
 	resetUp   int64 // bytes to go before a reset upstream; <0 none
@@ -92,6 +93,11 @@ func (p *Proxy) ResetDownAfter(n int64) { p.mu.Lock(); p.resetDown = n; p.mu.Unl
 // carries the n-th byte from now from the server (once): the client sees
 // an answer that stops, or never comes, until it gives up.
 func (p *Proxy) StallDownAfter(n int64) { p.mu.Lock(); p.stallDown = n; p.mu.Unlock() }
+
+// Stalls returns how many responses StallDownAfter has stopped so far: a
+// test waits for it to know that the client now waits for an answer that
+// does not come.
+func (p *Proxy) Stalls() int64 { return p.stalls.Load() }
 
 // Fail503 answers the next n requests with 503 Slow Down, as a busy S3
 // does, without passing them to the server.
@@ -222,6 +228,7 @@ func (p *Proxy) pumpDown(client, server net.Conn, done <-chan struct{}, stop fun
 				p.down.Add(int64(passStall))
 			}
 			if stall {
+				p.stalls.Add(1)
 				<-done // until the client gives up
 				return
 			}
