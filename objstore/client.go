@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/aws/smithy-go/logging"
 	"net"
 	"net/http"
 	"os"
@@ -108,7 +109,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	hc := newHTTPClient(c.idle)
 	c.slow = newHTTPClient(10 * c.idle)
-	opts = append(opts, config.WithHTTPClient(hc))
+	opts = append(opts, config.WithHTTPClient(hc),
+		// The SDK's own log lines (such as its warnings about
+		// checksums) never reach the user's stderr: errors do.
+		config.WithLogger(logging.Nop{}), config.WithClientLogMode(0))
 
 	awscfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

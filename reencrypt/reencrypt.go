@@ -76,11 +76,18 @@ func Rekey(h *header.Header, reader *keys.SecretKey, opts RekeyOptions) (*header
 		return nil, err
 	}
 	defer c.Zero()
+	unique := uniqueKeys(opts.Recipients)
+	if n := len(unique) * len(c.Payloads); n > header.MaxPackets {
+		// Before any work per recipient: the new packets alone are
+		// too many.
+		return nil, fmt.Errorf("%w: the new header would hold %d packets (limit %d)",
+			header.ErrTooManyPackets, n, header.MaxPackets)
+	}
 	// Packets that reader wrote for each recipient, found by opening
 	// them as their writer.
 	mine := make(map[int]bool)
 	var missing []keys.PublicKey
-	for _, r := range uniqueKeys(opts.Recipients) {
+	for _, r := range unique {
 		found := opts.Add && r == reader.Public() // it opens the header already
 		for i := range h.Packets {
 			if pt, err := h.Packets[i].OpenAsWriter(reader, r); err == nil {
