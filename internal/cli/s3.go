@@ -266,7 +266,21 @@ func openObject(c *cli.Context, s string) (*objstore.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.Open(c.Context, loc)
+	o, err := st.Open(c.Context, loc)
+	if errors.Is(err, objstore.ErrNotFound) && loc.URL == "" && hasObjectsUnder(c, st, loc) {
+		// s3://b/run1 meant as the folder run1: say so.
+		return nil, withHint(err, "%s/ (with the slash) is a prefix with objects under it: give it as a FILE argument of batch mode", loc)
+	}
+	return o, err
+}
+
+// hasObjectsUnder reports whether some object has a key under loc.Key+"/".
+func hasObjectsUnder(c *cli.Context, st objstore.Store, loc objstore.Location) bool {
+	loc.Key += "/"
+	for _, err := range st.List(c.Context, loc) {
+		return err == nil
+	}
+	return false
 }
 
 // openSource opens path for reading as openInput does, and also an

@@ -174,3 +174,17 @@ func TestCredentialSecrets(t *testing.T) {
 		t.Errorf("a private credentials file:\n%s", stderr)
 	}
 }
+
+// TestPrefixWithoutSlash: an object that does not exist, where objects
+// exist under it as a folder, gets the hint to add the slash.
+func TestPrefixWithoutSlash(t *testing.T) {
+	e := newS3Env(t)
+	e.put(t, "run1/a.c4gh", encryptBytes(t, randomData(10, 89), e.sk))
+	code, _, stderr := e.run(t, "verify", "--sk", "me.sec", url("run1"))
+	if code == 0 || !strings.Contains(stderr, "hint: "+url("run1/")+" (with the slash) is a prefix") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+	if _, _, stderr := e.run(t, "verify", "--sk", "me.sec", url("nothing")); strings.Contains(stderr, "with the slash") {
+		t.Errorf("no objects under it, but:\n%s", stderr)
+	}
+}
