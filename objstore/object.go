@@ -274,6 +274,10 @@ func (o *Object) fetch(ctx context.Context, off int64, p []byte) error {
 	return nil
 }
 
+// errShortAnswer is a body that ended before the bytes asked for came: a
+// failure of the transfer, never io.EOF or io.ErrUnexpectedEOF.
+var errShortAnswer = errors.New("the connection ended before the answer did")
+
 // bodyError is a failure while a body was read: worth a new request for
 // the rest.
 type bodyError struct{ err error }
@@ -303,13 +307,20 @@ func (o *Object) fetchOnce(ctx context.Context, off int64, p []byte) (int, error
 		}
 		if err == io.EOF {
 			if n < len(p) {
-				return n, &bodyError{io.ErrUnexpectedEOF}
+				return n, &bodyError{errShortAnswer}
 			}
 			break
 		}
 		if err != nil {
-			if stalled.Load() {
+			switch {
+			case stalled.Load():
 				err = fmt.Errorf("no data for %v", o.idle)
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				// Go's HTTP client says so for a body cut short by
+				// the network. It is no end of the object: callers
+				// that parse what they read (a header) must not take
+				// it for a file that ends there.
+				err = errShortAnswer
 			}
 			return n, &bodyError{err}
 		}

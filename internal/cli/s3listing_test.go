@@ -188,3 +188,63 @@ func TestPrefixWithoutSlash(t *testing.T) {
 		t.Errorf("no objects under it, but:\n%s", stderr)
 	}
 }
+
+// TestHeaderFetchCutShort: answers that the network cuts short, every time,
+// while a header is fetched are a transfer failure (exit 1, saying so),
+// not a header that ends there (exit 4), for inspect, verify, reencrypt
+// and batch decrypt.
+func TestHeaderFetchCutShort(t *testing.T) {
+	e := newS3Env(t)
+	e.keygen(t, "bob")
+	e.put(t, "in/f.c4gh", encryptBytes(t, randomData(1000, 90), e.sk))
+	target, err := neturl.Parse(e.px.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if rg := r.Request.Header.Get("Range"); r.Request.Method == http.MethodGet && rg != "" {
+			// 50 bytes of the first request, nothing of the retries.
+			// Content-Length stays: the client sees the cut.
+			left := 0
+			if strings.HasPrefix(rg, "bytes=0-") {
+				left = 50
+			}
+			r.Body = &cutBody{r: r.Body, left: left}
+		}
+		return nil
+	}
+	cutter := httptest.NewServer(rp)
+	t.Cleanup(cutter.Close)
+	t.Setenv("AWS_ENDPOINT_URL_S3", cutter.URL)
+	t.Setenv("AWS_MAX_ATTEMPTS", "2") // fewer retries (and their backoff) before the failure
+	for _, args := range [][]string{
+		{"inspect", url("in/f.c4gh")},
+		{"verify", "--sk", "me.sec", url("in/f.c4gh")},
+		{"reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "-i", url("in/f.c4gh"), "-o", "re.c4gh"},
+		{"decrypt", "--sk", "me.sec", "-o", "out/", url("in/")},
+	} {
+		code, _, stderr := e.run(t, args...)
+		if code != exitError || strings.Contains(stderr, "truncated") || !strings.Contains(stderr, "the connection ended before the answer did") {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+		}
+	}
+}
+
+// cutBody ends a body after left bytes, as a connection that the network
+// closed.
+type cutBody struct {
+	r    io.ReadCloser
+	left int
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	n, err := b.r.Read(p[:min(len(p), b.left)])
+	b.left -= n
+	return n, err
+}
+
+func (b *cutBody) Close() error { return b.r.Close() }
