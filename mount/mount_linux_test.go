@@ -514,3 +514,41 @@ func TestMountErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkOutOfSource: a symbolic link in SOURCE that points outside it,
+// as another user of a shared folder could plant, is left out; one that
+// points inside is served.
+func TestLinkOutOfSource(t *testing.T) {
+	alice := newKey(t)
+	src, elsewhere := t.TempDir(), t.TempDir()
+	plain := random(1000, 14)
+	writeFile(t, filepath.Join(src, "a.c4gh"), encrypt(t, plain, nil, alice))
+	writeFile(t, filepath.Join(elsewhere, "secret.c4gh"), encrypt(t, plain, nil, alice))
+	if err := os.Symlink("a.c4gh", filepath.Join(src, "in.c4gh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, "secret.c4gh"), filepath.Join(src, "out.c4gh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(src, "outdir")); err != nil {
+		t.Fatal(err)
+	}
+	mp, _ := mountDir(t, src, mount.Options{Key: alice})
+	entries, err := os.ReadDir(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"a", "in"}) {
+		t.Errorf("the mount shows %v, want [a in]", names)
+	}
+	if b, err := os.ReadFile(filepath.Join(mp, "in")); err != nil || !bytes.Equal(b, plain) {
+		t.Errorf("the link inside: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(mp, "out")); err == nil {
+		t.Error("the link out of the folder is served")
+	}
+}

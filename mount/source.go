@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -45,8 +46,10 @@ type File interface {
 }
 
 // Dir returns the local folder at root, its subfolders included, as a
-// [Source]. Symbolic links are followed; entries that are neither regular
-// files nor folders (devices, pipes, sockets, broken links) are left out.
+// [Source]. Symbolic links are followed when they lead to a place inside
+// root: one that points outside it (which another user of a shared folder
+// could plant) is left out, as are entries that are neither regular files
+// nor folders (devices, pipes, sockets, broken links).
 func Dir(root string) Source {
 	return dirSource{root: root}
 }
@@ -70,7 +73,11 @@ func (d dirSource) ReadDir(ctx context.Context, dir string) ([]Entry, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		fi, err := os.Stat(d.path(path.Join(dir, de.Name())))
+		p := d.path(path.Join(dir, de.Name()))
+		if de.Type()&fs.ModeSymlink != 0 && !d.inside(p) {
+			continue // a link out of the folder
+		}
+		fi, err := os.Stat(p)
 		if err != nil {
 			continue // a link to nowhere, or removed since
 		}
@@ -84,10 +91,33 @@ func (d dirSource) ReadDir(ctx context.Context, dir string) ([]Entry, error) {
 	return out, nil
 }
 
-var errNotRegular = errors.New("not a regular file")
+var (
+	errNotRegular = errors.New("not a regular file")
+	errOutside    = errors.New("a symbolic link that points out of the mounted folder")
+)
+
+// inside reports whether p, with its symbolic links resolved, is in the
+// folder root (resolved too).
+func (d dirSource) inside(p string) bool {
+	root, err := filepath.EvalSymlinks(d.root)
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(root, real)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
 
 func (d dirSource) Open(ctx context.Context, name string) (File, error) {
 	p := d.path(name)
+	if !d.inside(p) {
+		// A link that points out of the folder (made since it was
+		// listed): not served.
+		return nil, &fs.PathError{Op: "open", Path: p, Err: errOutside}
+	}
 	// Refuse what turned into a pipe since it was listed: opening one
 	// would block.
 	if fi, err := os.Stat(p); err != nil {

@@ -265,6 +265,11 @@ func openBatchInput(c *cli.Context, name string) (*input, error) {
 // local folder it goes in when it is missing (for the objects of a
 // prefix).
 func openBatchOutput(c *cli.Context, name string, size int64, opts outputOptions) (*output, error) {
+	if dir := c.String("output"); isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name) {
+		if err := noLinkBelow(dir, name); err != nil {
+			return nil, err
+		}
+	}
 	if !objstore.IsURL(name) {
 		if dir := filepath.Dir(name); dir != "." {
 			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -279,6 +284,33 @@ func openBatchOutput(c *cli.Context, name string, size int64, opts outputOptions
 		}
 	}
 	return openDest(c, name, size, opts)
+}
+
+// noLinkBelow fails when a folder or file between the output folder dir
+// and the output name in it is a symbolic link: in a folder that others
+// may write, a planted link would send the output (or, with --force, its
+// replacement of an existing file) elsewhere. dir itself may be a link:
+// the user named it. What does not exist yet is made by the command.
+func noLinkBelow(dir, name string) error {
+	rel, err := filepath.Rel(dir, name)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return usagef("output %s is not in the output folder %s", quoteName(name), quoteName(dir))
+	}
+	p := dir
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil
+		case err != nil:
+			return fmt.Errorf("failed to check output %s: %w", quoteName(p), pathErr(err))
+		case fi.Mode()&os.ModeSymlink != 0:
+			return withHint(usagef("%s, below the output folder %s, is a symbolic link", quoteName(p), quoteName(dir)),
+				"outputs are never written through links below the output folder: remove it, or choose another folder")
+		}
+	}
+	return nil
 }
 
 // verifySources expands the FILE arguments of verify and inspect: a prefix
