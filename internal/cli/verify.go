@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
@@ -33,6 +34,7 @@ func verifyCommand() *cli.Command {
 			senderFlag(),
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing for files that pass"},
 			passphraseFileFlag(), jobsFlag(),
+			&cli.BoolFlag{Name: "checksum", Usage: "print the sha256 of each plaintext and encrypted file on stdout, as sha256sum does, instead of FILE: OK"},
 			s3ConfigFlag(), strictFlag(),
 		},
 		Action: verify,
@@ -85,12 +87,13 @@ func verify(c *cli.Context) error {
 		if path == "-" {
 			name = "stdin"
 		}
-		err := verifyFile(c, path, sk, sender)
+		lines, err := verifyFile(c, path, sk, sender)
 		if err == nil {
-			if !c.Bool("quiet") {
-				if _, err := fmt.Fprintf(c.App.Writer, "%s: OK\n", name); err != nil {
-					return fmt.Errorf("failed to write the result: %w", err)
-				}
+			if !c.Bool("checksum") && !c.Bool("quiet") {
+				lines = name + ": OK\n"
+			}
+			if _, err := io.WriteString(c.App.Writer, lines); err != nil {
+				return fmt.Errorf("failed to write the result: %w", err)
 			}
 			continue
 		}
@@ -112,25 +115,33 @@ func verify(c *cli.Context) error {
 }
 
 // verifyFile opens the header of the file at path with sk, authenticates
-// every segment of its body and checks that its edit list fits the body.
-func verifyFile(c *cli.Context, path string, sk *keys.SecretKey, sender *keys.PublicKey) error {
+// every segment of its body and checks its edit list against the body. It
+// returns the checksum lines, with --checksum.
+func verifyFile(c *cli.Context, path string, sk *keys.SecretKey, sender *keys.PublicKey) (string, error) {
 	if _, err := os.Stat(path); path != "-" && !objstore.IsURL(path) && errors.Is(err, os.ErrNotExist) {
-		return usagef("no such file") // the line starts with the name already
+		return "", usagef("no such file") // the line starts with the name already
 	}
 	in, err := openSource(c, path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer in.Close()
 	size := in.size()
-	r, err := c4gh.NewReader(in, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs"), Strict: c.Bool("strict")})
+	sums := newFileSums(c.Bool("checksum"))
+	src := sums.reader(in)
+	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs"), Strict: c.Bool("strict")})
 	if err != nil {
-		return noPacketHint(err, sk, sender)
+		return "", noPacketHint(err, sk, sender)
 	}
 	defer r.Close()
-	_, err = r.WriteTo(io.Discard)
+	_, err = r.WriteTo(sums.writer(io.Discard))
+	if err == nil {
+		err = sums.drain(src)
+	}
 	if err == nil {
 		warnMissing(c, path, r.Missing())
+		plain := strings.TrimSuffix(singleSumName(path), c4ghSuffix)
+		return sums.lines(singleSumName(path), plain, false), nil
 	}
 	var se *body.SegmentError
 	switch {
@@ -140,5 +151,5 @@ func verifyFile(c *cli.Context, path string, sk *keys.SecretKey, sender *keys.Pu
 	case errors.Is(err, c4gh.ErrMissingData):
 		err = withHint(err, "whole segments are missing at the end of the body, or the edit list is wrong")
 	}
-	return err
+	return "", err
 }
