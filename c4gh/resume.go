@@ -2,8 +2,12 @@ package c4gh
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
+	"slices"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
@@ -50,6 +54,23 @@ func NewResumable(src io.ReaderAt, size int64, key *keys.SecretKey, opts *Decryp
 
 // Size returns the length of the plaintext of the whole file.
 func (r *Resumable) Size() int64 { return r.plain }
+
+// KeyID returns a fingerprint of the file's data keys (a SHA-256 of them,
+// in hex, which tells nothing of the keys): the same for a file whose
+// header was re-encrypted for other readers, whose body is unchanged, and
+// different for another file. A caller that kept plaintext of an earlier
+// version can tell by it whether the body may still be the same.
+func (r *Resumable) KeyID() string {
+	ks := slices.Clone(r.contents.DataKeys)
+	slices.SortFunc(ks, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+	h := sha256.New()
+	h.Write([]byte("crypt4gh data keys\x00"))
+	for i := range ks {
+		h.Write(ks[i][:])
+	}
+	clear(ks)
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 // Kept returns how much of done bytes of plaintext, written by an earlier
 // run from the start of the file, may be kept: the whole segments among

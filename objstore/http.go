@@ -100,6 +100,20 @@ type httpSource struct {
 	lastModified string
 }
 
+// Validator returns the strong ETag of the version opened, or else its
+// weak ETag or Last-Modified time (not strong), or "".
+func (s *httpSource) Validator() (string, bool) {
+	switch {
+	case s.etag != "":
+		return s.etag, true
+	case s.weakETag != "":
+		return s.weakETag, false
+	case s.lastModified != "":
+		return "Last-Modified: " + s.lastModified, false
+	}
+	return "", false
+}
+
 // open learns the size and version of the resource from a request for
 // its first byte.
 func (s *httpSource) open(ctx context.Context) (int64, error) {

@@ -141,6 +141,17 @@ func (o *Object) ETag() string { return o.etag }
 // Location returns where the object is.
 func (o *Object) Location() Location { return o.loc }
 
+// Validator returns what tells this version of the object from another,
+// and whether it is strong: a strong ETag (true); else what the backend
+// knows, a weak ETag or a Last-Modified time (false), or "" (false). Only
+// a strong validator shows that two reads are of the same bytes.
+func (o *Object) Validator() (string, bool) {
+	if v, ok := o.src.(interface{ Validator() (string, bool) }); ok {
+		return v.Validator()
+	}
+	return o.etag, o.etag != ""
+}
+
 // Head returns the first n bytes of the object (all of it when it is
 // smaller), read with one request of that size: a header costs one
 // request, where ReadAt at the start would fetch a read-ahead window

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,8 +63,17 @@ func continueFlag() cli.Flag {
 
 // resumeRecord is what .NAME.c4gh-resume.json holds.
 type resumeRecord struct {
-	Source     string `json:"source"`
+	Source string `json:"source"`
+	// URL is a SHA-256 of the whole URL, query included (a presigned
+	// URL's query names the object and holds secrets: only its hash is
+	// kept).
+	URL string `json:"url_sha256"`
+	// ETag is the validator of the object: its ETag or, for a web
+	// resource without a strong one, its weak ETag or Last-Modified
+	// time; Strong says whether it is a strong ETag.
 	ETag       string `json:"etag"`
+	Strong     bool   `json:"strong"`
+	KeyID      string `json:"key_id"` // c4gh.Resumable.KeyID: the body's data keys
 	Size       int64  `json:"size"`
 	HeaderSize int64  `json:"header_size"`
 	Plaintext  int64  `json:"plaintext"` // written and synced: whole segments
@@ -148,7 +159,10 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 		return nil
 	}
 
-	rec := resumeRecord{Source: o.Location().String(), ETag: o.ETag(), Size: size, HeaderSize: hsize}
+	validator, strong := o.Validator()
+	urlSum := sha256.Sum256([]byte(src))
+	rec := resumeRecord{Source: o.Location().String(), URL: hex.EncodeToString(urlSum[:]), ETag: validator, Strong: strong,
+		KeyID: res.KeyID(), Size: size, HeaderSize: hsize}
 	rw, err := openPartial(c, partial, rec, res)
 	if err != nil {
 		return err
@@ -254,12 +268,10 @@ func (w *partialWriter) kept(c *cli.Context, size int64, res *c4gh.Resumable) in
 		return 0
 	}
 	var old resumeRecord
-	if json.Unmarshal(data, &old) != nil || old.Source != w.rec.Source {
-		return 0
+	if json.Unmarshal(data, &old) != nil || old.Source != w.rec.Source || old.URL != w.rec.URL {
+		return 0 // another download
 	}
-	if old.ETag != w.rec.ETag || old.Size != w.rec.Size || old.HeaderSize != w.rec.HeaderSize {
-		warnf(c, "%s changed since the interrupted download (ETag %s, size %d; it was %s, %d): starting again",
-			w.rec.Source, w.rec.ETag, w.rec.Size, old.ETag, old.Size)
+	if !sameBody(c, old, w.rec) {
 		return 0
 	}
 	n := old.Plaintext
@@ -273,6 +285,35 @@ func (w *partialWriter) kept(c *cli.Context, size int64, res *c4gh.Resumable) in
 			w.rec.Source, n, body.SegmentOf(n), body.SegmentCount(res.Size()))
 	}
 	return n
+}
+
+// sameBody reports whether the object of the record now, rec, has the
+// body that the download of the record old was of: the same strong
+// validator and sizes; or the same data keys and body size, as after its
+// header was re-encrypted in place (the segments go on authenticating
+// under those keys, which decrypting the rest checks). Else it says why
+// the download starts again.
+func sameBody(c *cli.Context, old, rec resumeRecord) bool {
+	switch {
+	case old.Strong && rec.Strong && old.ETag == rec.ETag && old.Size == rec.Size && old.HeaderSize == rec.HeaderSize:
+		return true
+	case old.KeyID != "" && old.KeyID == rec.KeyID && old.Size-old.HeaderSize == rec.Size-rec.HeaderSize:
+		if old.ETag != rec.ETag || old.HeaderSize != rec.HeaderSize {
+			warnf(c, "%s has a new header but the same body (its data keys did not change): resuming", rec.Source)
+		}
+		return true
+	case !rec.Strong || !old.Strong:
+		what := "no ETag"
+		if rec.ETag != "" {
+			what = "only " + rec.ETag
+		}
+		warnf(c, "%s has no strong validator (%s), so whether it changed since the interrupted download cannot be told: starting again",
+			rec.Source, what)
+		return false
+	}
+	warnf(c, "%s changed since the interrupted download (ETag %s, size %d; it was %s, %d): starting again",
+		rec.Source, rec.ETag, rec.Size, old.ETag, old.Size)
+	return false
 }
 
 func (w *partialWriter) Write(p []byte) (int, error) {

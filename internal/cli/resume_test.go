@@ -1,13 +1,23 @@
 package cli
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/objstore"
 )
 
 // TestContinueOwnFiles: the partial output and the record of --continue
@@ -107,5 +117,97 @@ func TestContinueComplete(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "removed the partial output of the interrupted download") {
 		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+// resumeRecordFor writes the partial output .out.c4gh-resume with the
+// first kept bytes of plain, and a record of a download of enc from src
+// with the given validator, as an interrupted run would have left them.
+func resumeRecordFor(t *testing.T, dir, src string, enc, plain []byte, sk *keys.SecretKey, validator string, strong bool, kept int) {
+	t.Helper()
+	res, err := c4gh.NewResumable(bytes.NewReader(enc), int64(len(enc)), sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	loc, err := objstore.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(src))
+	rec, _ := json.Marshal(resumeRecord{Source: loc.String(), URL: hex.EncodeToString(sum[:]), ETag: validator, Strong: strong,
+		KeyID: res.KeyID(), Size: int64(len(enc)), HeaderSize: res.HeaderSize(), Plaintext: int64(kept)})
+	if err := os.WriteFile(filepath.Join(dir, ".out"+resumeSuffix), plain[:kept], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".out"+recordSuffix), rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestContinueWeakValidator: a web resource with only a weak ETag, only
+// Last-Modified, or nothing, that was replaced by another file of the same
+// size is not taken for the one of the interrupted download: the download
+// starts again and says why (before, the output was the old file's start
+// and the new file's rest, exit 0).
+func TestContinueWeakValidator(t *testing.T) {
+	e := newS3Env(t)
+	v1, v2 := randomData(3*65536+10, 91), randomData(3*65536+10, 92)
+	enc1, enc2 := encryptBytes(t, v1, e.sk), encryptBytes(t, v2, e.sk)
+	for _, tc := range []struct {
+		name, etag string
+		modTime    time.Time
+	}{
+		{"weak ETag", `W/"1"`, time.Time{}},
+		{"Last-Modified only", "", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		{"nothing", "", time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			served := enc2 // the resource was replaced since
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.etag != "" {
+					w.Header().Set("ETag", tc.etag)
+				}
+				http.ServeContent(w, r, "", tc.modTime, bytes.NewReader(served))
+			}))
+			defer srv.Close()
+			src := srv.URL + "/f.c4gh?sig=1"
+			validator := tc.etag
+			if !tc.modTime.IsZero() {
+				validator = "Last-Modified: " + tc.modTime.Format(http.TimeFormat)
+			}
+			os.Remove(filepath.Join(e.dir, "out"))
+			resumeRecordFor(t, e.dir, src, enc1, v1, e.sk, validator, false, 2*65536)
+			// Not the same data keys: enc2 is another file.
+			code, _, stderr := e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", src, "-o", "out")
+			if code != 0 || !strings.Contains(stderr, "no strong validator") || strings.Contains(stderr, "resuming") {
+				t.Errorf("exit %d\n%s", code, stderr)
+			}
+			sameBytes(t, "out", e.read(t, "out"), v2)
+		})
+	}
+}
+
+// TestContinueAfterRekey: an object re-keyed in place since the
+// interrupted download has a new ETag and header but the same body: the
+// download goes on after the kept segments, under the new header.
+func TestContinueAfterRekey(t *testing.T) {
+	e := newS3Env(t)
+	e.keygen(t, "bob")
+	plain := randomData(5*65536+10, 93)
+	enc := encryptBytes(t, plain, e.sk)
+	etag := e.put(t, "f.c4gh", enc)
+	resumeRecordFor(t, e.dir, url("f.c4gh"), enc, plain, e.sk, etag, true, 3*65536)
+	e.must(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--add", "--force", "-i", url("f.c4gh"), "-o", url("f.c4gh"))
+	e.px.Zero()
+	code, _, stderr := e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", url("f.c4gh"), "-o", "out")
+	if code != 0 || !strings.Contains(stderr, "has a new header but the same body") || !strings.Contains(stderr, "resuming") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+	sameBytes(t, "out", e.read(t, "out"), plain)
+	// The head (header and first bytes, one request), then the body
+	// from segment 3, and the answers' own bytes.
+	if down := e.px.Down(); down > int64(len(enc)-3*65564+headSize+8<<10) {
+		t.Errorf("%d bytes fetched: the kept segments were fetched again", down)
 	}
 }

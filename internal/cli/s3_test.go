@@ -404,8 +404,9 @@ func TestS3ResumeComplete(t *testing.T) {
 	etag := e.put(t, "full.c4gh", enc)
 	h := len(enc) - (len(plain)/65536)*65564
 	e.write(t, ".out"+resumeSuffix, plain)
-	e.write(t, ".out"+recordSuffix, []byte(fmt.Sprintf(`{"source":%q,"etag":%q,"size":%d,"header_size":%d,"plaintext":%d,"boot_id":""}`,
-		url("full.c4gh"), etag, len(enc), h, len(plain))))
+	urlSum := sha256.Sum256([]byte(url("full.c4gh")))
+	e.write(t, ".out"+recordSuffix, []byte(fmt.Sprintf(`{"source":%q,"url_sha256":"%x","etag":%q,"strong":true,"size":%d,"header_size":%d,"plaintext":%d,"boot_id":""}`,
+		url("full.c4gh"), urlSum, etag, len(enc), h, len(plain))))
 	e.px.Zero()
 	_, _, stderr := e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", url("full.c4gh"), "-o", "out")
 	sameBytes(t, "committed", e.read(t, "out"), plain)
