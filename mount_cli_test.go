@@ -62,6 +62,16 @@ func TestMountCommand(t *testing.T) {
 		t.Errorf("reads.bam mode: %v, %v", fi.Mode(), err)
 	}
 
+	// One ready line; a second mount on the same folder is refused.
+	if !strings.Contains(m.stderr.String(), "crypt4gh: mounted "+src+" at "+mp+"; Ctrl-C or fusermount3 -u "+mp+" to unmount") {
+		t.Errorf("no ready line:\n%s", m.stderr.String())
+	}
+	again := exec.Command(e.bin, "mount", "--sk", sk, src, mp)
+	again.Env = cleanEnv("C4GH_PASSPHRASE=c0rrect-h0rse")
+	if out, err := again.CombinedOutput(); again.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "is a mount point already") {
+		t.Errorf("a second mount on %s: %v\n%s", mp, err, out)
+	}
+
 	m.stop(t)
 	info, _ := os.ReadFile("/proc/self/mountinfo")
 	if strings.Contains(string(info), " "+mp+" ") {
@@ -135,5 +145,31 @@ func (m *mountCmd) stop(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("mount did not end after SIGTERM")
+	}
+}
+
+// TestMountStale: a mount point left by a mount that was killed (stale, or
+// still mounted while it goes) is refused with the advice to unmount it.
+func TestMountStale(t *testing.T) {
+	t.Parallel()
+	e := newSafetyEnv(t)
+	requireFUSE(t)
+	dir := t.TempDir()
+	src, mp := filepath.Join(dir, "src"), filepath.Join(dir, "mnt")
+	os.Mkdir(src, 0o700)
+	os.Mkdir(mp, 0o700)
+	os.WriteFile(filepath.Join(src, "note"), []byte("x"), 0o600)
+	m, _ := startMount(t, e.bin, cleanEnv(), mp, "note", "--sk", e.sk, src, mp)
+	m.cmd.Process.Kill()
+	m.cmd.Wait()
+	t.Cleanup(func() { exec.Command("umount", "-l", mp).Run() })
+	again := exec.Command(e.bin, "mount", "--sk", e.sk, src, mp)
+	again.Env = cleanEnv()
+	out, _ := again.CombinedOutput()
+	// The kernel says ENOTCONN for the stale mount, or the folder is
+	// still the root of the mount while it goes: refused either way.
+	refused := strings.Contains(string(out), "is a stale mount") || strings.Contains(string(out), "is a mount point already")
+	if again.ProcessState.ExitCode() != 2 || !refused || !strings.Contains(string(out), "fusermount3 -u "+mp) {
+		t.Errorf("a stale mount point: exit %d\n%s", again.ProcessState.ExitCode(), out)
 	}
 }

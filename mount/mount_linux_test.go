@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
@@ -550,5 +551,28 @@ func TestLinkOutOfSource(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(mp, "out")); err == nil {
 		t.Error("the link out of the folder is served")
+	}
+}
+
+// TestIndexTime: an index is shown no older than its data file, so that
+// htslib does not warn that the index is older; other files keep theirs.
+func TestIndexTime(t *testing.T) {
+	alice := newKey(t)
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "reads.bam.bai"), []byte("index"))
+	writeFile(t, filepath.Join(src, "reads.bai"), []byte("index"))
+	writeFile(t, filepath.Join(src, "reads.bam.c4gh"), encrypt(t, random(100, 15), nil, alice))
+	writeFile(t, filepath.Join(src, "other.txt"), []byte("x"))
+	old, data := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	for _, n := range []string{"reads.bam.bai", "reads.bai", "other.txt"} {
+		os.Chtimes(filepath.Join(src, n), old, old)
+	}
+	os.Chtimes(filepath.Join(src, "reads.bam.c4gh"), data, data)
+	mp, _ := mountDir(t, src, mount.Options{Key: alice})
+	for name, want := range map[string]time.Time{"reads.bam.bai": data, "reads.bai": data, "reads.bam": data, "other.txt": old} {
+		fi, err := os.Stat(filepath.Join(mp, name))
+		if err != nil || !fi.ModTime().Equal(want) {
+			t.Errorf("%s: %v, %v; want %v", name, fi.ModTime(), err, want)
+		}
 	}
 }

@@ -128,7 +128,43 @@ func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	indexTimes(out)
 	return out, nil
+}
+
+// indexData are, for each suffix of an index, the suffixes that the name
+// of its data file may have in place of it ("" for the name without it):
+// reads.bam.bai and reads.bai index reads.bam.
+var indexData = map[string][]string{
+	".bai":  {"", ".bam"},
+	".crai": {"", ".cram"},
+	".csi":  {"", ".bam", ".vcf.gz", ".bcf"},
+	".tbi":  {"", ".vcf.gz", ".gz"},
+}
+
+// indexTimes shows each index no older than the data file it indexes, so
+// that htslib does not warn that the index is older than the data (an
+// encrypted index is often written or copied before its data file).
+func indexTimes(nodes []node) {
+	at := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if !n.dir {
+			at[n.name] = i
+		}
+	}
+	for i, n := range nodes {
+		ext := path.Ext(n.name)
+		alts, ok := indexData[ext]
+		if !ok || n.dir {
+			continue
+		}
+		base := strings.TrimSuffix(n.name, ext)
+		for _, alt := range alts {
+			if j, ok := at[base+alt]; ok && j != i && nodes[j].modTime.After(n.modTime) {
+				nodes[i].modTime = nodes[j].modTime
+			}
+		}
+	}
 }
 
 // validName reports whether a source gave a name that a folder can show.

@@ -299,6 +299,7 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 	} else {
 		out.preallocate(size)
 	}
+	out.keepTime(in)
 	sums := newFileSums(c.Bool("checksum"))
 	atOpen := in.size()
 	src := &countedReader{r: in.Reader}

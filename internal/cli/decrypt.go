@@ -62,6 +62,9 @@ func decrypt(c *cli.Context) error {
 		return err
 	}
 	defer in.Close()
+	if rng == nil {
+		out.keepTime(in)
+	}
 	lines, err := decryptOne(c, in, out, rng)
 	if err := out.finish(err); err != nil {
 		return err

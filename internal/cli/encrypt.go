@@ -97,6 +97,9 @@ func encrypt(c *cli.Context) error {
 		}
 		opts.Header = hdr
 	}
+	if rng == nil {
+		out.keepTime(in)
+	}
 	lines, err := encryptOne(c, in, out, rng, opts)
 	if hdr != nil {
 		if herr := hdr.finish(err); err == nil {

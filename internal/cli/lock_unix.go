@@ -4,6 +4,7 @@ package cli
 
 import (
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -18,4 +19,18 @@ func lockFile(f *os.File) error {
 func ownedPrivate(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid() && fi.Mode().Perm()&0o077 == 0
+}
+
+// mountedOn reports whether the folder at p is the root of a file system
+// mounted there: its device differs from its parent's (a FUSE mount of
+// another crypt4gh, say), or it is the root of all.
+func mountedOn(p string) bool {
+	fi, err := os.Stat(p)
+	parent, perr := os.Stat(filepath.Join(p, ".."))
+	if err != nil || perr != nil {
+		return false
+	}
+	a, ok1 := fi.Sys().(*syscall.Stat_t)
+	b, ok2 := parent.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && (a.Dev != b.Dev || a.Ino == b.Ino)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -55,12 +56,19 @@ func mountAction(c *cli.Context) error {
 	}
 	for _, p := range paths {
 		fi, err := os.Stat(p)
+		if errors.Is(err, syscall.ENOTCONN) && p == mountpoint {
+			// A FUSE mount whose server is gone.
+			return withHint(usagef("%s is a stale mount (%v)", quoteName(p), pathErr(err)), "unmount it first: fusermount3 -u %s", p)
+		}
 		if err != nil {
 			return usagef("%s: %v", quoteName(p), pathErr(err))
 		}
 		if !fi.IsDir() {
 			return usagef("%s is not a folder", quoteName(p))
 		}
+	}
+	if mountedOn(mountpoint) {
+		return withHint(usagef("%s is a mount point already", quoteName(mountpoint)), "unmount it first (fusermount3 -u %s), or choose an empty folder", mountpoint)
 	}
 	sk, sender, err := readReaderKeys(c)
 	if err != nil {
@@ -89,6 +97,10 @@ func mountAction(c *cli.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !c.Bool("quiet") {
+		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: mounted %s at %s; Ctrl-C or fusermount3 -u %s to unmount\n",
+			quoteName(source), quoteName(mountpoint), mountpoint)
 	}
 	if err := srv.Wait(ctx); err != nil {
 		return err

@@ -46,6 +46,20 @@ type output struct {
 	reserved bool
 	// committed: commit gave the file its name.
 	committed bool
+	// mtime, when set, is given to the file before its commit: the
+	// input's, as gzip keeps it.
+	mtime time.Time
+}
+
+// keepTime makes a file output take the modification time of the regular
+// file in, as gzip does; other outputs and inputs keep theirs.
+func (o *output) keepTime(in *input) {
+	if o.tmp == nil || in == nil || in.obj != nil || !in.regular() {
+		return
+	}
+	if fi, err := in.file.Stat(); err == nil {
+		o.mtime = fi.ModTime()
+	}
 }
 
 // outputOptions says how an output may be created.
@@ -341,6 +355,9 @@ func (o *output) commit() error {
 	name := o.tmp.Name()
 	defer cleanup.forget(name)
 	err := o.release()
+	if err == nil && !o.mtime.IsZero() {
+		err = os.Chtimes(name, o.mtime, o.mtime)
+	}
 	if err == nil {
 		err = o.tmp.Sync()
 	}
