@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // OpenURL returns the resource at an https:// URL (or an http:// URL to a
@@ -81,13 +83,23 @@ func newWebClient(idle time.Duration) *http.Client {
 			if len(via) >= 10 {
 				return errors.New("stopped after 10 redirects")
 			}
-			if req.URL.Scheme != "https" && !loopback(req.URL.Hostname()) {
-				return errors.New("refused a redirect to plain http")
+			if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && loopback(req.URL.Hostname())) {
+				return &refusedRedirect{scheme: req.URL.Scheme}
 			}
 			return nil
 		},
 	}
 }
+
+// refusedRedirect is a redirect that is not followed on principle: to
+// anything but https, or plain http to a loopback address.
+type refusedRedirect struct{ scheme string }
+
+func (r *refusedRedirect) Error() string {
+	return fmt.Sprintf("the server redirected to a %s:// URL, which is not followed: only https:// (or http:// to a loopback address) is", r.scheme)
+}
+
+func (r *refusedRedirect) Kind() errkind.Kind { return errkind.Usage }
 
 // httpSource reads one version of a web resource with range requests.
 type httpSource struct {
@@ -171,6 +183,10 @@ func (s *httpSource) do(ctx context.Context, off, n int64, opening bool) (*http.
 			var ue interface{ Unwrap() error }
 			if errors.As(err, &ue) {
 				err = ue.Unwrap()
+			}
+			var refused *refusedRedirect
+			if errors.As(err, &refused) {
+				return nil, refused // on principle: asking again changes nothing
 			}
 			lastErr = err
 			continue

@@ -178,3 +178,37 @@ func TestPresignedURL(t *testing.T) {
 	}
 	same(t, "composed from a URL", e.get(t, "copy"), data)
 }
+
+// TestRedirectRefused: a redirect to file://, ftp:// or plain http off
+// loopback is refused at once, with its own words, not retried; one to
+// https would be followed, and one to http on loopback is.
+func TestRedirectRefused(t *testing.T) {
+	var hits atomic.Int64
+	data := random(1000, 21)
+	target := httptest.NewServer(&webFile{data: data, etag: `"v"`})
+	defer target.Close()
+	redirect := ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, redirect, http.StatusFound)
+	}))
+	defer srv.Close()
+	for _, to := range []string{"file:///etc/passwd", "ftp://127.0.0.1/f", "http://192.0.2.1/f"} {
+		redirect = to
+		hits.Store(0)
+		start := time.Now()
+		_, err := objstore.OpenURL(context.Background(), srv.URL+"/f", objstore.Config{Attempts: 4})
+		scheme, _, _ := strings.Cut(to, ":")
+		if err == nil || !strings.Contains(err.Error(), "redirected to a "+scheme+":// URL, which is not followed") {
+			t.Errorf("to %s: %v", to, err)
+		}
+		if hits.Load() != 1 || time.Since(start) > 5*time.Second {
+			t.Errorf("to %s: %d requests in %v, want 1 at once", to, hits.Load(), time.Since(start))
+		}
+	}
+	redirect = target.URL + "/f?token=good"
+	o, err := objstore.OpenURL(context.Background(), srv.URL+"/f", objstore.Config{Attempts: 4})
+	if err != nil || o.Size() != int64(len(data)) {
+		t.Fatalf("to http on loopback: %v", err)
+	}
+}
