@@ -7,6 +7,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -50,6 +51,10 @@ type Config struct {
 	// copies and the completion of a multipart upload may take longer to
 	// answer and have ten times this.
 	IdleTimeout time.Duration
+	// AllowInsecureHTTP accepts an S3 endpoint of plain http:// that is
+	// not a loopback address. Without it New refuses one: the requests
+	// would carry the credentials' signatures and the data in the clear.
+	AllowInsecureHTTP bool
 }
 
 const (
@@ -153,6 +158,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	c.s3 = s3.NewFromConfig(awscfg, s3opts...)
+	if u, err := url.Parse(c.endpoint); c.endpoint != "" && err == nil && strings.EqualFold(u.Scheme, "http") &&
+		!loopback(u.Hostname()) && !cfg.AllowInsecureHTTP {
+		return nil, &Error{Op: "use", Location: "the S3 endpoint " + display(u),
+			Err:  errkind.New(errkind.Usage, "plain http is accepted only to a loopback address: credentials and data would cross the network in the clear"),
+			hint: "use an https:// endpoint, or --allow-insecure-http when the network is yours"}
+	}
 
 	creds, err := awscfg.Credentials.Retrieve(ctx)
 	if err != nil {

@@ -24,7 +24,7 @@ func catCommand() *cli.Command {
 		Flags: []cli.Flag{
 			skFlag(), senderFlag(), passphraseFileFlag(), jobsFlag(),
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no warning about C4GH_PASSPHRASE or edit lists"},
-			strictFlag(), s3ConfigFlag(),
+			strictFlag(), s3ConfigFlag(), insecureHTTPFlag(),
 		},
 		Action: catFiles,
 	}

@@ -32,7 +32,7 @@ func decryptCommand() *cli.Command {
 			senderFlag(),
 			&cli.StringFlag{Name: "range", Usage: "output only bytes [START, END) (`START-END`, or START for the rest)"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(true),
-			s3ConfigFlag(), continueFlag(), strictFlag(),
+			s3ConfigFlag(), insecureHTTPFlag(), continueFlag(), strictFlag(),
 		},
 		Action: decrypt,
 	}

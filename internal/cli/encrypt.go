@@ -27,7 +27,7 @@ func encryptCommand() *cli.Command {
 			&cli.StringFlag{Name: "range", Usage: "encrypt only bytes [START, END) of the input (`START-END` or START)"},
 			&cli.StringFlag{Name: "header", Usage: "write the header to `PATH` and only the segments to the output"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(true),
-			s3ConfigFlag(),
+			s3ConfigFlag(), insecureHTTPFlag(),
 		},
 		Action: encrypt,
 	}

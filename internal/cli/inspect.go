@@ -69,7 +69,7 @@ func inspectCommand() *cli.Command {
 			skFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)"},
 			passphraseFileFlag(), inputFlag(), quietFlag(false),
-			s3ConfigFlag(),
+			s3ConfigFlag(), insecureHTTPFlag(),
 		},
 		Action: inspect,
 	}

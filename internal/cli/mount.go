@@ -29,7 +29,7 @@ func mountCommand() *cli.Command {
 			senderFlag(),
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)"},
 			passphraseFileFlag(), quietFlag(false),
-			s3ConfigFlag(),
+			s3ConfigFlag(), insecureHTTPFlag(),
 		},
 		Action: mountAction,
 	}

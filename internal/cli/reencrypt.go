@@ -32,7 +32,7 @@ func reencryptCommand() *cli.Command {
 			&cli.BoolFlag{Name: "drop-self", Usage: "in place: allow a result that --sk no longer opens"},
 			&cli.BoolFlag{Name: "header-only", Usage: "read and write only a header"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(true),
-			s3ConfigFlag(),
+			s3ConfigFlag(), insecureHTTPFlag(),
 		},
 		Action: reencryptAction,
 	}

@@ -28,6 +28,14 @@ import (
 // that upload as a multipart upload aborted on every failure and signal.
 
 // s3ConfigFlag is the flag of every command that reads or writes data.
+// insecureHTTPFlag allows an S3 endpoint of plain http off loopback.
+func insecureHTTPFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name:  "allow-insecure-http",
+		Usage: "accept a plain http:// S3 endpoint that is not on this machine (credentials and data cross the network in the clear)",
+	}
+}
+
 func s3ConfigFlag() cli.Flag {
 	return &cli.StringFlag{
 		Name:  "s3-config",
@@ -137,7 +145,8 @@ var storeIdleTimeout time.Duration
 
 // storeConfig is the configuration of the stores of the run.
 func storeConfig(c *cli.Context) objstore.Config {
-	return objstore.Config{S3Config: expandHome(c.String("s3-config")), IdleTimeout: storeIdleTimeout}
+	return objstore.Config{S3Config: expandHome(c.String("s3-config")), IdleTimeout: storeIdleTimeout,
+		AllowInsecureHTTP: c.Bool("allow-insecure-http")}
 }
 
 // store returns the store of the run for the scheme of loc, made at the

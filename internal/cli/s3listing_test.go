@@ -248,3 +248,15 @@ func (b *cutBody) Read(p []byte) (int, error) {
 }
 
 func (b *cutBody) Close() error { return b.r.Close() }
+
+// TestInsecureEndpoint: a plain http:// S3 endpoint off loopback is refused
+// before any request, naming --allow-insecure-http (the allowed case is not
+// tried: it would leave loopback).
+func TestInsecureEndpoint(t *testing.T) {
+	e := newS3Env(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", "http://192.0.2.1:9000")
+	code, _, stderr := e.run(t, "inspect", url("f.c4gh"))
+	if code != exitUsage || !strings.Contains(stderr, "plain http is accepted only to a loopback address") || !strings.Contains(stderr, "--allow-insecure-http") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+}

@@ -23,7 +23,7 @@ func rearrangeCommand() *cli.Command {
 			skFlag(),
 			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START (required)"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(false),
-			s3ConfigFlag(),
+			s3ConfigFlag(), insecureHTTPFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if !c.IsSet("range") {
@@ -46,7 +46,7 @@ func spliceCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)"},
 			recipientFlag("write the header for the public key(s) in the file at `PATH` (repeatable)"),
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(false),
-			s3ConfigFlag(),
+			s3ConfigFlag(), insecureHTTPFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if len(c.StringSlice("range")) == 0 {

@@ -35,7 +35,7 @@ func verifyCommand() *cli.Command {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing for files that pass"},
 			passphraseFileFlag(), jobsFlag(),
 			&cli.BoolFlag{Name: "checksum", Usage: "print the sha256 of each plaintext and encrypted file on stdout, as sha256sum does, instead of FILE: OK"},
-			s3ConfigFlag(), strictFlag(),
+			s3ConfigFlag(), insecureHTTPFlag(), strictFlag(),
 		},
 		Action: verify,
 	}
