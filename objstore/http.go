@@ -83,7 +83,11 @@ func newWebClient(idle time.Duration) *http.Client {
 			if len(via) >= 10 {
 				return errors.New("stopped after 10 redirects")
 			}
-			if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && loopback(req.URL.Hostname())) {
+			// Plain http only on loopback, and only from loopback: a
+			// server elsewhere must not point the client at this
+			// machine's own services.
+			fromLoopback := len(via) > 0 && loopback(via[0].URL.Hostname())
+			if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && loopback(req.URL.Hostname()) && fromLoopback) {
 				return &refusedRedirect{scheme: req.URL.Scheme}
 			}
 			return nil
@@ -96,7 +100,7 @@ func newWebClient(idle time.Duration) *http.Client {
 type refusedRedirect struct{ scheme string }
 
 func (r *refusedRedirect) Error() string {
-	return fmt.Sprintf("the server redirected to a %s:// URL, which is not followed: only https:// (or http:// to a loopback address) is", r.scheme)
+	return fmt.Sprintf("the server redirected to a %s:// URL, which is not followed: only https:// is (and http:// from and to a loopback address)", r.scheme)
 }
 
 func (r *refusedRedirect) Kind() errkind.Kind { return errkind.Usage }

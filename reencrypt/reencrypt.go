@@ -139,6 +139,33 @@ func Rekey(h *header.Header, reader *keys.SecretKey, opts RekeyOptions) (*header
 	return out, nil
 }
 
+// OthersMayHoldEditList reports whether re-keying h for new recipients
+// without trimming could leave one of them two edit lists: reader opens an
+// edit list, and h keeps packets that reader cannot open and did not write,
+// which may hold an edit list for one of the recipients (Rekey finds the
+// packets that reader wrote, but not those of another key). A reader
+// refuses a file with two edit lists, as the specification says.
+func OthersMayHoldEditList(h *header.Header, reader *keys.SecretKey) (bool, error) {
+	c, err := h.Decrypt(reader, nil)
+	if err != nil {
+		return false, err
+	}
+	defer c.Zero()
+	if !c.HasEditList {
+		return false, nil
+	}
+	opened := make(map[int]bool, len(c.Opened))
+	for _, i := range c.Opened {
+		opened[i] = true
+	}
+	for i, p := range h.Packets {
+		if !opened[i] && p.WriterPublicKey != reader.Public() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // ErrNothingToAdd is returned by [Rekey] with Add when every recipient
 // holds packets that the reader wrote already.
 var ErrNothingToAdd = errkind.New(errkind.Usage, "every recipient can read the file already")

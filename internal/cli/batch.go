@@ -301,12 +301,12 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 	}
 	out.keepTime(in)
 	sums := newFileSums(c.Bool("checksum"))
-	atOpen := in.size()
+	at := in.snap()
 	src := &countedReader{r: in.Reader}
-	warning, err := sums.run(out, prog.reader(src), atOpen, jobs, op)
+	warning, err := sums.run(out, prog.reader(src), at.size, jobs, op)
 	if err == nil && srcIsPlain {
 		// What was encrypted must be the file as it was.
-		err = in.unchanged(atOpen, src.n)
+		err = in.unchanged(at, at.size, src.n)
 	}
 	if err = out.finish(err); err != nil {
 		return "", err

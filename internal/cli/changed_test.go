@@ -21,14 +21,27 @@ func TestInputChangedWhileEncrypted(t *testing.T) {
 	t.Setenv(secretKeyEnv, "")
 	runOK(t, "keygen", "--sk", filepath.Join(dir, "me.sec"), "--pk", filepath.Join(dir, "me.pub"), "--nocrypt")
 	const size = 256 << 20
+	writeAt := func(p string) error { // the same size, other bytes
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		time.Sleep(10 * time.Millisecond) // a later mtime on coarse clocks
+		_, err = f.WriteAt([]byte("changed"), size-7)
+		return err
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(path string) error
 		batch  bool
+		rng    string
 	}{
-		{"shrinks", func(p string) error { return os.Truncate(p, 1<<20) }, false},
-		{"grows", func(p string) error { return os.Truncate(p, 2*size) }, false},
-		{"shrinks, batch", func(p string) error { return os.Truncate(p, 1<<20) }, true},
+		{"shrinks", func(p string) error { return os.Truncate(p, 1<<20) }, false, ""},
+		{"grows", func(p string) error { return os.Truncate(p, 2*size) }, false, ""},
+		{"shrinks, batch", func(p string) error { return os.Truncate(p, 1<<20) }, true, ""},
+		{"written to, same size", writeAt, false, ""},
+		{"shrinks, with --range", func(p string) error { return os.Truncate(p, 1<<20) }, false, "0-200000000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work := t.TempDir()
@@ -42,6 +55,9 @@ func TestInputChangedWhileEncrypted(t *testing.T) {
 			args := []string{"encrypt", "--recipient_pk", filepath.Join(dir, "me.pub"), "-q", "-i", in, "-o", in + ".c4gh"}
 			if tc.batch {
 				args = []string{"encrypt", "--recipient_pk", filepath.Join(dir, "me.pub"), "-q", in}
+			}
+			if tc.rng != "" {
+				args = append(args, "--range", tc.rng)
 			}
 			type result struct {
 				code   int

@@ -142,7 +142,12 @@ func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) erro
 	}
 	defer r.Close()
 	if rng.End > r.Size() {
-		// The range reaches the end of what the file holds.
+		// The range reaches the end of what the file holds. Strict, a
+		// file that lacks data the edit list keeps fails before any
+		// of the range is written (the ReaderAt knows it already).
+		if _, err := r.ReadAt(make([]byte, 1), r.Size()); errors.Is(err, c4gh.ErrMissingData) {
+			return err
+		}
 		warnMissing(c, c.String("input"), r.Missing())
 	}
 	if _, err := r.CopyRange(out, rng.Start, rng.End); err != nil {

@@ -139,7 +139,7 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 		out.preallocate(body.EncryptedSize(in.reservable()))
 	}
 	sums := newFileSums(c.Bool("checksum"))
-	atOpen := in.size()
+	at := in.snap() // before the range is selected: what is left of the whole file
 	var read int64
 	prog.start()
 	_, err = sums.run(out, prog.reader(src), -1, opts.Jobs, func(dst io.Writer, src io.Reader, _ int64, _ int) (string, error) {
@@ -151,12 +151,14 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 	if err != nil {
 		return "", fmt.Errorf("failed to encrypt: %w", err)
 	}
-	if rng == nil {
-		// The output must be of the file as it was: not of a file cut
-		// short or grown while it was read (an upload is aborted).
-		if err := in.unchanged(atOpen, read); err != nil {
-			return "", err
-		}
+	// The output must be of the file as it was: not of a file cut short,
+	// grown or written to while it was read (an upload is aborted).
+	want := at.size
+	if rng != nil {
+		want = max(min(rng.End, at.size)-rng.Start, 0)
+	}
+	if err := in.unchanged(at, want, read); err != nil {
+		return "", err
 	}
 	return sums.lines(singleSumName(c.String("input")), c.String("output"), true), nil
 }

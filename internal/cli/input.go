@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
@@ -127,17 +128,40 @@ func openStreams(c *cli.Context, opts outputOptions, size func(*input) int64) (*
 	return in, out, nil
 }
 
-// unchanged fails when the regular file in, of atOpen bytes (left to read)
-// when it was opened, was read for n bytes or holds more now: it shrank or
-// grew while it was read, so that what was made of it is of no file that
-// ever was. Other inputs pass.
-func (in *input) unchanged(atOpen, n int64) error {
-	if atOpen < 0 || in.obj != nil || !in.regular() {
+// snapshot is what tells whether a regular file changed while it was
+// read: its size and modification time when it was opened.
+type snapshot struct {
+	size  int64 // left to read; -1 for what is not a regular file
+	mtime time.Time
+}
+
+// snap returns the snapshot of in as it is now.
+func (in *input) snap() snapshot {
+	s := snapshot{size: in.size()}
+	if s.size >= 0 && in.obj == nil && in.file != nil {
+		if fi, err := in.file.Stat(); err == nil {
+			s.mtime = fi.ModTime()
+		}
+	}
+	return s
+}
+
+// unchanged fails when the regular file in, as at was when it was opened,
+// was read for n bytes where want were to be read (at.size for all of
+// it), or now holds more, or was written to meanwhile (another mtime):
+// what was made of it is of no file that ever was. Other inputs pass.
+func (in *input) unchanged(at snapshot, want, n int64) error {
+	if at.size < 0 || in.obj != nil || !in.regular() {
 		return nil
 	}
-	if rest := in.size(); n != atOpen || rest > 0 {
+	now := in.snap()
+	switch {
+	case n != want || want == at.size && now.size > 0:
 		return fmt.Errorf("%s changed while it was read: %d bytes when opened, %d read, %d more now",
-			quoteName(in.name), atOpen, n, max(rest, 0))
+			quoteName(in.name), at.size, n, max(now.size, 0))
+	case !now.mtime.Equal(at.mtime):
+		return fmt.Errorf("%s changed while it was read: it was written to (modified %s, it was %s when opened)",
+			quoteName(in.name), now.mtime.Format(time.RFC3339Nano), at.mtime.Format(time.RFC3339Nano))
 	}
 	return nil
 }

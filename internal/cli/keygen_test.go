@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -136,7 +137,25 @@ func TestKeygenPassphraseTwice(t *testing.T) {
 		t.Cleanup(func() { f.Close() })
 		return f
 	}
-	for name, stdin := range map[string]*os.File{"pipe": pipe("from stdin\nfrom stdin\n"), "file": file()} {
+	late := func() *os.File { // a writer that starts a moment after the command
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			w.WriteString("from stdin\nfrom stdin\n")
+			w.Close()
+		}()
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	for name, open := range map[string]func() *os.File{
+		"pipe":      func() *os.File { return pipe("from stdin\nfrom stdin\n") },
+		"file":      file,
+		"late pipe": late,
+	} {
+		stdin := open()
 		sk := filepath.Join(dir, name+".sec")
 		var stdout, stderr bytes.Buffer
 		code := Run([]string{"crypt4gh", "keygen", "--sk", sk, "--pk", sk + ".pub"}, stdin, &stdout, &stderr)

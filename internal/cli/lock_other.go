@@ -13,3 +13,6 @@ func ownedPrivate(fi os.FileInfo) bool { return fi.Mode().Perm()&0o077 == 0 }
 
 // mountedOn cannot tell here: it says no.
 func mountedOn(string) bool { return false }
+
+// singleLink cannot tell here: it says yes.
+func singleLink(os.FileInfo) bool { return true }

@@ -34,3 +34,10 @@ func mountedOn(p string) bool {
 	b, ok2 := parent.Sys().(*syscall.Stat_t)
 	return ok1 && ok2 && (a.Dev != b.Dev || a.Ino == b.Ino)
 }
+
+// singleLink reports whether fi has one name only: a hard link to another
+// file of the user's is not taken for a partial output of --continue.
+func singleLink(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 1
+}

@@ -149,6 +149,15 @@ func newHeader(c *cli.Context, h *header.Header, sk *keys.SecretKey, recipients 
 	if c.Bool("add") && c.Bool("trim") {
 		return nil, usagef("--add keeps every packet: it cannot be used with --trim")
 	}
+	if !c.Bool("trim") {
+		if risky, err := reencrypt.OthersMayHoldEditList(h, sk); err == nil && risky {
+			msg := "the file has an edit list and packets that --sk cannot open: a recipient who holds one of those may be left two edit lists, and no reader opens a file with two"
+			if inPlace || c.Bool("add") {
+				return nil, withHint(usagef("%s", msg), "use --trim (only the recipients can then read the result), or re-encrypt to a new output")
+			}
+			warnf(c, "%s; --trim drops those packets", msg)
+		}
+	}
 	nh, err := reencrypt.Rekey(h, sk, reencrypt.RekeyOptions{Recipients: recipients, Trim: c.Bool("trim"), Add: c.Bool("add")})
 	switch {
 	case errors.Is(err, reencrypt.ErrNothingToAdd) && inPlace:

@@ -73,6 +73,11 @@ func rekey(ctx context.Context, c *cli.Context, sk *keys.SecretKey, h *header.He
 	if err != nil {
 		return err // errNothingToDo too: the caller says so
 	}
+	// The body is copied by the server, unread: its last segment is
+	// authenticated first (one ranged GET), as for a file.
+	if err := reencrypt.CheckLastSegment(o, h.Size(), o.Size()-h.Size(), h, sk); err != nil {
+		return bodyError(err, h.Size(), o.Size())
+	}
 	parts := []objstore.Part{objstore.Bytes(nh.Marshal()), objstore.Range(o, h.Size(), o.Size()-h.Size())}
 	return compose(ctx, c, dest, parts, force)
 }
@@ -296,6 +301,16 @@ func spliceObject(c *cli.Context, s *objectStream, opts reencrypt.SpliceOptions)
 			out.abort()
 		}
 		return noPacketHint(err, opts.Reader, nil)
+	}
+	if out == nil && o.Location() == loc && !c.Bool("drop-self") {
+		// In place, as for reencrypt: never a result that the owner's
+		// key no longer opens.
+		contents, err := nh.Decrypt(opts.Reader, nil)
+		if err != nil {
+			return withHint(usagef("cut in place, the object would no longer open with --sk %s, nor for any reader but the recipients", quoteName(secretKeyPath(c))),
+				"add your own public key with --recipient_pk, write to another object, or --drop-self to drop your access")
+		}
+		contents.Zero()
 	}
 	if out == nil {
 		parts := []objstore.Part{objstore.Bytes(nh.Marshal())}

@@ -103,7 +103,10 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	// the object's plaintext, tells.
 	var done os.FileInfo
 	if err != nil && !c.Bool("force") {
-		if fi, serr := os.Stat(path); serr == nil && fi.Mode().IsRegular() && !exists(resumeFile(path, resumeSuffix)) {
+		// Only a regular file of the caller's, private as a decrypt
+		// leaves it, is taken for the earlier run's: not a link, not a
+		// file that another user planted at the name.
+		if fi, serr := os.Lstat(path); serr == nil && fi.Mode().IsRegular() && ownedPrivate(fi) && !exists(resumeFile(path, resumeSuffix)) {
 			done, final = fi, path
 		}
 		if done == nil {
@@ -449,7 +452,7 @@ func checkPrivate(f *os.File, path string) error {
 	switch {
 	case err != nil || lerr != nil || !os.SameFile(fi, li) || !fi.Mode().IsRegular():
 		return &os.PathError{Op: "open", Path: path, Err: errors.New("changed while it was opened")}
-	case !ownedPrivate(fi):
+	case !ownedPrivate(fi) || !singleLink(fi):
 		return &os.PathError{Op: "open", Path: path, Err: errNotPrivate}
 	}
 	return nil

@@ -171,19 +171,24 @@ func store(c *cli.Context, loc objstore.Location) (objstore.Store, error) {
 	return o.st, o.err
 }
 
-// warnCredentialFiles warns, as for a secret key, when the file that holds
+// warnCredentialFiles warns, as for a secret key, when a file that may hold
 // the S3 credentials of the run may be read by others: the s3cmd file of
-// --s3-config, else the AWS shared credentials file.
+// --s3-config, else the AWS shared credentials and configuration files.
 func warnCredentialFiles(c *cli.Context) {
 	if p := expandHome(c.String("s3-config")); p != "" {
 		warnReadable(c, "s3cmd configuration file", p)
 		return
 	}
-	p := os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
-	if p == "" {
-		p = expandHome("~/.aws/credentials")
+	for _, f := range []struct{ env, path, what string }{
+		{"AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials", "AWS credentials file"},
+		{"AWS_CONFIG_FILE", "~/.aws/config", "AWS configuration file"}, // may hold keys too
+	} {
+		p := os.Getenv(f.env)
+		if p == "" {
+			p = expandHome(f.path)
+		}
+		warnReadable(c, f.what, p)
 	}
-	warnReadable(c, "AWS credentials file", p)
 }
 
 // readerOptions are the options of the streams of a run.

@@ -260,3 +260,54 @@ func TestInsecureEndpoint(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, stderr)
 	}
 }
+
+// TestReviewFindings holds the cases of a hostile review of the fixes
+// above, each of which got through before:
+//   - a rekey between objects copied a body cut inside its last segment;
+//   - splice in place dropped the owner's access;
+//   - --continue took a file of the right size that another user planted
+//     at the output's name for a complete download;
+//   - --add on a file with an edit list and other readers' packets could
+//     leave one of them two edit lists.
+func TestReviewFindings(t *testing.T) {
+	e := newS3Env(t)
+	e.keygen(t, "bob")
+	plain := randomData(3*65536+5000, 94)
+	enc := encryptBytes(t, plain, e.sk)
+	e.put(t, "cut.c4gh", enc[:len(enc)-1000])
+	code, _, stderr := e.run(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "-i", url("cut.c4gh"), "-o", url("cut2.c4gh"))
+	if code != exitData || !strings.Contains(stderr, "segment 3 failed authentication") || e.exists(t, "cut2.c4gh") {
+		t.Errorf("rekey of a cut object: exit %d\n%s", code, stderr)
+	}
+
+	e.put(t, "f.c4gh", enc)
+	code, _, stderr = e.run(t, "splice", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--range", "0-100000", "--force", "-i", url("f.c4gh"), "-o", url("f.c4gh"))
+	if code != exitUsage || !strings.Contains(stderr, "would no longer open with --sk") || !bytes.Equal(e.get(t, "f.c4gh"), enc) {
+		t.Errorf("splice in place for bob alone: exit %d\n%s", code, stderr)
+	}
+
+	planted := filepath.Join(e.dir, "out")
+	if err := os.WriteFile(planted, bytes.Repeat([]byte("X"), len(plain)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", url("f.c4gh"), "-o", "out")
+	if code == 0 || strings.Contains(stderr, "nothing to do") {
+		t.Errorf("a planted output of the right size: exit %d\n%s", code, stderr)
+	}
+
+	// An edit list, and a packet for bob that carol wrote: --add for bob
+	// is refused, since bob may hold an edit list already. Packets that
+	// --sk wrote itself are found, and then there is nothing to add.
+	e.keygen(t, "carol")
+	e.must(t, "encrypt", "--recipient_pk", "carol.pub", "-i", "out", "-o", "c.c4gh")
+	e.must(t, "splice", "--sk", "carol.sec", "--recipient_pk", "me.pub", "--recipient_pk", "bob.pub", "--range", "10-70000", "-i", "c.c4gh", "-o", "el.c4gh")
+	code, _, stderr = e.run(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--add", "-i", "el.c4gh", "-o", "el2.c4gh")
+	if code != exitUsage || !strings.Contains(stderr, "two edit lists") {
+		t.Errorf("--add with an edit list and others' packets: exit %d\n%s", code, stderr)
+	}
+	e.must(t, "splice", "--sk", "me.sec", "--recipient_pk", "me.pub", "--recipient_pk", "bob.pub", "--range", "10-70000", "-i", url("f.c4gh"), "-o", "mine.c4gh")
+	e.must(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--add", "-i", "mine.c4gh", "-o", "mine2.c4gh")
+	if _, _, stderr := e.run(t, "decrypt", "--sk", "bob.sec", "-i", "mine2.c4gh", "-o", "bob.out"); strings.Contains(stderr, "error") {
+		t.Errorf("bob after --add of packets of --sk's own: %s", stderr)
+	}
+}

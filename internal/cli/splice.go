@@ -45,6 +45,7 @@ func spliceCommand() *cli.Command {
 			skFlag(),
 			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)"},
 			recipientFlag("write the header for the public key(s) in the file at `PATH` (repeatable)"),
+			&cli.BoolFlag{Name: "drop-self", Usage: "in place: allow a result that --sk no longer opens"},
 			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(false),
 			s3ConfigFlag(), insecureHTTPFlag(),
 		},
