@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -98,7 +99,7 @@ func requireFUSE(t *testing.T) {
 // mountCmd is a running "crypt4gh mount".
 type mountCmd struct {
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	stderr lockedBuffer // read while the command runs
 }
 
 // startMount runs bin mount with args and env, and returns it and the
@@ -172,4 +173,23 @@ func TestMountStale(t *testing.T) {
 	if again.ProcessState.ExitCode() != 2 || !refused || !strings.Contains(string(out), "fusermount3 -u "+mp) {
 		t.Errorf("a stale mount point: exit %d\n%s", again.ProcessState.ExitCode(), out)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer that a running command writes while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
