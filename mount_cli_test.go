@@ -22,12 +22,7 @@ import (
 // unmounts and ends the command.
 func TestMountCommand(t *testing.T) {
 	t.Parallel()
-	e := newSafetyEnv(t)
-	requireFUSE(t)
-	dir := t.TempDir()
-	src, mp := filepath.Join(dir, "src"), filepath.Join(dir, "mnt")
-	os.Mkdir(src, 0o700)
-	os.Mkdir(mp, 0o700)
+	e, dir, src, mp := mountSetup(t)
 	sk := filepath.Join(dir, "me.sec")
 	run := func(env []string, args ...string) {
 		t.Helper()
@@ -81,6 +76,19 @@ func TestMountCommand(t *testing.T) {
 	if !strings.Contains(m.stderr.String(), "other.c4gh") || strings.Contains(m.stderr.String(), "c0rrect-h0rse") {
 		t.Errorf("stderr should name other.c4gh once and never the passphrase:\n%s", m.stderr.String())
 	}
+}
+
+// mountSetup makes the environment of a mount test that needs FUSE: a
+// folder with an empty SOURCE and MOUNTPOINT in it.
+func mountSetup(t *testing.T) (e *safetyEnv, dir, src, mp string) {
+	t.Helper()
+	e = newSafetyEnv(t)
+	requireFUSE(t)
+	dir = t.TempDir()
+	src, mp = filepath.Join(dir, "src"), filepath.Join(dir, "mnt")
+	os.Mkdir(src, 0o700)
+	os.Mkdir(mp, 0o700)
+	return e, dir, src, mp
 }
 
 // requireFUSE reports FUSE Missing when this process cannot mount.
@@ -153,12 +161,7 @@ func (m *mountCmd) stop(t *testing.T) {
 // still mounted while it goes) is refused with the advice to unmount it.
 func TestMountStale(t *testing.T) {
 	t.Parallel()
-	e := newSafetyEnv(t)
-	requireFUSE(t)
-	dir := t.TempDir()
-	src, mp := filepath.Join(dir, "src"), filepath.Join(dir, "mnt")
-	os.Mkdir(src, 0o700)
-	os.Mkdir(mp, 0o700)
+	e, _, src, mp := mountSetup(t)
 	os.WriteFile(filepath.Join(src, "note"), []byte("x"), 0o600)
 	m, _ := startMount(t, e.bin, cleanEnv(), mp, "note", "--sk", e.sk, src, mp)
 	m.cmd.Process.Kill()

@@ -408,18 +408,18 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // CopyRange writes bytes [start, end) of the plaintext to dst, one
 // segment at a time, and returns how many it wrote; end may be
 // [edit.Unbounded]. An end past the data is clipped; a start at or past
-// the end of the data, but for 0, fails with [edit.ErrBeyondEnd], or with
-// [ErrMissingData] when the edit list needs bytes that the body lacks.
-// Without an edit list each read ends where a segment of the body ends,
-// so that no segment is opened twice.
+// the end of the data, but for 0, fails with [edit.ErrBeyondEnd]. In
+// strict mode a range that reaches past the data, where the edit list
+// needs bytes that the body lacks, fails with [ErrMissingData] before
+// anything is written. Without an edit list each read ends where a
+// segment of the body ends, so that no segment is opened twice.
 func (r *ReaderAt) CopyRange(dst io.Writer, start, end int64) (int64, error) {
-	if start < 0 || end < start {
+	switch {
+	case start < 0 || end < start:
 		return 0, errkind.Errorf(errkind.Usage, "invalid range [%d, %d)", start, end)
-	}
-	if start > 0 && start >= r.size {
-		if r.complete != nil {
-			return 0, r.complete
-		}
+	case r.complete != nil && end > r.size:
+		return 0, r.complete // strict, and the range needs what is missing
+	case start > 0 && start >= r.size:
 		return 0, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.size)
 	}
 	// One segment at a time: a larger buffer costs its page faults, and

@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 )
 
 // TestNoStore checks that package mount shows any Source without linking
@@ -11,7 +13,7 @@ import (
 // mount/storesource).
 func TestNoStore(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
+		clitest.Missing(t, "no go command: %v", err)
 	}
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "github.com/c4gh-go/crypt4gh/mount").CombinedOutput()
 	if err != nil {

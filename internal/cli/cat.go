@@ -52,10 +52,7 @@ func catFiles(c *cli.Context) error {
 		opts *c4gh.DecryptOptions
 	)
 	for _, path := range paths {
-		name := "stdin"
-		if path != "-" {
-			name = quoteName(shownName(path))
-		}
+		name := inputName(path)
 		in, err := openSource(c, path)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)

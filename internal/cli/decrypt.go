@@ -141,17 +141,12 @@ func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) erro
 		return noPacketHint(err, sk, sender)
 	}
 	defer r.Close()
-	if rng.End > r.Size() {
-		// The range reaches the end of what the file holds. Strict, a
-		// file that lacks data the edit list keeps fails before any
-		// of the range is written (the ReaderAt knows it already).
-		if _, err := r.ReadAt(make([]byte, 1), r.Size()); errors.Is(err, c4gh.ErrMissingData) {
-			return err
-		}
-		warnMissing(c, c.String("input"), r.Missing())
-	}
 	if _, err := r.CopyRange(out, rng.Start, rng.End); err != nil {
 		return decryptError(err, r.HeaderSize(), size)
+	}
+	if rng.End > r.Size() {
+		// The range reached the end of what the file holds.
+		warnMissing(c, c.String("input"), r.Missing())
 	}
 	return nil
 }
@@ -259,9 +254,5 @@ func warnMissing(c *cli.Context, path string, missing bool) {
 	if w == "" || c.Bool("quiet") {
 		return
 	}
-	name := "stdin"
-	if path != "" && path != "-" {
-		name = quoteName(shownName(path))
-	}
-	warnf(c, "%s: %s", name, w)
+	warnf(c, "%s: %s", inputName(path), w)
 }

@@ -114,9 +114,6 @@ type inspectReport struct {
 
 	// bodyErr says why BodyPlaintextSize is unknown.
 	bodyErr error
-	// missing is set when the edit list describes more than the body
-	// holds (EditListFits false).
-	missing bool
 }
 
 type packetReport struct {
@@ -252,9 +249,12 @@ func inspectOne(c *cli.Context, path string, key *lazyKey) (bool, error) {
 	if keyErr != nil {
 		return true, keyErr
 	}
-	warnMissing(c, path, r.missing)
+	warnMissing(c, path, r.missing()) // valid, as decrypt takes it, but worth a warning
 	return true, r.bodyErr
 }
+
+// missing reports that the edit list describes more than the body holds.
+func (r *inspectReport) missing() bool { return r.EditListFits != nil && !*r.EditListFits }
 
 // bodyLength returns the number of bytes left in in: from the file size when
 // in is a regular file, else by reading them.
@@ -344,11 +344,6 @@ func (r *inspectReport) open(h *header.Header, sk *keys.SecretKey) error {
 		if has {
 			r.EditListFits = &fits
 		}
-		if stands.Missing {
-			// Valid, as decrypt and verify take it, but worth a
-			// warning: see missingWarning.
-			r.missing = true
-		}
 	}
 	return nil
 }
@@ -414,7 +409,7 @@ func (r *inspectReport) print(w io.Writer, asJSON bool) error {
 	case r.PlaintextSize == nil:
 		line("plaintext size", "%s before any edit list (only a key that opens the header shows whether one applies)",
 			bytesText(*r.BodyPlaintextSize))
-	case r.missing:
+	case r.missing():
 		line("plaintext size", "%s after the edit list (%s before), which describes more than the body holds",
 			bytesText(*r.PlaintextSize), bytesText(*r.BodyPlaintextSize))
 	case r.HasEditList != nil && *r.HasEditList:

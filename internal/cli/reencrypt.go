@@ -167,15 +167,22 @@ func newHeader(c *cli.Context, h *header.Header, sk *keys.SecretKey, recipients 
 	case err != nil:
 		return nil, noPacketHint(err, sk, nil)
 	}
-	if inPlace && !c.Bool("drop-self") {
-		contents, err := nh.Decrypt(sk, nil)
-		if err != nil {
-			return nil, withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(secretKeyPath(c))),
-				"add your own public key with --recipient_pk, use --add to keep every reader, or --drop-self to drop your access")
-		}
-		contents.Zero()
+	if inPlace && !c.Bool("drop-self") && !opensWith(nh, sk) {
+		return nil, withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(secretKeyPath(c))),
+			"add your own public key with --recipient_pk, use --add to keep every reader, or --drop-self to drop your access")
 	}
 	return nh, nil
+}
+
+// opensWith reports whether sk opens the header h: what an in-place
+// rewrite must keep true, unless --drop-self.
+func opensWith(h *header.Header, sk *keys.SecretKey) bool {
+	contents, err := h.Decrypt(sk, nil)
+	if err != nil {
+		return false
+	}
+	contents.Zero()
+	return true
 }
 
 // errNothingToDo is returned by newHeader when --add finds that every

@@ -302,15 +302,11 @@ func spliceObject(c *cli.Context, s *objectStream, opts reencrypt.SpliceOptions)
 		}
 		return noPacketHint(err, opts.Reader, nil)
 	}
-	if out == nil && o.Location() == loc && !c.Bool("drop-self") {
+	if out == nil && o.Location() == loc && !c.Bool("drop-self") && !opensWith(nh, opts.Reader) {
 		// In place, as for reencrypt: never a result that the owner's
 		// key no longer opens.
-		contents, err := nh.Decrypt(opts.Reader, nil)
-		if err != nil {
-			return withHint(usagef("cut in place, the object would no longer open with --sk %s, nor for any reader but the recipients", quoteName(secretKeyPath(c))),
-				"add your own public key with --recipient_pk, write to another object, or --drop-self to drop your access")
-		}
-		contents.Zero()
+		return withHint(usagef("cut in place, the object would no longer open with --sk %s, nor for any reader but the recipients", quoteName(secretKeyPath(c))),
+			"add your own public key with --recipient_pk, write to another object, or --drop-self to drop your access")
 	}
 	if out == nil {
 		parts := []objstore.Part{objstore.Bytes(nh.Marshal())}

@@ -512,14 +512,14 @@ func removeResumeFiles(c *cli.Context, path string) {
 
 // warnResumable says when the output of a decrypt without --continue
 // has the partial output of an interrupted download with --continue
-// beside it, which this run neither uses nor removes.
+// beside it, which this run does not use (and removes once complete).
 func warnResumable(c *cli.Context, path string) {
 	if isStdout(path) || objstore.IsURL(path) {
 		return
 	}
 	partial := resumeFile(path, resumeSuffix)
 	if fi, err := os.Lstat(partial); err == nil && fi.Mode().IsRegular() {
-		warnf(c, "%s holds the plaintext of an interrupted download: add --continue to resume it, or remove it and %s",
+		warnf(c, "%s holds the plaintext of an interrupted download: add --continue to resume it; this run removes it and %s once it is complete",
 			quoteName(partial), quoteName(resumeFile(path, recordSuffix)))
 	}
 }

@@ -267,6 +267,15 @@ func shownName(p string) string {
 	return loc.String()
 }
 
+// inputName names the input at path for messages: "stdin" for "" and
+// "-", else its shown name, quoted where it needs it.
+func inputName(path string) string {
+	if path == "" || path == "-" {
+		return "stdin"
+	}
+	return quoteName(shownName(path))
+}
+
 // openObject opens the object (or web resource) at the URL s.
 func openObject(c *cli.Context, s string) (*objstore.Object, error) {
 	loc, err := objstore.Parse(s)

@@ -83,10 +83,7 @@ func verify(c *cli.Context) error {
 		worst = errSkipped
 	}
 	for _, path := range paths {
-		name := quoteName(shownName(path))
-		if path == "-" {
-			name = "stdin"
-		}
+		name := inputName(path)
 		lines, err := verifyFile(c, path, sk, sender)
 		if err == nil {
 			if !c.Bool("checksum") && !c.Bool("quiet") {
