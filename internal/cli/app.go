@@ -35,8 +35,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// 128+N), also one that has created nothing yet (SIGQUIT would
 	// otherwise dump the goroutines).
 	cleanup.arm()
-	app := newApp(stdin, stdout, stderr)
-	args, err := prepare(app, args, stderr)
+	e := newEnv(stdin, stdout, stderr)
+	app := newApp(e)
+	args, err := prepare(e, app, args)
 	if err == nil {
 		err = app.Run(args)
 	}
@@ -55,34 +56,34 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitCode(err)
 }
 
-func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+func newApp(e *env) *cli.App {
 	app := &cli.App{
 		Name:                      "crypt4gh",
 		Usage:                     "encrypt and decrypt files in the GA4GH Crypt4GH format",
 		Version:                   version(),
-		Reader:                    stdin,
-		Writer:                    stdout,
-		ErrWriter:                 stderr,
+		Reader:                    e.stdin,
+		Writer:                    e.stdout,
+		ErrWriter:                 e.stderr,
 		DisableSliceFlagSeparator: true,
 		EnableBashCompletion:      true,
 		ExitErrHandler:            func(*cli.Context, error) {},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return usage(flagError(c, err))
+			return usage(flagError(e, c, err))
 		},
 		Commands: []*cli.Command{
-			keygenCommand(),
-			pubkeyCommand(),
-			encryptCommand(),
-			decryptCommand(),
-			catCommand(),
-			reencryptCommand(),
-			rearrangeCommand(),
-			spliceCommand(),
-			inspectCommand(),
-			verifyCommand(),
-			mountCommand(),
-			completionCommand(),
-			manCommand(),
+			keygenCommand(e),
+			pubkeyCommand(e),
+			encryptCommand(e),
+			decryptCommand(e),
+			catCommand(e),
+			reencryptCommand(e),
+			rearrangeCommand(e),
+			spliceCommand(e),
+			inspectCommand(e),
+			verifyCommand(e),
+			mountCommand(e),
+			completionCommand(e),
+			manCommand(e),
 		},
 	}
 	for _, cmd := range app.Commands {
@@ -101,7 +102,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		if cmd.OnUsageError == nil {
 			name := cmd.Name
 			cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-				return withHint(usage(flagError(c, err)), "run 'crypt4gh %s --help' for its flags", name)
+				return withHint(usage(flagError(e, c, err)), "run 'crypt4gh %s --help' for its flags", name)
 			}
 		}
 	}
@@ -112,8 +113,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 // flag with one dash ("flag provided but not defined: -bogus"), with the
 // dashes as the user typed them (two for a long flag when prepare did
 // not see it). Other errors are returned as they are.
-func flagError(c *cli.Context, err error) error {
-	typed, _ := c.App.Metadata[typedFlags].(map[string]string)
+func flagError(e *env, c *cli.Context, err error) error {
+	typed := e.typed
 	dashes := func(name string) string {
 		if d, ok := typed[name]; ok {
 			return d + name

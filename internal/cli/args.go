@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -28,7 +27,7 @@ const completeFlag = "--generate-bash-completion"
 
 // prepare checks and rewrites args for app. It returns the arguments to
 // run, or an error to report.
-func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
+func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 	// The reference's global --log PATH, before the command: accepted
 	// (and not read) as on every command.
 	for len(args) > 1 && (args[1] == "--log" || strings.HasPrefix(args[1], "--log=")) {
@@ -39,7 +38,7 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 		args = append(args[:1:1], args[min(1+n, len(args)):]...)
 	}
 	if len(args) < 2 {
-		fmt.Fprint(stderr, shortUsage(app))
+		fmt.Fprint(e.stderr, shortUsage(app))
 		return nil, quietExit(exitUsage)
 	}
 	name := args[1]
@@ -81,14 +80,13 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 	}
 	out := append([]string{}, args[:2]...)
 	rest := args[2:]
-	typed := map[string]string{}
-	setMetadata(app, typedFlags, typed)
+	typed := e.typed
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") || a == completeFlag {
 			// The end of the flags: the parser stops at the first
 			// argument too.
-			out = append(out, endFlags(app, rest[i:])...)
+			out = append(out, endFlags(e, rest[i:])...)
 			break
 		}
 		if !strings.HasPrefix(a, "--") {
@@ -129,12 +127,12 @@ func prepare(app *cli.App, args []string, stderr io.Writer) ([]string, error) {
 // endFlags returns the arguments after the flags. A "--" among them,
 // before any other argument that starts with "-", ends the flags as
 // getopt has it ("decrypt a.c4gh -- -b.c4gh"): it is moved to the front,
-// where the parser drops it, and the app notes that every argument left
+// where the parser drops it, and the run notes that every argument left
 // is a file, for [flagsFirst].
-func endFlags(app *cli.App, rest []string) []string {
+func endFlags(e *env, rest []string) []string {
 	for j, a := range rest {
 		if a == "--" {
-			setMetadata(app, filesOnly, true)
+			e.filesOnly = true
 			return append(append([]string{"--"}, rest[:j]...), rest[j+1:]...)
 		}
 		if len(a) > 1 && a[0] == '-' {
@@ -142,21 +140,6 @@ func endFlags(app *cli.App, rest []string) []string {
 		}
 	}
 	return rest
-}
-
-// Keys of app.Metadata: filesOnly is set when "--" ended the flags,
-// typedFlags maps the name of each flag given to its dashes as typed ("-"
-// or "--"), for [flagError].
-const (
-	filesOnly  = "files-only"
-	typedFlags = "typed-flags"
-)
-
-func setMetadata(app *cli.App, key string, v any) {
-	if app.Metadata == nil {
-		app.Metadata = map[string]any{}
-	}
-	app.Metadata[key] = v
 }
 
 // findFlag returns the flag of cmd that name names or, with prefix, that

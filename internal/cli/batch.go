@@ -16,7 +16,6 @@ import (
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/objstore"
-	"github.com/urfave/cli/v2"
 )
 
 // Batch mode: "crypt4gh encrypt --recipient_pk P FILE…" writes FILE.c4gh
@@ -35,21 +34,38 @@ type batchItem struct {
 	err     error
 }
 
+// given is a flag of a command and whether the user gave it.
+type given struct {
+	name string
+	set  bool
+}
+
 // batchArgs returns the FILE arguments of a batch, after checking that
-// the flags that name one input or output are not given with them.
-func batchArgs(c *cli.Context, singleOnly ...string) ([]string, error) {
-	if c.NArg() == 0 {
+// the flags that name one input or output (-i, -o unless it names a
+// folder, and single) are not given with them.
+func batchArgs(e *env, s streamOptions, single ...given) ([]string, error) {
+	if len(e.args) == 0 {
 		return nil, nil
 	}
-	for _, name := range append([]string{"input", "output"}, singleOnly...) {
-		if c.IsSet(name) && !(name == "output" && isOutputFolder(c.String(name))) {
-			return nil, usagef("--%s cannot be used with FILE arguments", name)
+	flags := append([]given{{"input", s.Input != ""}, {"output", s.Output != "" && !isOutputFolder(s.Output)}}, single...)
+	for _, f := range flags {
+		if f.set {
+			return nil, usagef("--%s cannot be used with FILE arguments", f.name)
 		}
 	}
-	if err := flagsFirst(c); err != nil {
+	if err := e.flagsFirst(); err != nil {
 		return nil, err
 	}
-	return c.Args().Slice(), nil
+	return e.args, nil
+}
+
+// batchOptions are the flags that a batch runs with.
+type batchOptions struct {
+	output   string   // the output folder, "" for beside each input
+	force    bool     // replace existing outputs
+	jobs     int      // --jobs, 0 for one per CPU
+	checksum bool     // print the checksum lines
+	keyFiles []string // the key files the command reads (keyInputs)
 }
 
 // encryptItems maps each FILE to FILE.c4gh. A FILE that already ends in
@@ -153,8 +169,8 @@ func (e batchError) exitCode() int { return e.code }
 // once, each with jobs/that many segment workers. mode is the permission
 // of the outputs; srcIsPlain says which side of op is the plaintext, for
 // the checksum lines.
-func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, srcIsPlain bool, op fileOp) error {
-	keyFiles := keyInputs(c)
+func runBatch(e *env, b batchOptions, items []batchItem, verb string, mode os.FileMode, srcIsPlain bool, op fileOp) error {
+	keyFiles := b.keyFiles
 	for _, it := range items {
 		if it.err == nil {
 			if err := distinctOutputs([]string{"the output of " + quoteName(it.in), it.out}, keyFiles); err != nil {
@@ -162,10 +178,10 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 			}
 		}
 	}
-	jobs := body.Jobs(c.Int("jobs"))
+	jobs := body.Jobs(b.jobs)
 	workers := min(len(items), jobs)
 	perFile := max(1, jobs/workers)
-	shareMemory(c, workers)
+	e.stores.share(workers)
 
 	var total int64
 	for _, it := range items {
@@ -173,7 +189,7 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 			total += fi.Size()
 		}
 	}
-	prog := newProgress(c, total, fmt.Sprintf("%s %d files", verb, len(items)))
+	prog := e.newProgress(total, fmt.Sprintf("%s %d files", verb, len(items)))
 
 	var (
 		mu       sync.Mutex // guards the fields below and the writes to stdout and stderr
@@ -192,7 +208,7 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 			failed++
 			failedAt[i] = true
 			code = max(code, exitCode(err))
-			prog.print(func() { report(c.App.ErrWriter, fmt.Errorf("%s: %w", quoteName(shownName(items[i].in)), err)) })
+			prog.print(func() { report(e.stderr, fmt.Errorf("%s: %w", quoteName(shownName(items[i].in)), err)) })
 		}
 		// Checksum lines come out in the order of the arguments, each as
 		// soon as the files before it are done.
@@ -200,7 +216,7 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 		for next < len(items) && done[next] {
 			if results[next] != "" {
 				prog.print(func() {
-					if _, err := io.WriteString(c.App.Writer, results[next]); err != nil && writeErr == nil {
+					if _, err := io.WriteString(e.stdout, results[next]); err != nil && writeErr == nil {
 						writeErr = fmt.Errorf("failed to write the checksums: %w", err)
 					}
 				})
@@ -225,7 +241,7 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 				if stopped() {
 					continue
 				}
-				lines, err := batchFile(c, items[i], mode, srcIsPlain, perFile, prog, op)
+				lines, err := batchFile(e, b, items[i], mode, srcIsPlain, perFile, prog, op)
 				finish(i, lines, err)
 			}
 		})
@@ -239,10 +255,10 @@ func runBatch(c *cli.Context, items []batchItem, verb string, mode os.FileMode, 
 	close(work)
 	wg.Wait()
 	prog.stop()
-	if failed < len(items) && !c.Bool("checksum") && !c.Bool("quiet") && !isTerminal(c.App.Writer) {
+	if failed < len(items) && !b.checksum && !e.quiet && !isTerminal(e.stdout) {
 		// stdout was redirected, but gets nothing: say where the
 		// outputs went.
-		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: nothing written to stdout; the outputs are %s\n", outputNames(items, done, failedAt))
+		fmt.Fprintf(e.stderr, "crypt4gh: nothing written to stdout; the outputs are %s\n", outputNames(items, done, failedAt))
 	}
 	if writeErr != nil {
 		return writeErr
@@ -274,11 +290,11 @@ func outputNames(items []batchItem, done, failed []bool) string {
 }
 
 // batchFile runs op on one file and returns its checksum lines, if asked.
-func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, jobs int, prog *progress, op fileOp) (string, error) {
+func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlain bool, jobs int, prog *progress, op fileOp) (string, error) {
 	if it.err != nil {
 		return "", it.err
 	}
-	in, err := openBatchInput(c, it.in)
+	in, err := e.openBatchInput(it.in)
 	if err != nil {
 		return "", err
 	}
@@ -287,7 +303,7 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 	if srcIsPlain {
 		outSize = encryptedSize(in)
 	}
-	out, err := openBatchOutput(c, it.out, outSize, outputOptions{force: c.Bool("force"), mode: mode, input: in.file})
+	out, err := openBatchOutput(e, b.output, it.out, outSize, outputOptions{force: b.force, mode: mode, input: in.file})
 	if err != nil {
 		return "", err
 	}
@@ -300,7 +316,7 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 		out.preallocate(size)
 	}
 	out.keepTime(in)
-	sums := newFileSums(c.Bool("checksum"))
+	sums := newFileSums(b.checksum)
 	at := in.snap()
 	src := &countedReader{r: in.Reader}
 	warning, err := sums.run(out, prog.reader(src), at.size, jobs, op)
@@ -311,8 +327,8 @@ func batchFile(c *cli.Context, it batchItem, mode os.FileMode, srcIsPlain bool, 
 	if err = out.finish(err); err != nil {
 		return "", err
 	}
-	if warning != "" && !c.Bool("quiet") {
-		prog.print(func() { warnf(c, "%s: %s", quoteName(shownName(it.in)), warning) })
+	if warning != "" && !e.quiet {
+		prog.print(func() { e.warnf("%s: %s", quoteName(shownName(it.in)), warning) })
 	}
 	return sums.lines(it.in, it.out, srcIsPlain), nil
 }
@@ -408,14 +424,14 @@ func singleSumName(path string) string {
 // checksumSingle checks that --checksum fits a run on one input: the sums
 // are printed on stdout, so the output must be a file, and they are of
 // whole files, so no --range or --header.
-func checksumSingle(c *cli.Context, rng *edit.Range) error {
-	if !c.Bool("checksum") || c.NArg() > 0 {
+func checksumSingle(e *env, checksum bool, out, header string, rng *edit.Range) error {
+	if !checksum || len(e.args) > 0 {
 		return nil
 	}
-	switch out := c.String("output"); {
+	switch {
 	case rng != nil:
 		return usagef("--checksum cannot be used with --range")
-	case c.String("header") != "":
+	case header != "":
 		return usagef("--checksum cannot be used with --header")
 	case out == "" || out == "-":
 		return withHint(usagef("--checksum prints on stdout, which the output would use"), "use -o FILE")
@@ -425,18 +441,19 @@ func checksumSingle(c *cli.Context, rng *edit.Range) error {
 
 // decryptBatch decrypts every FILE.c4gh in files to FILE, with the secret
 // key (and its passphrase) read once.
-func decryptBatch(c *cli.Context, files []string) error {
-	items, err := decryptBatchItems(c, files)
+func decryptBatch(e *env, o *decryptOptions, files []string) error {
+	items, err := decryptBatchItems(e, o.Output, files)
 	if err != nil {
 		return err
 	}
-	sk, sender, err := readReaderKeys(c)
+	sk, sender, err := readReaderKeys(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-	strict := c.Bool("strict")
-	return runBatch(c, items, "decrypting", modeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) (string, error) {
+	strict := o.Strict
+	b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyInputs(o.keyOptions)}
+	return runBatch(e, b, items, "decrypting", modeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) (string, error) {
 		r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict})
 		if err != nil {
 			return "", noPacketHint(err, sk, sender)

@@ -10,7 +10,17 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func catCommand() *cli.Command {
+// catOptions are the flags of cat.
+type catOptions struct {
+	keyOptions
+	store  storeOptions
+	Jobs   int
+	Quiet  bool
+	Strict bool
+}
+
+func catCommand(e *env) *cli.Command {
+	o := &catOptions{}
 	return &cli.Command{
 		Name:      "cat",
 		Usage:     "decrypt files to stdout, one after the other",
@@ -21,20 +31,20 @@ func catCommand() *cli.Command {
 			"The secret key is read once. The first file that fails stops the command\n" +
 			"(what came before it has been written), with an error that names it." +
 			objectHelp("FILE"),
-		Flags: []cli.Flag{
-			skFlag(), senderFlag(), passphraseFileFlag(), jobsFlag(),
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no warning about C4GH_PASSPHRASE or edit lists"},
-			strictFlag(), s3ConfigFlag(), insecureHTTPFlag(),
-		},
-		Action: catFiles,
+		Flags: append([]cli.Flag{
+			skFlag(&o.SK), senderFlag(&o.Sender), passphraseFileFlag(&o.PassphraseFile), jobsFlag(&o.Jobs),
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no warning about C4GH_PASSPHRASE or edit lists", Destination: &o.Quiet},
+			strictFlag(&o.Strict),
+		}, o.store.flags()...),
+		Action: func(c *cli.Context) error { return catFiles(e.start(c, o.Quiet, &o.store), o) },
 	}
 }
 
-func catFiles(c *cli.Context) error {
-	if err := flagsFirst(c); err != nil {
+func catFiles(e *env, o *catOptions) error {
+	if err := e.flagsFirst(); err != nil {
 		return err
 	}
-	paths := c.Args().Slice()
+	paths := e.args
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
@@ -53,7 +63,7 @@ func catFiles(c *cli.Context) error {
 	)
 	for _, path := range paths {
 		name := inputName(path)
-		in, err := openSource(c, path)
+		in, err := e.openSource(path)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -66,14 +76,14 @@ func catFiles(c *cli.Context) error {
 			// The key, and its passphrase, once the first input is
 			// known to start like a crypt4gh file.
 			var sender *keys.PublicKey
-			if sk, sender, err = readReaderKeys(c); err != nil {
+			if sk, sender, err = readReaderKeys(e, o.keyOptions); err != nil {
 				in.Close()
 				return err
 			}
 			defer sk.Zero()
-			opts = &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs"), Strict: c.Bool("strict")}
+			opts = &c4gh.DecryptOptions{Sender: sender, Jobs: o.Jobs, Strict: o.Strict}
 		}
-		err = catOne(c, path, src, in.size(), sk, opts)
+		err = catOne(e, path, src, in.size(), sk, opts)
 		in.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -84,15 +94,15 @@ func catFiles(c *cli.Context) error {
 
 // catOne writes the plaintext of the file read from src to stdout.
 // size is the file's, -1 when unknown.
-func catOne(c *cli.Context, path string, src io.Reader, size int64, sk *keys.SecretKey, opts *c4gh.DecryptOptions) error {
+func catOne(e *env, path string, src io.Reader, size int64, sk *keys.SecretKey, opts *c4gh.DecryptOptions) error {
 	r, err := c4gh.NewReader(src, sk, opts)
 	if err != nil {
 		return noPacketHint(err, sk, opts.Sender)
 	}
 	defer r.Close()
-	if _, err := r.WriteTo(c.App.Writer); err != nil {
+	if _, err := r.WriteTo(e.stdout); err != nil {
 		return decryptError(err, r.HeaderSize(), size)
 	}
-	warnMissing(c, path, r.Missing())
+	warnMissing(e, path, r.Missing())
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func completionCommand() *cli.Command {
+func completionCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:            "completion",
 		Usage:           "print the shell completion script for bash, zsh or fish",
@@ -23,11 +23,12 @@ func completionCommand() *cli.Command {
 			"  crypt4gh completion fish > ~/.config/fish/completions/crypt4gh.fish\n" +
 			"or load it in the current shell: source <(crypt4gh completion bash).",
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
+			e := e.start(c, false, nil)
+			if len(e.args) != 1 {
 				return usagef("completion needs one argument: bash, zsh or fish")
 			}
 			var script string
-			switch shell := c.Args().First(); shell {
+			switch shell := e.args[0]; shell {
 			case "bash":
 				script = bashCompletion
 			case "zsh":
@@ -40,7 +41,7 @@ func completionCommand() *cli.Command {
 			default:
 				return usagef("unknown shell %q: use bash, zsh or fish", shell)
 			}
-			_, err := fmt.Fprint(c.App.Writer, script)
+			_, err := fmt.Fprint(e.stdout, script)
 			return err
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
@@ -14,7 +15,21 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func decryptCommand() *cli.Command {
+// decryptOptions are the flags of decrypt.
+type decryptOptions struct {
+	keyOptions
+	streamOptions
+	store    storeOptions
+	Range    string // --range START-END
+	Jobs     int
+	Checksum bool
+	Quiet    bool
+	Continue bool // resume an interrupted download
+	Strict   bool // an edit list past the data is an error
+}
+
+func decryptCommand(e *env) *cli.Command {
+	o := &decryptOptions{}
 	return &cli.Command{
 		Name:      "decrypt",
 		Usage:     "decrypt a file with your secret key",
@@ -27,37 +42,40 @@ func decryptCommand() *cli.Command {
 			"its body holds is valid: what is there is written, with a warning (whole\n" +
 			"segments may have been lost in a transfer); --strict makes it exit 4." +
 			objectHelp("-i and -o") + resumeHelp + batchFolderHelp,
-		Flags: []cli.Flag{
-			skFlag(),
-			senderFlag(),
-			&cli.StringFlag{Name: "range", Usage: "output only bytes [START, END) (`START-END`, or START for the rest)"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(true),
-			s3ConfigFlag(), insecureHTTPFlag(), continueFlag(), strictFlag(),
-		},
-		Action: decrypt,
+		Flags: slices.Concat([]cli.Flag{
+			skFlag(&o.SK),
+			senderFlag(&o.Sender),
+			rangeFlag(&o.Range, "output only bytes [START, END) (`START-END`, or START for the rest)"),
+			passphraseFileFlag(&o.PassphraseFile),
+		}, o.streamOptions.flags(), []cli.Flag{
+			jobsFlag(&o.Jobs), checksumFlag(&o.Checksum), quietFlag(&o.Quiet, true),
+		}, o.store.flags(), []cli.Flag{
+			continueFlag(&o.Continue), strictFlag(&o.Strict),
+		}),
+		Action: func(c *cli.Context) error { return decrypt(e.start(c, o.Quiet, &o.store), o) },
 	}
 }
 
-func decrypt(c *cli.Context) error {
-	files, err := batchArgs(c, "range", "continue")
+func decrypt(e *env, o *decryptOptions) error {
+	files, err := batchArgs(e, o.streamOptions, given{"range", o.Range != ""}, given{"continue", o.Continue})
 	if err != nil {
 		return err
 	}
 	if files != nil {
-		return decryptBatch(c, files)
+		return decryptBatch(e, o, files)
 	}
-	rng, err := rangeFlag(c)
+	rng, err := parseRange(o.Range)
 	if err != nil {
 		return err
 	}
-	if err := checksumSingle(c, rng); err != nil {
+	if err := checksumSingle(e, o.Checksum, o.Output, "", rng); err != nil {
 		return err
 	}
-	if c.Bool("continue") {
-		return decryptResume(c, rng)
+	if o.Continue {
+		return decryptResume(e, o, rng)
 	}
-	warnResumable(c, c.String("output"))
-	in, out, err := openStreams(c, outputOptions{mode: modeSecret}, func(in *input) int64 { return max(in.size(), 0) })
+	warnResumable(e, o.Output)
+	in, out, err := openStreams(e, o.streamOptions, keyInputs(o.keyOptions), outputOptions{mode: modeSecret}, func(in *input) int64 { return max(in.size(), 0) })
 	if err != nil {
 		return err
 	}
@@ -65,35 +83,35 @@ func decrypt(c *cli.Context) error {
 	if rng == nil {
 		out.keepTime(in)
 	}
-	lines, err := decryptOne(c, in, out, rng)
+	lines, err := decryptOne(e, o, in, out, rng)
 	if err := out.finish(err); err != nil {
 		return err
 	}
 	if rng == nil {
-		removeResumeFiles(c, c.String("output"))
+		removeResumeFiles(e, o.Output)
 	}
-	_, err = io.WriteString(c.App.Writer, lines)
+	_, err = io.WriteString(e.stdout, lines)
 	return err
 }
 
 // decryptOne decrypts in to out and returns the checksum lines, if asked.
 // The key is loaded, and its passphrase asked, only once the input is
 // known to start like a crypt4gh file.
-func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string, error) {
+func decryptOne(e *env, o *decryptOptions, in *input, out *output, rng *edit.Range) (string, error) {
 	if rng != nil && (in.regular() || in.obj != nil) {
-		return "", decryptRangeAt(c, in, out, *rng)
+		return "", decryptRangeAt(e, o, in, out, *rng)
 	}
 	size := in.size() // before anything is read: the whole file
 	var prog *progress
 	if rng == nil {
-		prog = newProgress(c, size, "decrypting")
+		prog = e.newProgress(size, "decrypting")
 	}
-	sums := newFileSums(c.Bool("checksum"))
+	sums := newFileSums(o.Checksum)
 	src := bufio.NewReaderSize(prog.reader(sums.reader(in)), 64<<10)
 	if err := checkMagic(src); err != nil {
 		return "", err
 	}
-	r, err := openReader(c, src)
+	r, err := openReader(e, o.keyOptions, src, o.Jobs, o.Strict)
 	if err != nil {
 		return "", err
 	}
@@ -117,13 +135,13 @@ func decryptOne(c *cli.Context, in *input, out *output, rng *edit.Range) (string
 	if err != nil {
 		return "", decryptError(err, r.HeaderSize(), size)
 	}
-	warnMissing(c, c.String("input"), r.Missing())
-	return sums.lines(singleSumName(c.String("input")), c.String("output"), false), nil
+	warnMissing(e, o.Input, r.Missing())
+	return sums.lines(singleSumName(o.Input), o.Output, false), nil
 }
 
 // decryptRangeAt writes bytes rng of the regular file in to out, reading
 // only the header and the segments the range touches.
-func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) error {
+func decryptRangeAt(e *env, o *decryptOptions, in *input, out *output, rng edit.Range) error {
 	file, size, err := in.randomAccess()
 	if err != nil {
 		return err
@@ -131,12 +149,12 @@ func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) erro
 	if err := checkMagic(bufio.NewReader(io.NewSectionReader(file, 0, 16))); err != nil {
 		return err
 	}
-	sk, sender, err := readReaderKeys(c)
+	sk, sender, err := readReaderKeys(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-	r, err := c4gh.NewReaderAt(file, size, sk, &c4gh.DecryptOptions{Sender: sender, Strict: c.Bool("strict")})
+	r, err := c4gh.NewReaderAt(file, size, sk, &c4gh.DecryptOptions{Sender: sender, Strict: o.Strict})
 	if err != nil {
 		return noPacketHint(err, sk, sender)
 	}
@@ -146,20 +164,21 @@ func decryptRangeAt(c *cli.Context, in *input, out *output, rng edit.Range) erro
 	}
 	if rng.End > r.Size() {
 		// The range reached the end of what the file holds.
-		warnMissing(c, c.String("input"), r.Missing())
+		warnMissing(e, o.Input, r.Missing())
 	}
 	return nil
 }
 
 // openReader opens the header read from src with --sk, accepting only
-// packets from --sender_pk when it is given.
-func openReader(c *cli.Context, src io.Reader) (*c4gh.Reader, error) {
-	sk, sender, err := readReaderKeys(c)
+// packets from --sender_pk when it is given; jobs and strict are the
+// reader's options.
+func openReader(e *env, k keyOptions, src io.Reader, jobs int, strict bool) (*c4gh.Reader, error) {
+	sk, sender, err := readReaderKeys(e, k)
 	if err != nil {
 		return nil, err
 	}
 	defer sk.Zero()
-	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs"), Strict: c.Bool("strict")})
+	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict})
 	return r, noPacketHint(err, sk, sender)
 }
 
@@ -200,9 +219,13 @@ func cutShortHint(err error, se *body.SegmentError, headerSize, fileSize int64) 
 	return err
 }
 
-// rangeFlag parses --range.
-func rangeFlag(c *cli.Context) (*edit.Range, error) {
-	s := c.String("range")
+// rangeFlag is --range, with its usage.
+func rangeFlag(p *string, usage string) cli.Flag {
+	return &cli.StringFlag{Name: "range", Usage: usage, Destination: p}
+}
+
+// parseRange parses a --range; nil when s is empty.
+func parseRange(s string) (*edit.Range, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -229,10 +252,11 @@ func noPacketHint(err error, sk *keys.SecretKey, sender *keys.PublicKey) error {
 }
 
 // strictFlag is --strict of decrypt and verify.
-func strictFlag() cli.Flag {
+func strictFlag(p *bool) cli.Flag {
 	return &cli.BoolFlag{
-		Name:  "strict",
-		Usage: "fail (exit 4) when the edit list describes more data than the file holds, instead of a warning",
+		Name:        "strict",
+		Destination: p,
+		Usage:       "fail (exit 4) when the edit list describes more data than the file holds, instead of a warning",
 	}
 }
 
@@ -249,10 +273,10 @@ func missingWarning(missing bool) string {
 
 // warnMissing prints missingWarning for the input at path ("" or "-" for
 // stdin), unless -q.
-func warnMissing(c *cli.Context, path string, missing bool) {
+func warnMissing(e *env, path string, missing bool) {
 	w := missingWarning(missing)
-	if w == "" || c.Bool("quiet") {
+	if w == "" || e.quiet {
 		return
 	}
-	warnf(c, "%s: %s", inputName(path), w)
+	e.warnf("%s: %s", inputName(path), w)
 }

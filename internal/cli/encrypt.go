@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
@@ -12,7 +13,21 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func encryptCommand() *cli.Command {
+// encryptOptions are the flags of encrypt.
+type encryptOptions struct {
+	keyOptions // the writer's key: Sender is not used
+	streamOptions
+	store      storeOptions
+	Recipients cli.StringSlice // --recipient_pk
+	Range      string
+	Header     string // write the header to this path
+	Jobs       int
+	Checksum   bool
+	Quiet      bool
+}
+
+func encryptCommand(e *env) *cli.Command {
+	o := &encryptOptions{}
 	return &cli.Command{
 		Name:      "encrypt",
 		Usage:     "encrypt a file for one or more recipients",
@@ -21,76 +36,79 @@ func encryptCommand() *cli.Command {
 			"(or -o). Without --sk (or C4GH_SECRET_KEY), a new writer key is made for this\n" +
 			"file and discarded. Given FILE arguments (flags first), writes FILE.c4gh\n" +
 			"beside each FILE." + objectHelp("-i, -o and --header") + batchFolderHelp,
-		Flags: []cli.Flag{
-			skFlag(),
-			recipientFlag("encrypt for the public key(s) in the file at `PATH` (repeatable)"),
-			&cli.StringFlag{Name: "range", Usage: "encrypt only bytes [START, END) of the input (`START-END` or START)"},
-			&cli.StringFlag{Name: "header", Usage: "write the header to `PATH` and only the segments to the output"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), jobsFlag(), checksumFlag(), quietFlag(true),
-			s3ConfigFlag(), insecureHTTPFlag(),
-		},
-		Action: encrypt,
+		Flags: slices.Concat([]cli.Flag{
+			skFlag(&o.SK),
+			recipientFlag(&o.Recipients, "encrypt for the public key(s) in the file at `PATH` (repeatable)"),
+			rangeFlag(&o.Range, "encrypt only bytes [START, END) of the input (`START-END` or START)"),
+			&cli.StringFlag{Name: "header", Usage: "write the header to `PATH` and only the segments to the output", Destination: &o.Header},
+			passphraseFileFlag(&o.PassphraseFile),
+		}, o.streamOptions.flags(), []cli.Flag{
+			jobsFlag(&o.Jobs), checksumFlag(&o.Checksum), quietFlag(&o.Quiet, true),
+		}, o.store.flags()),
+		Action: func(c *cli.Context) error { return encrypt(e.start(c, o.Quiet, &o.store), o) },
 	}
 }
 
-func encrypt(c *cli.Context) error {
-	files, err := batchArgs(c, "range", "header")
+func encrypt(e *env, o *encryptOptions) error {
+	files, err := batchArgs(e, o.streamOptions, given{"range", o.Range != ""}, given{"header", o.Header != ""})
 	if err != nil {
 		return err
 	}
-	if len(c.StringSlice("recipient_pk")) == 0 {
+	if len(o.Recipients.Value()) == 0 {
 		return usagef("no recipient: use --recipient_pk PATH")
 	}
-	rng, err := rangeFlag(c)
+	rng, err := parseRange(o.Range)
 	if err != nil {
 		return err
 	}
-	if err := checksumSingle(c, rng); err != nil {
+	if err := checksumSingle(e, o.Checksum, o.Output, o.Header, rng); err != nil {
 		return err
 	}
-	if err := distinctOutputs([]string{"-o", c.String("output"), "--header", c.String("header")}, keyInputs(c)); err != nil {
+	keyFiles := keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)
+	if err := distinctOutputs([]string{"-o", o.Output, "--header", o.Header}, keyFiles); err != nil {
 		return err
 	}
-	recipients, err := readPublicKeys(c.StringSlice("recipient_pk"))
+	recipients, err := readPublicKeys(o.Recipients.Value())
 	if err != nil {
 		return err
 	}
-	opts := c4gh.EncryptOptions{Recipients: recipients, Jobs: c.Int("jobs")}
+	opts := c4gh.EncryptOptions{Recipients: recipients, Jobs: o.Jobs}
 	if files != nil {
-		items, skipped, err := encryptBatchItems(c, files)
+		items, skipped, err := encryptBatchItems(e, o.Output, files)
 		if err != nil {
 			return err
 		}
 		for _, f := range skipped {
-			warnf(c, "%s already ends in %s: skipped (use -i and -o to encrypt it again)", quoteName(f), c4ghSuffix)
+			e.warnf("%s already ends in %s: skipped (use -i and -o to encrypt it again)", quoteName(f), c4ghSuffix)
 		}
 		if len(items) == 0 {
 			return usagef("nothing to encrypt")
 		}
-		if opts.Writer, err = writerKey(c); err != nil {
+		if opts.Writer, err = writerKey(e, o.keyOptions); err != nil {
 			return err
 		}
 		if opts.Writer != nil {
 			defer opts.Writer.Zero()
 		}
-		return runBatch(c, items, "encrypting", modePublic, true, func(dst io.Writer, src io.Reader, _ int64, jobs int) (string, error) {
-			o := opts
-			o.Jobs = jobs
-			if _, err := c4gh.Encrypt(dst, src, o); err != nil {
+		b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyFiles}
+		return runBatch(e, b, items, "encrypting", modePublic, true, func(dst io.Writer, src io.Reader, _ int64, jobs int) (string, error) {
+			opts := opts
+			opts.Jobs = jobs
+			if _, err := c4gh.Encrypt(dst, src, opts); err != nil {
 				return "", fmt.Errorf("failed to encrypt: %w", err)
 			}
 			return "", nil
 		})
 	}
 
-	in, out, err := openStreams(c, outputOptions{binary: true, mode: modePublic}, encryptedSize)
+	in, out, err := openStreams(e, o.streamOptions, keyFiles, outputOptions{binary: true, mode: modePublic}, encryptedSize)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	var hdr *output
-	if p := c.String("header"); p != "" {
-		hdr, err = openDest(c, p, 0, outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
+	if p := o.Header; p != "" {
+		hdr, err = e.openDest(p, 0, outputOptions{force: o.Force, binary: true, mode: modePublic, input: in.file})
 		if err != nil {
 			out.abort()
 			return err
@@ -100,7 +118,7 @@ func encrypt(c *cli.Context) error {
 	if rng == nil {
 		out.keepTime(in)
 	}
-	lines, err := encryptOne(c, in, out, rng, opts)
+	lines, err := encryptOne(e, o, in, out, rng, opts)
 	if hdr != nil {
 		if herr := hdr.finish(err); err == nil {
 			err = herr
@@ -112,15 +130,15 @@ func encrypt(c *cli.Context) error {
 		hdr.undo()
 		return err
 	}
-	_, err = io.WriteString(c.App.Writer, lines)
+	_, err = io.WriteString(e.stdout, lines)
 	return err
 }
 
 // encryptOne encrypts in to out, and returns the checksum lines if asked.
 // The writer key is loaded only now, once the outputs may be written.
-func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4gh.EncryptOptions) (string, error) {
+func encryptOne(e *env, o *encryptOptions, in *input, out *output, rng *edit.Range, opts c4gh.EncryptOptions) (string, error) {
 	var err error
-	if opts.Writer, err = writerKey(c); err != nil {
+	if opts.Writer, err = writerKey(e, o.keyOptions); err != nil {
 		return "", err
 	}
 	if opts.Writer != nil {
@@ -133,12 +151,12 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 			return "", err
 		}
 	} else {
-		prog = newProgress(c, in.size(), "encrypting")
+		prog = e.newProgress(in.size(), "encrypting")
 		// Room for the body (-1 for an input of unknown size: none); the
 		// header, when out holds it, goes a few hundred bytes past it.
 		out.preallocate(body.EncryptedSize(in.reservable()))
 	}
-	sums := newFileSums(c.Bool("checksum"))
+	sums := newFileSums(o.Checksum)
 	at := in.snap() // before the range is selected: what is left of the whole file
 	var read int64
 	prog.start()
@@ -160,16 +178,16 @@ func encryptOne(c *cli.Context, in *input, out *output, rng *edit.Range, opts c4
 	if err := in.unchanged(at, want, read); err != nil {
 		return "", err
 	}
-	return sums.lines(singleSumName(c.String("input")), c.String("output"), true), nil
+	return sums.lines(singleSumName(o.Input), o.Output, true), nil
 }
 
 // writerKey loads the writer's secret key of --sk, or returns nil for a
 // key made for this file only.
-func writerKey(c *cli.Context) (*keys.SecretKey, error) {
-	if secretKeyPath(c) == "" {
+func writerKey(e *env, k keyOptions) (*keys.SecretKey, error) {
+	if k.secretKeyPath() == "" {
 		return nil, nil
 	}
-	return readSecretKey(c)
+	return readSecretKey(e, k)
 }
 
 // selectRange returns a reader of bytes [r.Start, r.End) of in: a section

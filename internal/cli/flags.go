@@ -6,105 +6,141 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// The flags that several commands share. Each call builds a new flag, so
-// that no run sees the values of another (urfave/cli writes the parsed
-// values, environment variables included, into the flag).
+// The flags that several commands share, and the option groups they are
+// parsed into. A command's options struct embeds the groups it offers and
+// binds each flag to its field (urfave/cli writes the parsed value, the
+// environment variable's included, there): so a helper that takes a group
+// gets the values of flags the command has, never a zero value for a
+// flag it forgot. Each call builds new flags, so that no run sees the
+// values of another.
 
-func skFlag() cli.Flag {
-	return &cli.StringFlag{
-		Name:    "sk",
-		Usage:   "your secret key `PATH` (crypt4gh, OpenSSH ed25519 or PKCS#8 X25519)",
-		EnvVars: []string{secretKeyEnv},
+// keyOptions name the secret key that opens files, and what its
+// passphrase and packets must be.
+type keyOptions struct {
+	SK             string // --sk, or C4GH_SECRET_KEY
+	Sender         string // --sender_pk: accept only its packets
+	PassphraseFile string // --passphrase-file
+}
+
+// streamOptions name a command's one input and one output.
+type streamOptions struct {
+	Input  string // -i; stdin when empty
+	Output string // -o; stdout when empty or "-"
+	Force  bool   // replace an existing output
+}
+
+// storeOptions configure the object stores of a run.
+type storeOptions struct {
+	S3Config          string // an s3cmd configuration file
+	AllowInsecureHTTP bool   // a plain http:// endpoint off loopback
+}
+
+func (s *storeOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{
+			Name:        "s3-config",
+			Usage:       "take the S3 credentials and endpoint from the s3cmd configuration file at `PATH` (default: the AWS environment variables and files)",
+			Destination: &s.S3Config,
+		},
+		&cli.BoolFlag{
+			Name:        "allow-insecure-http",
+			Usage:       "accept a plain http:// S3 endpoint that is not on this machine (credentials and data cross the network in the clear)",
+			Destination: &s.AllowInsecureHTTP,
+		},
 	}
 }
 
-func passphraseFileFlag() cli.Flag {
+func skFlag(p *string) cli.Flag {
 	return &cli.StringFlag{
-		Name:  "passphrase-file",
-		Usage: "read the secret key's passphrase from the first line of `PATH` (- for stdin)",
+		Name:        "sk",
+		Usage:       "your secret key `PATH` (crypt4gh, OpenSSH ed25519 or PKCS#8 X25519)",
+		EnvVars:     []string{secretKeyEnv},
+		Destination: p,
 	}
 }
 
-func recipientFlag(usage string) cli.Flag {
+func passphraseFileFlag(p *string) cli.Flag {
+	return &cli.StringFlag{
+		Name:        "passphrase-file",
+		Usage:       "read the secret key's passphrase from the first line of `PATH` (- for stdin)",
+		Destination: p,
+	}
+}
+
+func recipientFlag(p *cli.StringSlice, usage string) cli.Flag {
 	return &cli.StringSliceFlag{
-		Name:    "recipient_pk",
-		Aliases: []string{"recipient-pk"},
-		Usage:   usage,
+		Name:        "recipient_pk",
+		Aliases:     []string{"recipient-pk"},
+		Usage:       usage,
+		Destination: p,
 	}
 }
 
-func senderFlag() cli.Flag {
+func senderFlag(p *string) cli.Flag {
 	return &cli.StringFlag{
-		Name:    "sender_pk",
-		Aliases: []string{"sender-pk"},
-		Usage:   "accept only header packets written by the public key at `PATH`",
+		Name:        "sender_pk",
+		Aliases:     []string{"sender-pk"},
+		Usage:       "accept only header packets written by the public key at `PATH`",
+		Destination: p,
 	}
 }
 
-func inputFlag() cli.Flag {
+func inputFlag(p *string) cli.Flag {
 	return &cli.StringFlag{
-		Name:    "input",
-		Aliases: []string{"i"},
-		Usage:   "read from `PATH` instead of stdin",
+		Name:        "input",
+		Aliases:     []string{"i"},
+		Usage:       "read from `PATH` instead of stdin",
+		Destination: p,
 	}
 }
 
-func outputFlag() cli.Flag {
+func outputFlag(p *string) cli.Flag {
 	return &cli.StringFlag{
-		Name:    "output",
-		Aliases: []string{"o"},
-		Usage:   "write to `PATH` instead of stdout (- forces stdout)",
+		Name:        "output",
+		Aliases:     []string{"o"},
+		Usage:       "write to `PATH` instead of stdout (- forces stdout)",
+		Destination: p,
 	}
 }
 
-func forceFlag() cli.Flag {
+func forceFlag(p *bool) cli.Flag {
 	return &cli.BoolFlag{
-		Name:    "force",
-		Aliases: []string{"f"},
-		Usage:   "replace an existing output file",
+		Name:        "force",
+		Aliases:     []string{"f"},
+		Usage:       "replace an existing output file",
+		Destination: p,
 	}
 }
 
-func jobsFlag() cli.Flag {
+// streamFlags are -i, -o and --force.
+func (s *streamOptions) flags() []cli.Flag {
+	return []cli.Flag{inputFlag(&s.Input), outputFlag(&s.Output), forceFlag(&s.Force)}
+}
+
+func jobsFlag(p *int) cli.Flag {
 	return &cli.IntFlag{
-		Name:  "jobs",
-		Usage: "`N` segments sealed or opened in parallel (default: one per CPU)",
+		Name:        "jobs",
+		Usage:       "`N` segments sealed or opened in parallel (default: one per CPU)",
+		Destination: p,
 	}
 }
 
 // quietFlag is -q; bar says whether the command draws a progress bar.
-func quietFlag(bar bool) cli.Flag {
+func quietFlag(p *bool, bar bool) cli.Flag {
 	usage := "no warning about C4GH_PASSPHRASE"
 	if bar {
 		usage = "no progress bar and no warning about C4GH_PASSPHRASE"
 	}
-	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: usage}
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: usage, Destination: p}
 }
 
-func checksumFlag() cli.Flag {
+func checksumFlag(p *bool) cli.Flag {
 	return &cli.BoolFlag{
-		Name:  "checksum",
-		Usage: "print the sha256 of the plaintext and of the encrypted file on stdout, as sha256sum does",
+		Name:        "checksum",
+		Usage:       "print the sha256 of the plaintext and of the encrypted file on stdout, as sha256sum does",
+		Destination: p,
 	}
 }
-
-// flagsFirst refuses a flag among the FILE arguments: the command-line
-// parser stops reading flags at the first argument, so "inspect FILE --sk
-// KEY" would otherwise take "--sk" for a file name.
-func flagsFirst(c *cli.Context) error {
-	if c.App.Metadata[filesOnly] == true {
-		return nil // after "--", a name that starts with - is a file
-	}
-	for _, a := range c.Args().Slice() {
-		if len(a) > 1 && a[0] == '-' {
-			return withHint(usagef("flag %s after the file arguments", a),
-				"put the flags first: crypt4gh %s [flags] FILE… (files whose names start with - go after --)",
-				c.Command.Name)
-		}
-	}
-	return nil
-}
-
 // logFlag accepts the reference tool's --log PATH (a Python logging
 // configuration file) and C4GH_LOG, so that its command lines keep
 // working. The file is not read: messages go to stderr.
@@ -134,7 +170,7 @@ func checkFlags(c *cli.Context) error {
 	for _, name := range []string{"passphrase-file", "new-passphrase-file"} {
 		switch c.String(name) {
 		case "-", "/dev/stdin", "/dev/fd/0":
-			if readsStdin(c) {
+			if readsStdin(c.Command.Name, c.Args().Slice(), c.String("input")) {
 				return withHint(usagef("--%s %s and the data both come from stdin", name, c.String(name)),
 					"give the data with -i PATH, or the passphrase in a file")
 			}

@@ -15,7 +15,7 @@ import (
 // "(default: false)", names the variables the command reads and ends with
 // examples and the exit codes.
 func TestHelpPages(t *testing.T) {
-	app := newApp(nil, nil, nil)
+	app := newApp(newEnv(nil, nil, nil))
 	pages := map[string][]string{"": {"--help"}}
 	for _, c := range app.Commands {
 		pages[c.Name] = []string{c.Name, "--help"}
@@ -64,7 +64,7 @@ func TestManPage(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	page := stdout.String()
-	app := newApp(nil, nil, nil)
+	app := newApp(newEnv(nil, nil, nil))
 	for _, c := range app.Commands {
 		if !strings.Contains(page, ".SS "+c.Name+"\n") {
 			t.Errorf("the page has no section for %s", c.Name)

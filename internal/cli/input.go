@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/objstore"
-	"github.com/urfave/cli/v2"
 )
 
 // input is what a command reads: stdin, a file, or an object (s3.go).
@@ -100,27 +99,28 @@ func reservable(f *os.File) int64 {
 }
 
 // openStreams opens the input of -i (or stdin) and the output of -o (or
-// stdout) of a command; the output may not be the input. The caller must
+// stdout) of a command; the output may not be the input nor one of the
+// keyFiles (see keyInputs). The caller must
 // close the input and finish the output.
 //
 // Either may be an object (s3://, https://); size(in) is what the output
 // will hold, as far as it is known, for the parts of an upload.
-func openStreams(c *cli.Context, opts outputOptions, size func(*input) int64) (*input, *output, error) {
-	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
+func openStreams(e *env, s streamOptions, keyFiles []string, opts outputOptions, size func(*input) int64) (*input, *output, error) {
+	if err := distinctOutputs([]string{"-o", s.Output}, keyFiles); err != nil {
 		return nil, nil, err
 	}
-	if sameObject(c.String("input"), c.String("output")) {
+	if sameObject(s.Input, s.Output) {
 		// As for a file: the object would be replaced by what is made
 		// of it (only reencrypt, rearrange and splice work in place).
-		return nil, nil, usagef("-o %s is the input object", c.String("output"))
+		return nil, nil, usagef("-o %s is the input object", s.Output)
 	}
-	in, err := openSource(c, c.String("input"))
+	in, err := e.openSource(s.Input)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts.force = c.Bool("force")
+	opts.force = s.Force
 	opts.input = in.file
-	out, err := openDest(c, c.String("output"), size(in), opts)
+	out, err := e.openDest(s.Output, size(in), opts)
 	if err != nil {
 		in.Close()
 		return nil, nil, err

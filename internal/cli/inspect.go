@@ -17,7 +17,17 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func inspectCommand() *cli.Command {
+// inspectOptions are the flags of inspect.
+type inspectOptions struct {
+	keyOptions // Sender is not used
+	store      storeOptions
+	Input      string
+	JSON       bool
+	Quiet      bool
+}
+
+func inspectCommand(e *env) *cli.Command {
+	o := &inspectOptions{}
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "describe a file's header and body without decrypting the body",
@@ -65,13 +75,12 @@ func inspectCommand() *cli.Command {
 			"\n" +
 			"Exit status 4 (after the description is printed) when the body ends inside a\n" +
 			"segment; 3 when --sk opens no packet or the packets it opens are unusable.",
-		Flags: []cli.Flag{
-			skFlag(),
-			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)"},
-			passphraseFileFlag(), inputFlag(), quietFlag(false),
-			s3ConfigFlag(), insecureHTTPFlag(),
-		},
-		Action: inspect,
+		Flags: append([]cli.Flag{
+			skFlag(&o.SK),
+			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)", Destination: &o.JSON},
+			passphraseFileFlag(&o.PassphraseFile), inputFlag(&o.Input), quietFlag(&o.Quiet, false),
+		}, o.store.flags()...),
+		Action: func(c *cli.Context) error { return inspect(e.start(c, o.Quiet, &o.store), o) },
 	}
 }
 
@@ -128,26 +137,26 @@ type packetReport struct {
 	TypeCode           *uint32 `json:"type_code"`
 }
 
-func inspect(c *cli.Context) error {
-	if err := flagsFirst(c); err != nil {
+func inspect(e *env, o *inspectOptions) error {
+	if err := e.flagsFirst(); err != nil {
 		return err
 	}
-	path := c.String("input")
-	if c.NArg() > 0 && path != "" {
+	path := o.Input
+	if len(e.args) > 0 && path != "" {
 		return usagef("give the input once: as FILE arguments or with -i, not both")
 	}
-	key := &lazyKey{}
+	key := &lazyKey{k: o.keyOptions}
 	defer key.zero()
-	if c.NArg() == 0 {
-		_, err := inspectOne(c, path, key)
+	if len(e.args) == 0 {
+		_, err := inspectOne(e, o, path, key)
 		return err
 	}
-	paths, skipped, err := verifySources(c, c.Args().Slice())
+	paths, skipped, err := verifySources(e, e.args)
 	if err != nil {
 		return err
 	}
 	if len(paths) == 1 && skipped == 0 {
-		_, err := inspectOne(c, paths[0], key)
+		_, err := inspectOne(e, o, paths[0], key)
 		return err
 	}
 	// Several files: each is described, one after the other (with
@@ -159,13 +168,13 @@ func inspect(c *cli.Context) error {
 		failed, worst = skipped, errSkipped
 	}
 	for _, p := range paths {
-		if printed && !c.Bool("json") {
+		if printed && !o.JSON {
 			// A blank line after the description before.
-			if _, err := io.WriteString(c.App.Writer, "\n"); err != nil {
+			if _, err := io.WriteString(e.stdout, "\n"); err != nil {
 				return fmt.Errorf("%w: %w", errWriteOutput, err)
 			}
 		}
-		shown, err := inspectOne(c, p, key)
+		shown, err := inspectOne(e, o, p, key)
 		printed = printed || shown
 		if err == nil {
 			continue
@@ -175,7 +184,7 @@ func inspect(c *cli.Context) error {
 		}
 		failed++
 		err = fmt.Errorf("%s: %w", quoteName(shownName(p)), err)
-		report(c.App.ErrWriter, errors.New(err.Error()))
+		report(e.stderr, errors.New(err.Error()))
 		if worst == nil || exitCode(err) > exitCode(worst) {
 			worst = err
 		}
@@ -192,14 +201,15 @@ var errWriteOutput = errors.New("failed to write output")
 // lazyKey is the secret key of --sk, loaded (and its passphrase asked)
 // once, when the first input is known to start like a crypt4gh file.
 type lazyKey struct {
+	k      keyOptions
 	sk     *keys.SecretKey
 	err    error
 	loaded bool
 }
 
-func (k *lazyKey) get(c *cli.Context) (*keys.SecretKey, error) {
-	if !k.loaded && secretKeyPath(c) != "" {
-		k.sk, k.err = readSecretKey(c)
+func (k *lazyKey) get(e *env) (*keys.SecretKey, error) {
+	if !k.loaded && k.k.secretKeyPath() != "" {
+		k.sk, k.err = readSecretKey(e, k.k)
 		k.loaded = true
 	}
 	return k.sk, k.err
@@ -213,8 +223,8 @@ func (k *lazyKey) zero() {
 
 // inspectOne describes the file at path ("" for stdin), and says whether
 // it printed a description.
-func inspectOne(c *cli.Context, path string, key *lazyKey) (bool, error) {
-	in, err := openSource(c, path)
+func inspectOne(e *env, o *inspectOptions, path string, key *lazyKey) (bool, error) {
+	in, err := e.openSource(path)
 	if err != nil {
 		return false, err
 	}
@@ -230,7 +240,7 @@ func inspectOne(c *cli.Context, path string, key *lazyKey) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	sk, err := key.get(c)
+	sk, err := key.get(e)
 	if err != nil {
 		return false, err
 	}
@@ -243,13 +253,13 @@ func inspectOne(c *cli.Context, path string, key *lazyKey) (bool, error) {
 	if sk != nil {
 		keyErr = r.open(h, sk)
 	}
-	if err := r.print(c.App.Writer, c.Bool("json")); err != nil {
+	if err := r.print(e.stdout, o.JSON); err != nil {
 		return false, fmt.Errorf("%w: %w", errWriteOutput, err)
 	}
 	if keyErr != nil {
 		return true, keyErr
 	}
-	warnMissing(c, path, r.missing()) // valid, as decrypt takes it, but worth a warning
+	warnMissing(e, path, r.missing()) // valid, as decrypt takes it, but worth a warning
 	return true, r.bodyErr
 }
 

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/c4gh-go/crypt4gh/keys"
-	"github.com/urfave/cli/v2"
 )
 
 // Every key file and passphrase is read here: one secret-key loader, one
@@ -73,22 +72,22 @@ func readKeyFile(what, path string) ([]byte, error) {
 
 // warnReadable warns when group or others may read the regular file at
 // path, which holds a secret.
-func warnReadable(c *cli.Context, what, path string) {
+func (e *env) warnReadable(what, path string) {
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 == 0 {
 		return
 	}
-	warnf(c, "%s %s is readable by others (mode %04o); run chmod 600 %s", what, quoteName(path), fi.Mode().Perm(), quoteName(path))
+	e.warnf("%s %s is readable by others (mode %04o); run chmod 600 %s", what, quoteName(path), fi.Mode().Perm(), quoteName(path))
 }
 
 // secretKeyPath is the --sk of a command, or C4GH_SECRET_KEY.
-func secretKeyPath(c *cli.Context) string { return expandHome(c.String("sk")) }
+func (k keyOptions) secretKeyPath() string { return expandHome(k.SK) }
 
 // loadSecretKey reads the secret key named by --sk, asking for its
 // passphrase (through the chain of passphrase) only when it is protected,
 // and describes its file.
-func loadSecretKey(c *cli.Context) (*keys.SecretKey, keys.SecretKeyInfo, error) {
-	path := secretKeyPath(c)
+func loadSecretKey(e *env, k keyOptions) (*keys.SecretKey, keys.SecretKeyInfo, error) {
+	path := k.secretKeyPath()
 	if path == "" {
 		return nil, keys.SecretKeyInfo{}, usagef("no secret key: use --sk PATH or set %s", secretKeyEnv)
 	}
@@ -103,7 +102,7 @@ func loadSecretKey(c *cli.Context) (*keys.SecretKey, keys.SecretKeyInfo, error) 
 		// mode is no matter, the error is.
 		return nil, keys.SecretKeyInfo{}, fmt.Errorf("failed to read secret key %s: %w", quoteName(path), err)
 	}
-	warnReadable(c, "secret key", path)
+	e.warnReadable("secret key", path)
 	// The key package does not keep the passphrase; erase it once the
 	// key is derived. A wrong one typed at the terminal is asked again,
 	// up to three times in all, as ssh and sudo do.
@@ -114,7 +113,7 @@ func loadSecretKey(c *cli.Context) (*keys.SecretKey, keys.SecretKeyInfo, error) 
 		typed := false
 		sk, err = keys.ParseSecretKey(data, func() ([]byte, error) {
 			var err error
-			pass, typed, err = passphraseFrom(c, currentPassphrase, "Passphrase for "+quoteName(path)+": ", retry)
+			pass, typed, err = passphraseFrom(e, currentPassphrase(k.PassphraseFile), "Passphrase for "+quoteName(path)+": ", retry)
 			return pass, err
 		})
 		clear(pass)
@@ -130,16 +129,16 @@ func loadSecretKey(c *cli.Context) (*keys.SecretKey, keys.SecretKeyInfo, error) 
 }
 
 // readSecretKey is loadSecretKey for the commands that need only the key.
-func readSecretKey(c *cli.Context) (*keys.SecretKey, error) {
-	sk, _, err := loadSecretKey(c)
+func readSecretKey(e *env, k keyOptions) (*keys.SecretKey, error) {
+	sk, _, err := loadSecretKey(e, k)
 	return sk, err
 }
 
 // readReaderKeys loads the secret key of --sk and, when --sender_pk is
 // given, the public key that every accepted packet must be written by.
-func readReaderKeys(c *cli.Context) (*keys.SecretKey, *keys.PublicKey, error) {
+func readReaderKeys(e *env, k keyOptions) (*keys.SecretKey, *keys.PublicKey, error) {
 	var sender *keys.PublicKey
-	if p := c.String("sender_pk"); p != "" {
+	if p := k.Sender; p != "" {
 		pks, err := readPublicKeys([]string{p})
 		if err != nil {
 			return nil, nil, err
@@ -149,7 +148,7 @@ func readReaderKeys(c *cli.Context) (*keys.SecretKey, *keys.PublicKey, error) {
 		}
 		sender = &pks[0]
 	}
-	sk, err := readSecretKey(c)
+	sk, err := readSecretKey(e, k)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,8 +157,9 @@ func readReaderKeys(c *cli.Context) (*keys.SecretKey, *keys.PublicKey, error) {
 
 // passSource says where one passphrase comes from.
 type passSource struct {
-	fileFlag string // the flag naming a file that holds it
-	env      string // the variable that holds it
+	file string // the file that holds it, when its flag is given
+	flag string // that flag, for messages
+	env  string // the variable that holds it
 	// stdin: when the process has no terminal or stdin is not one, read
 	// the passphrase from stdin (for keygen, which reads no data there).
 	stdin bool
@@ -170,57 +170,64 @@ type passSource struct {
 	emptyOK bool
 }
 
-var (
-	// currentPassphrase unlocks an existing secret key.
-	currentPassphrase = passSource{fileFlag: "passphrase-file", env: passphraseEnv}
-	// newKeyPassphrase protects a key made by keygen.
-	newKeyPassphrase = passSource{fileFlag: "passphrase-file", env: passphraseEnv, stdin: true, confirm: true, emptyOK: true}
-	// relockPassphrase protects the key written by keygen --convert and
-	// --relock, whose existing key takes currentPassphrase.
-	relockPassphrase = passSource{fileFlag: "new-passphrase-file", env: newPassphraseEnv, stdin: true, confirm: true, emptyOK: true}
-)
+// currentPassphrase unlocks an existing secret key; file is the
+// command's --passphrase-file.
+func currentPassphrase(file string) passSource {
+	return passSource{file: file, flag: "passphrase-file", env: passphraseEnv}
+}
 
-// passphrase returns a passphrase from the file of src.fileFlag ("-" is
+// newKeyPassphrase protects a key made by keygen.
+func newKeyPassphrase(file string) passSource {
+	return passSource{file: file, flag: "passphrase-file", env: passphraseEnv, stdin: true, confirm: true, emptyOK: true}
+}
+
+// relockPassphrase protects the key written by keygen --convert and
+// --relock, whose existing key takes currentPassphrase.
+func relockPassphrase(file string) passSource {
+	return passSource{file: file, flag: "new-passphrase-file", env: newPassphraseEnv, stdin: true, confirm: true, emptyOK: true}
+}
+
+// passphrase returns a passphrase from the file of src.flag ("-" is
 // stdin), from the variable src.env, or from the terminal (or, with
 // src.stdin, from stdin when it is not a terminal), in that order. The
 // caller must clear it.
-func passphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
-	pass, _, err := passphraseFrom(c, src, prompt, "")
+func passphrase(e *env, src passSource, prompt string) ([]byte, error) {
+	pass, _, err := passphraseFrom(e, src, prompt, "")
 	return pass, err
 }
 
 // passphraseFrom is passphrase, and says whether it was typed at the
 // terminal; a retry line, when not empty, is shown there before the prompt.
-func passphraseFrom(c *cli.Context, src passSource, prompt, retry string) (pass []byte, typed bool, err error) {
-	if path := c.String(src.fileFlag); path != "" {
-		pass, err := readPassphraseFile(c, path)
+func passphraseFrom(e *env, src passSource, prompt, retry string) (pass []byte, typed bool, err error) {
+	if src.file != "" {
+		pass, err := readPassphraseFile(e, src.file)
 		return pass, false, err
 	}
-	stdinFile, _ := c.App.Reader.(*os.File)
+	stdinFile, _ := e.stdin.(*os.File)
 	if p := os.Getenv(src.env); p != "" {
 		if src.stdin && stdinFile != nil && !isTerminal(stdinFile) && pendingInput(stdinFile) {
 			// Which one was meant? A key locked with the other could
 			// never be opened.
 			return nil, false, withHint(usagef("a passphrase is piped on stdin and %s is set too", src.env),
-				"unset %s, or give the passphrase only there (or with --%s)", src.env, src.fileFlag)
+				"unset %s, or give the passphrase only there (or with --%s)", src.env, src.flag)
 		}
 		switch {
 		case src.confirm:
 			// A new key: a script that exports the variable for its
 			// decrypt steps would lock keys with it unawares.
-			warnf(c, "locking the new key with the passphrase in %s", src.env)
-		case !c.Bool("quiet"):
-			warnf(c, "using the passphrase in %s; environment variables can be read by other processes", src.env)
+			e.warnf("locking the new key with the passphrase in %s", src.env)
+		case !e.quiet:
+			e.warnf("using the passphrase in %s; environment variables can be read by other processes", src.env)
 		}
 		return []byte(p), false, nil
 	}
-	if src.stdin && !isTerminal(stdinFile) && !readsStdin(c) {
-		pass, err := readPassphraseLines(c.App.Reader, src.confirm)
+	if src.stdin && !isTerminal(stdinFile) {
+		pass, err := readPassphraseLines(e.stdin, src.confirm)
 		return pass, false, err
 	}
 	tty, err := openTTY()
 	if err != nil {
-		hint := fmt.Sprintf("set %s or use --%s", src.env, src.fileFlag)
+		hint := fmt.Sprintf("set %s or use --%s", src.env, src.flag)
 		return nil, false, withHint(fmt.Errorf("%w: %v", keys.ErrPassphraseRequired, err), "%s", hint)
 	}
 	defer tty.Close()
@@ -242,41 +249,18 @@ func passphraseFrom(c *cli.Context, src passSource, prompt, retry string) (pass 
 
 // readPassphraseFile returns the first line of the file at path ("-" is
 // stdin), without its line ending, and warns when others may read the file.
-func readPassphraseFile(c *cli.Context, path string) ([]byte, error) {
+func readPassphraseFile(e *env, path string) ([]byte, error) {
 	if path == "-" || path == "/dev/stdin" || path == "/dev/fd/0" {
-		if readsStdin(c) {
-			return nil, withHint(usagef("--passphrase-file %s and the data both come from stdin", path),
-				"give the data with -i PATH, or the passphrase in a file")
-		}
-		return readPassphraseLines(c.App.Reader, false)
+		return readPassphraseLines(e.stdin, false)
 	}
 	data, err := readKeyFile("passphrase file", path)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(data)
-	warnReadable(c, "passphrase file", path)
+	e.warnReadable("passphrase file", path)
 	line, _, _ := bytes.Cut(data, []byte("\n"))
 	return bytes.Clone(bytes.TrimSuffix(line, []byte("\r"))), nil
-}
-
-// readsStdin reports whether the command reads its data from stdin: -i
-// is empty or "-", or one of its FILE arguments is "-".
-func readsStdin(c *cli.Context) bool {
-	switch c.Command.Name {
-	case "keygen", "pubkey", "mount", "completion", "man":
-		return false
-	}
-	if c.NArg() > 0 {
-		for _, a := range c.Args().Slice() {
-			if a == "-" {
-				return true
-			}
-		}
-		return false
-	}
-	in := c.String("input")
-	return in == "" || in == "-"
 }
 
 // readPassphraseLines reads a passphrase line from r, and with confirm a
@@ -316,16 +300,16 @@ func readPassphraseLines(r io.Reader, confirm bool) ([]byte, error) {
 
 // newPassphrase returns the passphrase for a new secret key from src,
 // nil for none when it is empty and src allows it.
-func newPassphrase(c *cli.Context, src passSource, prompt string) ([]byte, error) {
-	pass, err := passphrase(c, src, prompt)
+func newPassphrase(e *env, src passSource, prompt string) ([]byte, error) {
+	pass, err := passphrase(e, src, prompt)
 	if err != nil {
 		return nil, err
 	}
 	if len(pass) == 0 {
-		if !src.emptyOK || c.String(src.fileFlag) != "" {
+		if !src.emptyOK || src.file != "" {
 			return nil, usagef("empty passphrase: use --nocrypt for a key without passphrase")
 		}
-		warnf(c, "empty passphrase: the secret key is stored without protection")
+		e.warnf("empty passphrase: the secret key is stored without protection")
 		return nil, nil
 	}
 	return pass, nil
@@ -355,9 +339,4 @@ func readPublicKeys(paths []string) ([]keys.PublicKey, error) {
 		}
 	}
 	return out, nil
-}
-
-// warnf prints a warning on stderr.
-func warnf(c *cli.Context, format string, args ...any) {
-	fmt.Fprintf(c.App.ErrWriter, "crypt4gh: warning: %s\n", oneLine(fmt.Sprintf(format, args...)))
 }

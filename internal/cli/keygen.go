@@ -10,7 +10,31 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func keygenCommand() *cli.Command {
+// keygenOptions are the flags of keygen.
+type keygenOptions struct {
+	SK, PK            string // --sk, --pk
+	Derive            bool
+	Convert           bool
+	Relock            bool
+	Output            string // with --convert
+	Comment           string
+	NoCrypt           bool
+	KDF               string
+	PassphraseFile    string
+	NewPassphraseFile string
+	Force, Quiet      bool
+	Version           bool
+	given             map[string]bool // the flags given, by name
+}
+
+// keys are the key options of the existing key of --derive, --convert
+// and --relock.
+func (o *keygenOptions) keys() keyOptions {
+	return keyOptions{SK: o.SK, PassphraseFile: o.PassphraseFile}
+}
+
+func keygenCommand(e *env) *cli.Command {
+	o := &keygenOptions{}
 	return &cli.Command{
 		Name:  "keygen",
 		Usage: "generate a crypt4gh key pair, or derive, convert or relock an existing secret key",
@@ -40,21 +64,29 @@ func keygenCommand() *cli.Command {
 			"Secret keys are created with mode 0600 and public keys with mode 0666 minus the\n" +
 			"umask; an existing file is replaced only with -f, and only by a complete new key.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "sk", Usage: "the secret key `PATH`: written, or read with --derive, --convert and --relock", EnvVars: []string{secretKeyEnv}},
-			&cli.StringFlag{Name: "pk", Usage: "write the public key to `PATH`", EnvVars: []string{publicKeyEnv}},
-			&cli.BoolFlag{Name: "derive", Usage: "write the public key of the existing secret key --sk to --pk"},
-			&cli.BoolFlag{Name: "convert", Usage: "write the existing secret key --sk in crypt4gh format to --output"},
-			&cli.BoolFlag{Name: "relock", Usage: "change the passphrase, KDF or comment of the crypt4gh secret key --sk in place"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "with --convert: write the crypt4gh secret key to `PATH`"},
-			&cli.StringFlag{Name: "comment", Aliases: []string{"C"}, Usage: "store `TEXT` in clear in the secret key"},
-			&cli.BoolFlag{Name: "nocrypt", Usage: "do not protect the secret key with a passphrase"},
-			&cli.StringFlag{Name: "kdf", Value: string(keys.KDFScrypt), Usage: "protect the key with the KDF `NAME`: scrypt, bcrypt or pbkdf2_hmac_sha256"},
-			passphraseFileFlag(),
-			&cli.StringFlag{Name: "new-passphrase-file", Usage: "with --convert and --relock: read the new passphrase from the first line of `PATH`"},
-			forceFlag(), quietFlag(false),
-			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version (as crypt4gh-keygen -v does)"},
+			&cli.StringFlag{Name: "sk", Usage: "the secret key `PATH`: written, or read with --derive, --convert and --relock", EnvVars: []string{secretKeyEnv}, Destination: &o.SK},
+			&cli.StringFlag{Name: "pk", Usage: "write the public key to `PATH`", EnvVars: []string{publicKeyEnv}, Destination: &o.PK},
+			&cli.BoolFlag{Name: "derive", Usage: "write the public key of the existing secret key --sk to --pk", Destination: &o.Derive},
+			&cli.BoolFlag{Name: "convert", Usage: "write the existing secret key --sk in crypt4gh format to --output", Destination: &o.Convert},
+			&cli.BoolFlag{Name: "relock", Usage: "change the passphrase, KDF or comment of the crypt4gh secret key --sk in place", Destination: &o.Relock},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "with --convert: write the crypt4gh secret key to `PATH`", Destination: &o.Output},
+			&cli.StringFlag{Name: "comment", Aliases: []string{"C"}, Usage: "store `TEXT` in clear in the secret key", Destination: &o.Comment},
+			&cli.BoolFlag{Name: "nocrypt", Usage: "do not protect the secret key with a passphrase", Destination: &o.NoCrypt},
+			&cli.StringFlag{Name: "kdf", Value: string(keys.KDFScrypt), Usage: "protect the key with the KDF `NAME`: scrypt, bcrypt or pbkdf2_hmac_sha256", Destination: &o.KDF},
+			passphraseFileFlag(&o.PassphraseFile),
+			&cli.StringFlag{Name: "new-passphrase-file", Usage: "with --convert and --relock: read the new passphrase from the first line of `PATH`", Destination: &o.NewPassphraseFile},
+			forceFlag(&o.Force), quietFlag(&o.Quiet, false),
+			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version (as crypt4gh-keygen -v does)", Destination: &o.Version},
 		},
-		Action: keygen,
+		Action: func(c *cli.Context) error {
+			// The flags that a mode refuses, or whose default differs
+			// from not given (unusedWith, marshalRelocked).
+			o.given = map[string]bool{}
+			for _, n := range []string{"output", "comment", "nocrypt", "kdf", "new-passphrase-file"} {
+				o.given[n] = c.IsSet(n)
+			}
+			return keygen(e.start(c, o.Quiet, nil), o)
+		},
 	}
 }
 
@@ -62,51 +94,51 @@ func keygenCommand() *cli.Command {
 // as the reference tool does: ~/.c4gh/key and ~/.c4gh/key.pub.
 const defaultKeyDir = ".c4gh"
 
-func keygen(c *cli.Context) error {
-	if c.Bool("version") {
-		_, err := fmt.Fprintf(c.App.Writer, "crypt4gh-keygen version %s\n", version())
+func keygen(e *env, o *keygenOptions) error {
+	if o.Version {
+		_, err := fmt.Fprintf(e.stdout, "crypt4gh-keygen version %s\n", version())
 		return err
 	}
-	if c.NArg() > 0 {
-		return usagef("unexpected argument %q", c.Args().First())
+	if len(e.args) > 0 {
+		return usagef("unexpected argument %q", e.args[0])
 	}
 	var modes []string
-	for _, m := range []string{"derive", "convert", "relock"} {
-		if c.Bool(m) {
-			modes = append(modes, "--"+m)
+	for _, m := range []given{{"derive", o.Derive}, {"convert", o.Convert}, {"relock", o.Relock}} {
+		if m.set {
+			modes = append(modes, "--"+m.name)
 		}
 	}
 	if len(modes) > 1 {
 		return usagef("%s and %s cannot be used together", modes[0], modes[1])
 	}
-	if len(modes) == 0 && c.String("output") != "" {
+	if len(modes) == 0 && o.Output != "" {
 		return usagef("-o/--output is for --convert; a new key pair is written to --sk and --pk")
 	}
-	if _, err := kdfFlag(c); err != nil {
+	if _, err := kdfFlag(o.KDF); err != nil {
 		return err
 	}
 	switch {
-	case c.Bool("derive"):
-		return keygenDerive(c)
-	case c.Bool("convert"):
-		return keygenConvert(c)
-	case c.Bool("relock"):
-		return keygenRelock(c)
+	case o.Derive:
+		return keygenDerive(e, o)
+	case o.Convert:
+		return keygenConvert(e, o)
+	case o.Relock:
+		return keygenRelock(e, o)
 	}
-	if c.Bool("nocrypt") {
-		if err := unusedWith(c, "--nocrypt", "kdf"); err != nil {
+	if o.NoCrypt {
+		if err := unusedWith(o, "--nocrypt", "kdf"); err != nil {
 			return err
 		}
 	}
-	skPath, pkPath, err := newPairPaths(c)
+	skPath, pkPath, err := newPairPaths(e, o)
 	if err != nil {
 		return err
 	}
-	files, err := openKeyOutputs(c, "--sk", skPath, "--pk", pkPath)
+	files, err := openKeyOutputs(o, "--sk", skPath, "--pk", pkPath)
 	if err != nil {
 		return err
 	}
-	data, err := newSecretKey(c)
+	data, err := newSecretKey(e, o)
 	if err != nil {
 		files.abort()
 		return err
@@ -120,8 +152,8 @@ func keygen(c *cli.Context) error {
 // their variables), each on its own defaulting, as in the reference tool,
 // to ~/.c4gh/key and ~/.c4gh/key.pub, creating that folder (0700) when
 // it is missing.
-func newPairPaths(c *cli.Context) (string, string, error) {
-	skPath, pkPath := expandHome(c.String("sk")), expandHome(c.String("pk"))
+func newPairPaths(e *env, o *keygenOptions) (string, string, error) {
+	skPath, pkPath := expandHome(o.SK), expandHome(o.PK)
 	if skPath != "" && pkPath != "" {
 		return skPath, pkPath, nil
 	}
@@ -134,7 +166,7 @@ func newPairPaths(c *cli.Context) (string, string, error) {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			return "", "", fmt.Errorf("failed to create %s: %w", dir, pathErr(err))
 		}
-		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: created %s (mode 0700) for the new key pair\n", quoteName(dir))
+		fmt.Fprintf(e.stderr, "crypt4gh: created %s (mode 0700) for the new key pair\n", quoteName(dir))
 	}
 	if skPath == "" {
 		skPath = filepath.Join(dir, "key")
@@ -153,14 +185,14 @@ type newKey struct {
 
 // newSecretKey generates a key and marshals it with the passphrase of
 // newKeyPassphrase (none with --nocrypt or an empty one typed).
-func newSecretKey(c *cli.Context) (*newKey, error) {
-	kdf, _ := kdfFlag(c)
+func newSecretKey(e *env, o *keygenOptions) (*newKey, error) {
+	kdf, _ := kdfFlag(o.KDF)
 	var pass []byte
-	if c.Bool("nocrypt") {
+	if o.NoCrypt {
 		kdf = keys.KDFNone
 	} else {
 		var err error
-		pass, err = newPassphrase(c, newKeyPassphrase, "Passphrase for the new secret key: ")
+		pass, err = newPassphrase(e, newKeyPassphrase(o.PassphraseFile), "Passphrase for the new secret key: ")
 		if err != nil {
 			return nil, err
 		}
@@ -174,7 +206,7 @@ func newSecretKey(c *cli.Context) (*newKey, error) {
 	if k.sk, err = keys.Generate(nil); err != nil {
 		return nil, err
 	}
-	if k.marshaled, err = keys.MarshalSecretKey(&k.sk, pass, kdf, c.String("comment"), nil); err != nil {
+	if k.marshaled, err = keys.MarshalSecretKey(&k.sk, pass, kdf, o.Comment, nil); err != nil {
 		k.sk.Zero()
 		return nil, err
 	}
@@ -194,18 +226,18 @@ type keyOutputs struct {
 // key output pkPath (0666 minus the umask, when not empty). They must be
 // different files, and different from the files named in also (pairs of
 // flag name and path: the keys read).
-func openKeyOutputs(c *cli.Context, skName, skPath, pkName, pkPath string, also ...string) (*keyOutputs, error) {
+func openKeyOutputs(o *keygenOptions, skName, skPath, pkName, pkPath string, also ...string) (*keyOutputs, error) {
 	if err := distinctOutputs([]string{skName, skPath, pkName, pkPath}, also); err != nil {
 		return nil, err
 	}
 	k := &keyOutputs{skPath: skPath}
 	_, err := os.Lstat(skPath)
 	k.skExisted = err == nil
-	if k.sk, err = openKeyFile(c, skPath, true); err != nil {
+	if k.sk, err = openKeyFile(o, skPath, true); err != nil {
 		return nil, err
 	}
 	if pkPath != "" {
-		if k.pk, err = openKeyFile(c, pkPath, false); err != nil {
+		if k.pk, err = openKeyFile(o, pkPath, false); err != nil {
 			k.sk.abort()
 			return nil, err
 		}
@@ -215,7 +247,7 @@ func openKeyOutputs(c *cli.Context, skName, skPath, pkName, pkPath string, also 
 
 // openKeyFile opens a key output, a secret key (0600) or a public key
 // (0666 minus the umask): only a regular file is ever replaced.
-func openKeyFile(c *cli.Context, path string, secret bool) (*output, error) {
+func openKeyFile(o *keygenOptions, path string, secret bool) (*output, error) {
 	if isStdout(path) {
 		// Before the Stat: /dev/stdout may be a file that exists.
 		return nil, keyToStdout(path)
@@ -224,14 +256,14 @@ func openKeyFile(c *cli.Context, path string, secret bool) (*output, error) {
 	if err == nil && !fi.Mode().IsRegular() {
 		return nil, usagef("%s is not a regular file; refusing to write a key to it", quoteName(path))
 	}
-	if err == nil && !c.Bool("force") {
+	if err == nil && !o.Force {
 		return nil, withHint(usagef("%s already exists", quoteName(path)), "use -f to replace it")
 	}
 	mode := os.FileMode(modePublic)
 	if secret {
 		mode = modeSecret
 	}
-	return openOutput(path, nil, outputOptions{force: c.Bool("force"), mode: mode, secretKey: secret})
+	return openOutput(path, nil, outputOptions{force: o.Force, mode: mode, secretKey: secret})
 }
 
 func (k *keyOutputs) abort() {
@@ -275,8 +307,8 @@ func (k *keyOutputs) write(skData, pkData []byte) error {
 }
 
 // kdfFlag returns the KDF that --kdf names.
-func kdfFlag(c *cli.Context) (keys.KDF, error) {
-	kdf := keys.KDF(c.String("kdf"))
+func kdfFlag(name string) (keys.KDF, error) {
+	kdf := keys.KDF(name)
 	switch kdf {
 	case keys.KDFScrypt, keys.KDFBcrypt, keys.KDFPBKDF2:
 		return kdf, nil
@@ -285,22 +317,22 @@ func kdfFlag(c *cli.Context) (keys.KDF, error) {
 }
 
 // keygenDerive writes the public key of an existing secret key.
-func keygenDerive(c *cli.Context) error {
-	if err := unusedWith(c, "--derive", "output", "comment", "nocrypt", "kdf", "new-passphrase-file"); err != nil {
+func keygenDerive(e *env, o *keygenOptions) error {
+	if err := unusedWith(o, "--derive", "output", "comment", "nocrypt", "kdf", "new-passphrase-file"); err != nil {
 		return err
 	}
-	pkPath := expandHome(c.String("pk"))
+	pkPath := expandHome(o.PK)
 	if pkPath == "" {
 		return withHint(usagef("--derive needs --pk PATH"), "crypt4gh pubkey --sk KEY prints the public key instead")
 	}
-	if err := distinctOutputs([]string{"--pk", pkPath}, keyInputs(c)); err != nil {
+	if err := distinctOutputs([]string{"--pk", pkPath}, keyInputs(o.keys())); err != nil {
 		return err
 	}
-	out, err := openKeyFile(c, pkPath, false)
+	out, err := openKeyFile(o, pkPath, false)
 	if err != nil {
 		return err
 	}
-	sk, _, err := existingKey(c, "--derive")
+	sk, _, err := existingKey(e, o, "--derive")
 	if err != nil {
 		out.abort()
 		return err
@@ -312,28 +344,28 @@ func keygenDerive(c *cli.Context) error {
 
 // keygenConvert writes an existing secret key of any format as a new
 // crypt4gh secret key, and optionally its public key.
-func keygenConvert(c *cli.Context) error {
-	out, pkPath := expandHome(c.String("output")), expandHome(c.String("pk"))
+func keygenConvert(e *env, o *keygenOptions) error {
+	out, pkPath := expandHome(o.Output), expandHome(o.PK)
 	switch out {
 	case "":
 		return usagef("--convert needs -o PATH for the crypt4gh secret key")
 	case "-":
 		return usagef("--convert writes the secret key to a file, not to stdout")
 	}
-	if sameFile(secretKeyPath(c), out) {
+	if sameFile(o.keys().secretKeyPath(), out) {
 		return withHint(usagef("-o %s is the secret key being converted", quoteName(out)), "use --relock to change a crypt4gh key in place")
 	}
-	files, err := openKeyOutputs(c, "-o", out, "--pk", pkPath, keyInputs(c)...)
+	files, err := openKeyOutputs(o, "-o", out, "--pk", pkPath, keyInputs(o.keys(), "--new-passphrase-file", o.NewPassphraseFile)...)
 	if err != nil {
 		return err
 	}
-	sk, info, err := existingKey(c, "--convert")
+	sk, info, err := existingKey(e, o, "--convert")
 	if err != nil {
 		files.abort()
 		return err
 	}
 	defer sk.Zero()
-	data, err := marshalRelocked(c, sk, info)
+	data, err := marshalRelocked(e, o, sk, info)
 	if err != nil {
 		files.abort()
 		return err
@@ -345,15 +377,15 @@ func keygenConvert(c *cli.Context) error {
 // keygenRelock rewrites a crypt4gh secret key with a new passphrase, KDF or
 // comment. The new key is written to a temporary file that replaces the
 // old one only once it is complete.
-func keygenRelock(c *cli.Context) error {
-	if err := unusedWith(c, "--relock", "output"); err != nil {
+func keygenRelock(e *env, o *keygenOptions) error {
+	if err := unusedWith(o, "--relock", "output"); err != nil {
 		return withHint(err, "--relock rewrites --sk in place; use --convert -o PATH to write a new file")
 	}
-	if pk := c.String("pk"); pk != "" && pk != os.Getenv(publicKeyEnv) {
+	if pk := o.PK; pk != "" && pk != os.Getenv(publicKeyEnv) {
 		return withHint(usagef("--relock does not write a public key"), "the public key does not change; use --derive --pk PATH to write it")
 	}
-	path := secretKeyPath(c)
-	sk, info, err := existingKey(c, "--relock")
+	path := o.keys().secretKeyPath()
+	sk, info, err := existingKey(e, o, "--relock")
 	if err != nil {
 		return err
 	}
@@ -365,7 +397,7 @@ func keygenRelock(c *cli.Context) error {
 	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
 		return usagef("%s is not a regular file; refusing to rewrite it", quoteName(path))
 	}
-	data, err := marshalRelocked(c, sk, info)
+	data, err := marshalRelocked(e, o, sk, info)
 	if err != nil {
 		return err
 	}
@@ -381,9 +413,9 @@ func keygenRelock(c *cli.Context) error {
 
 // unusedWith returns a usage error when one of the named flags is given
 // with a mode that does not use it.
-func unusedWith(c *cli.Context, mode string, names ...string) error {
+func unusedWith(o *keygenOptions, mode string, names ...string) error {
 	for _, n := range names {
-		if c.IsSet(n) {
+		if o.given[n] {
 			return usagef("--%s has no effect with %s", n, mode)
 		}
 	}
@@ -392,11 +424,11 @@ func unusedWith(c *cli.Context, mode string, names ...string) error {
 
 // existingKey reads the secret key that --sk names for one of the modes
 // that work on an existing key, and describes its file.
-func existingKey(c *cli.Context, mode string) (*keys.SecretKey, keys.SecretKeyInfo, error) {
-	if secretKeyPath(c) == "" {
+func existingKey(e *env, o *keygenOptions, mode string) (*keys.SecretKey, keys.SecretKeyInfo, error) {
+	if o.keys().secretKeyPath() == "" {
 		return nil, keys.SecretKeyInfo{}, usagef("%s needs the existing secret key: use --sk PATH", mode)
 	}
-	return loadSecretKey(c)
+	return loadSecretKey(e, o.keys())
 }
 
 // marshalRelocked returns sk in crypt4gh format for --convert and --relock:
@@ -404,32 +436,32 @@ func existingKey(c *cli.Context, mode string) (*keys.SecretKey, keys.SecretKeyIn
 // --kdf or else of the original crypt4gh key (scrypt for other formats and
 // for unprotected keys), and with the comment of -C or else the original
 // one.
-func marshalRelocked(c *cli.Context, sk *keys.SecretKey, info keys.SecretKeyInfo) ([]byte, error) {
+func marshalRelocked(e *env, o *keygenOptions, sk *keys.SecretKey, info keys.SecretKeyInfo) ([]byte, error) {
 	kdf := keys.KDFNone
 	var pass []byte
-	if !c.Bool("nocrypt") {
+	if !o.NoCrypt {
 		switch {
-		case c.IsSet("kdf"):
-			kdf, _ = kdfFlag(c)
+		case o.given["kdf"]:
+			kdf, _ = kdfFlag(o.KDF)
 		case info.Format == keys.FormatCrypt4GH && info.KDF != keys.KDFNone:
 			kdf = info.KDF
 		default:
 			kdf = keys.KDFScrypt
 		}
 		var err error
-		if pass, err = newPassphrase(c, relockPassphrase, "New passphrase for the secret key: "); err != nil {
+		if pass, err = newPassphrase(e, relockPassphrase(o.NewPassphraseFile), "New passphrase for the secret key: "); err != nil {
 			return nil, err
 		}
 		defer clear(pass)
 		if pass == nil {
 			kdf = keys.KDFNone
 		}
-	} else if err := unusedWith(c, "--nocrypt", "new-passphrase-file", "kdf"); err != nil {
+	} else if err := unusedWith(o, "--nocrypt", "new-passphrase-file", "kdf"); err != nil {
 		return nil, err
 	}
 	comment := info.Comment
-	if c.IsSet("comment") {
-		comment = c.String("comment")
+	if o.given["comment"] {
+		comment = o.Comment
 	}
 	return keys.MarshalSecretKey(sk, pass, kdf, comment, nil)
 }

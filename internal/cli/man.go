@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func manCommand() *cli.Command {
+func manCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "man",
 		Usage:     "print the manual page (roff)",
@@ -16,10 +16,11 @@ func manCommand() *cli.Command {
 		Description: "Prints the manual page in roff: every command with its flags, the\n" +
 			"environment, the exit status and the files, from the same text as the help.",
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("unexpected argument %q", c.Args().First())
+			e := e.start(c, false, nil)
+			if len(e.args) > 0 {
+				return usagef("unexpected argument %q", e.args[0])
 			}
-			_, err := fmt.Fprint(c.App.Writer, manPage(c.App))
+			_, err := fmt.Fprint(e.stdout, manPage(c.App))
 			return err
 		},
 	}

@@ -13,7 +13,16 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func mountCommand() *cli.Command {
+// mountOptions are the flags of mount.
+type mountOptions struct {
+	keyOptions
+	store      storeOptions
+	AllowOther bool
+	Quiet      bool
+}
+
+func mountCommand(e *env) *cli.Command {
+	o := &mountOptions{}
 	return &cli.Command{
 		Name:      "mount",
 		Usage:     "show the decrypted files of a folder, read-only, at a mount point",
@@ -24,30 +33,29 @@ func mountCommand() *cli.Command {
 			"left out and named once on stderr; a damaged segment makes the read that\n" +
 			"needs it fail (EIO). Runs in the foreground until Ctrl-C, SIGTERM or\n" +
 			"fusermount3 -u MOUNTPOINT. Linux only (FUSE)." + mountObjectsHelp,
-		Flags: []cli.Flag{
-			skFlag(),
-			senderFlag(),
-			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)"},
-			passphraseFileFlag(), quietFlag(false),
-			s3ConfigFlag(), insecureHTTPFlag(),
-		},
-		Action: mountAction,
+		Flags: append([]cli.Flag{
+			skFlag(&o.SK),
+			senderFlag(&o.Sender),
+			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
+			passphraseFileFlag(&o.PassphraseFile), quietFlag(&o.Quiet, false),
+		}, o.store.flags()...),
+		Action: func(c *cli.Context) error { return mountAction(e.start(c, o.Quiet, &o.store), o) },
 	}
 }
 
-func mountAction(c *cli.Context) error {
-	if err := flagsFirst(c); err != nil {
+func mountAction(e *env, o *mountOptions) error {
+	if err := e.flagsFirst(); err != nil {
 		return err
 	}
-	if c.NArg() != 2 {
-		return usagef("mount needs SOURCE and MOUNTPOINT, got %s", plural(int64(c.NArg()), "argument"))
+	if len(e.args) != 2 {
+		return usagef("mount needs SOURCE and MOUNTPOINT, got %s", plural(int64(len(e.args)), "argument"))
 	}
-	source, mountpoint := c.Args().Get(0), c.Args().Get(1)
+	source, mountpoint := e.args[0], e.args[1]
 	paths := []string{source, mountpoint}
 	var src mount.Source
 	if objstore.IsURL(source) {
 		var err error
-		if src, err = objectSource(c, source); err != nil {
+		if src, err = e.objectSource(source); err != nil {
 			return err
 		}
 		paths = paths[1:]
@@ -70,7 +78,7 @@ func mountAction(c *cli.Context) error {
 	if mountedOn(mountpoint) {
 		return withHint(usagef("%s is a mount point already", quoteName(mountpoint)), "unmount it first (fusermount3 -u %s), or choose an empty folder", mountpoint)
 	}
-	sk, sender, err := readReaderKeys(c)
+	sk, sender, err := readReaderKeys(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
@@ -84,7 +92,7 @@ func mountAction(c *cli.Context) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	signal.Ignore(syscall.SIGPIPE)
 	defer signal.Stop(sigs)
-	cleanup.stop()
+	e.cleanup.stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan os.Signal, 1)
@@ -93,13 +101,13 @@ func mountAction(c *cli.Context) error {
 		cancel()
 	}()
 	srv, err := mount.Mount(src, mountpoint, mount.Options{
-		Key: sk, Sender: sender, AllowOther: c.Bool("allow-other"), Log: c.App.ErrWriter,
+		Key: sk, Sender: sender, AllowOther: o.AllowOther, Log: e.stderr,
 	})
 	if err != nil {
 		return err
 	}
-	if !c.Bool("quiet") {
-		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: mounted %s at %s; Ctrl-C or fusermount3 -u %s to unmount\n",
+	if !e.quiet {
+		fmt.Fprintf(e.stderr, "crypt4gh: mounted %s at %s; Ctrl-C or fusermount3 -u %s to unmount\n",
 			quoteName(source), quoteName(mountpoint), mountpoint)
 	}
 	if err := srv.Wait(ctx); err != nil {
@@ -108,7 +116,7 @@ func mountAction(c *cli.Context) error {
 	select {
 	case s := <-got:
 		sig, _ := s.(syscall.Signal)
-		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: unmounted %s (%v)\n", quoteName(mountpoint), sig)
+		fmt.Fprintf(e.stderr, "crypt4gh: unmounted %s (%v)\n", quoteName(mountpoint), sig)
 		return quietExit(128 + int(sig))
 	default:
 		return nil // unmounted from outside

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -531,20 +530,30 @@ func distinctOutputs(outputs, inputs []string) error {
 }
 
 // keyInputs are the files of key material that a command reads: pairs of
-// a flag and a path, for distinctOutputs.
-func keyInputs(c *cli.Context) []string {
+// a flag and a path, for distinctOutputs. more are further pairs (the
+// recipients' public keys, a new passphrase's file).
+func keyInputs(k keyOptions, more ...string) []string {
 	var in []string
 	add := func(name, path string) {
 		if path != "" && path != "-" {
 			in = append(in, name, expandHome(path))
 		}
 	}
-	add("--sk", c.String("sk"))
-	add("--sender_pk", c.String("sender_pk"))
-	add("--passphrase-file", c.String("passphrase-file"))
-	add("--new-passphrase-file", c.String("new-passphrase-file"))
-	for _, p := range c.StringSlice("recipient_pk") {
-		add("--recipient_pk", p)
+	add("--sk", k.SK)
+	add("--sender_pk", k.Sender)
+	add("--passphrase-file", k.PassphraseFile)
+	for i := 0; i+1 < len(more); i += 2 {
+		add(more[i], more[i+1])
+	}
+	return in
+}
+
+// recipientInputs are the pairs of keyInputs for the recipients' public
+// key files.
+func recipientInputs(paths []string) []string {
+	var in []string
+	for _, p := range paths {
+		in = append(in, "--recipient_pk", p)
 	}
 	return in
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"github.com/urfave/cli/v2"
 )
 
 // progressInterval is how often the bar is redrawn (a variable for the
@@ -40,11 +39,11 @@ type progress struct {
 // when there is nothing to show: --quiet, an unknown or zero size, or a
 // stderr that is not a terminal (a pipe, a file, a CI log). It does not
 // draw anything before start is called.
-func newProgress(c *cli.Context, total int64, description string) *progress {
-	if c.Bool("quiet") {
+func (e *env) newProgress(total int64, description string) *progress {
+	if e.quiet {
 		return nil
 	}
-	return newProgressTo(c.App.ErrWriter, total, description)
+	return newProgressTo(e.stderr, total, description)
 }
 
 // newProgressTo is newProgress for the writer stderr, which must be the

@@ -5,7 +5,16 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func pubkeyCommand() *cli.Command {
+// pubkeyOptions are the flags of pubkey.
+type pubkeyOptions struct {
+	keyOptions // Sender is not used
+	Output     string
+	Force      bool
+	Quiet      bool
+}
+
+func pubkeyCommand(e *env) *cli.Command {
+	o := &pubkeyOptions{}
 	return &cli.Command{
 		Name:      "pubkey",
 		Usage:     "print the crypt4gh public key of a secret key",
@@ -17,28 +26,28 @@ func pubkeyCommand() *cli.Command {
 			"--passphrase-file, C4GH_PASSPHRASE or the terminal. \"crypt4gh keygen --derive\"\n" +
 			"does the same.",
 		Flags: []cli.Flag{
-			skFlag(),
-			passphraseFileFlag(),
-			outputFlag(),
-			forceFlag(),
-			quietFlag(false),
+			skFlag(&o.SK),
+			passphraseFileFlag(&o.PassphraseFile),
+			outputFlag(&o.Output),
+			forceFlag(&o.Force),
+			quietFlag(&o.Quiet, false),
 		},
-		Action: pubkey,
+		Action: func(c *cli.Context) error { return pubkey(e.start(c, o.Quiet, nil), o) },
 	}
 }
 
-func pubkey(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usagef("unexpected argument %q", c.Args().First())
+func pubkey(e *env, o *pubkeyOptions) error {
+	if len(e.args) > 0 {
+		return usagef("unexpected argument %q", e.args[0])
 	}
-	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
+	if err := distinctOutputs([]string{"-o", o.Output}, keyInputs(o.keyOptions)); err != nil {
 		return err
 	}
-	out, err := openOutput(c.String("output"), c.App.Writer, outputOptions{force: c.Bool("force"), mode: modePublic})
+	out, err := openOutput(o.Output, e.stdout, outputOptions{force: o.Force, mode: modePublic})
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(c)
+	sk, err := readSecretKey(e, o.keyOptions)
 	if err != nil {
 		out.abort()
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/header"
@@ -13,7 +14,21 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func reencryptCommand() *cli.Command {
+// reencryptOptions are the flags of reencrypt.
+type reencryptOptions struct {
+	keyOptions
+	streamOptions
+	store      storeOptions
+	Recipients cli.StringSlice
+	Trim       bool // drop the packets that --sk cannot open
+	Add        bool // keep every packet, add the recipients'
+	DropSelf   bool // in place: allow a result that --sk no longer opens
+	HeaderOnly bool
+	Quiet      bool
+}
+
+func reencryptCommand(e *env) *cli.Command {
+	o := &reencryptOptions{}
 	return &cli.Command{
 		Name:  "reencrypt",
 		Usage: "give a file to new recipients without touching its body",
@@ -24,78 +39,82 @@ func reencryptCommand() *cli.Command {
 			"--header writes it. With --add, every packet is kept and packets are added\n" +
 			"for the recipients who hold none written by --sk. In place, a result that\n" +
 			"--sk would no longer open is refused (exit 2) unless --drop-self." + rekeyHelp,
-		Flags: []cli.Flag{
-			skFlag(),
-			recipientFlag("re-encrypt for the public key(s) in the file at `PATH` (repeatable)"),
-			&cli.BoolFlag{Name: "trim", Aliases: []string{"t"}, Usage: "drop the packets that --sk cannot open"},
-			&cli.BoolFlag{Name: "add", Usage: "keep every packet and add packets for the recipients (give one more reader access)"},
-			&cli.BoolFlag{Name: "drop-self", Usage: "in place: allow a result that --sk no longer opens"},
-			&cli.BoolFlag{Name: "header-only", Usage: "read and write only a header"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(true),
-			s3ConfigFlag(), insecureHTTPFlag(),
-		},
-		Action: reencryptAction,
+		Flags: slices.Concat([]cli.Flag{
+			skFlag(&o.SK),
+			recipientFlag(&o.Recipients, "re-encrypt for the public key(s) in the file at `PATH` (repeatable)"),
+			&cli.BoolFlag{Name: "trim", Aliases: []string{"t"}, Usage: "drop the packets that --sk cannot open", Destination: &o.Trim},
+			&cli.BoolFlag{Name: "add", Usage: "keep every packet and add packets for the recipients (give one more reader access)", Destination: &o.Add},
+			dropSelfFlag(&o.DropSelf),
+			&cli.BoolFlag{Name: "header-only", Usage: "read and write only a header", Destination: &o.HeaderOnly},
+			passphraseFileFlag(&o.PassphraseFile),
+		}, o.streamOptions.flags(), []cli.Flag{quietFlag(&o.Quiet, true)}, o.store.flags()),
+		Action: func(c *cli.Context) error { return reencryptAction(e.start(c, o.Quiet, &o.store), o) },
 	}
 }
 
-func reencryptAction(c *cli.Context) error {
-	if len(c.StringSlice("recipient_pk")) == 0 {
+// dropSelfFlag is --drop-self of reencrypt and splice.
+func dropSelfFlag(p *bool) cli.Flag {
+	return &cli.BoolFlag{Name: "drop-self", Usage: "in place: allow a result that --sk no longer opens", Destination: p}
+}
+
+func reencryptAction(e *env, o *reencryptOptions) error {
+	if len(o.Recipients.Value()) == 0 {
 		return usagef("no recipient: use --recipient_pk PATH")
 	}
-	if c.NArg() > 0 {
-		return reencryptBatch(c)
+	if len(e.args) > 0 {
+		return reencryptBatch(e, o)
 	}
-	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
+	if err := distinctOutputs([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {
 		return err
 	}
-	recipients, err := readPublicKeys(c.StringSlice("recipient_pk"))
+	recipients, err := readPublicKeys(o.Recipients.Value())
 	if err != nil {
 		return err
 	}
-	in, err := openSource(c, c.String("input"))
+	in, err := e.openSource(o.Input)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	// The body length is checked before anything is written: a body cut
 	// inside a segment is a damaged file.
-	prog := newProgress(c, in.size(), "reencrypting")
+	prog := e.newProgress(in.size(), "reencrypting")
 	src := prog.reader(in.Reader) // the *os.File itself: io.Copy to a file is then copy_file_range
 	h, err := header.Parse(src)
 	if err != nil {
 		return err
 	}
-	if size := in.size(); size >= 0 && !c.Bool("header-only") {
+	if size := in.size(); size >= 0 && !o.HeaderOnly {
 		if _, err := body.PlaintextSize(size); err != nil {
 			return fmt.Errorf("body %w", err)
 		}
 	}
-	if in.obj != nil && objstore.IsURL(c.String("output")) && !c.Bool("header-only") {
-		return rekeyObject(c, h, in.obj.o, c.String("output"), recipients)
+	if in.obj != nil && objstore.IsURL(o.Output) && !o.HeaderOnly {
+		return rekeyObject(e, o, h, in.obj.o, recipients)
 	}
-	out, err := openDest(c, c.String("output"), max(in.size(), 0)+headerRoom,
-		outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
+	out, err := e.openDest(o.Output, max(in.size(), 0)+headerRoom,
+		outputOptions{force: o.Force, binary: true, mode: modePublic, input: in.file})
 	if err != nil {
 		return err
 	}
-	return out.finish(reencryptTo(c, h, in, src, out, recipients))
+	return out.finish(reencryptTo(e, o, h, in, src, out, recipients))
 }
 
 // reencryptTo writes the new header and then the body, unchanged.
-func reencryptTo(c *cli.Context, h *header.Header, in *input, src io.Reader, out *output, recipients []keys.PublicKey) error {
-	sk, err := readSecretKey(c)
+func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src io.Reader, out *output, recipients []keys.PublicKey) error {
+	sk, err := readSecretKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-	nh, err := newHeader(c, h, sk, recipients, false)
+	nh, err := newHeader(e, o, h, sk, recipients, false)
 	if err != nil {
 		return err
 	}
 	if _, err := nh.WriteTo(out); err != nil {
 		return fmt.Errorf("failed to write header: %w", err)
 	}
-	if c.Bool("header-only") {
+	if o.HeaderOnly {
 		return nil
 	}
 	// The body, unchanged. src is the input *os.File (or stdin; wrapped by
@@ -145,20 +164,20 @@ func bodyError(err error, headerSize, fileSize int64) error {
 // longer opens is refused unless --drop-self, and nothing to add is
 // errNothingToDo; for a new output, nothing to add keeps the header as it
 // is.
-func newHeader(c *cli.Context, h *header.Header, sk *keys.SecretKey, recipients []keys.PublicKey, inPlace bool) (*header.Header, error) {
-	if c.Bool("add") && c.Bool("trim") {
+func newHeader(e *env, o *reencryptOptions, h *header.Header, sk *keys.SecretKey, recipients []keys.PublicKey, inPlace bool) (*header.Header, error) {
+	if o.Add && o.Trim {
 		return nil, usagef("--add keeps every packet: it cannot be used with --trim")
 	}
-	if !c.Bool("trim") {
+	if !o.Trim {
 		if risky, err := reencrypt.OthersMayHoldEditList(h, sk); err == nil && risky {
 			msg := "the file has an edit list and packets that --sk cannot open: a recipient who holds one of those may be left two edit lists, and no reader opens a file with two"
-			if inPlace || c.Bool("add") {
+			if inPlace || o.Add {
 				return nil, withHint(usagef("%s", msg), "use --trim (only the recipients can then read the result), or re-encrypt to a new output")
 			}
-			warnf(c, "%s; --trim drops those packets", msg)
+			e.warnf("%s; --trim drops those packets", msg)
 		}
 	}
-	nh, err := reencrypt.Rekey(h, sk, reencrypt.RekeyOptions{Recipients: recipients, Trim: c.Bool("trim"), Add: c.Bool("add")})
+	nh, err := reencrypt.Rekey(h, sk, reencrypt.RekeyOptions{Recipients: recipients, Trim: o.Trim, Add: o.Add})
 	switch {
 	case errors.Is(err, reencrypt.ErrNothingToAdd) && inPlace:
 		return nil, errNothingToDo
@@ -167,8 +186,8 @@ func newHeader(c *cli.Context, h *header.Header, sk *keys.SecretKey, recipients 
 	case err != nil:
 		return nil, noPacketHint(err, sk, nil)
 	}
-	if inPlace && !c.Bool("drop-self") && !opensWith(nh, sk) {
-		return nil, withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(secretKeyPath(c))),
+	if inPlace && !o.DropSelf && !opensWith(nh, sk) {
+		return nil, withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(o.secretKeyPath())),
 			"add your own public key with --recipient_pk, use --add to keep every reader, or --drop-self to drop your access")
 	}
 	return nh, nil

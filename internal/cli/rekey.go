@@ -13,7 +13,6 @@ import (
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
-	"github.com/urfave/cli/v2"
 )
 
 // Rekeying objects: a new header, then the body of the object as it is,
@@ -39,23 +38,23 @@ const rekeyHelp = "\n\n" +
 const rekeyJobs = 4
 
 // rekeyObject writes the object o, whose header is h, with a new header
-// to the object at dest.
-func rekeyObject(c *cli.Context, h *header.Header, o *objstore.Object, dest string, recipients []keys.PublicKey) error {
-	loc, err := objectDest(dest)
+// to the object of -o.
+func rekeyObject(e *env, r *reencryptOptions, h *header.Header, o *objstore.Object, recipients []keys.PublicKey) error {
+	loc, err := objectDest(r.Output)
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(c)
+	sk, err := readSecretKey(e, r.keyOptions)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-	err = interruptible(c, loc.String(), func(ctx context.Context) error {
-		return rekey(ctx, c, sk, h, o, loc, recipients, c.Bool("force"))
+	err = e.interruptible(loc.String(), func(ctx context.Context) error {
+		return rekey(ctx, e, r, sk, h, o, loc, recipients, r.Force)
 	})
 	if errors.Is(err, errNothingToDo) {
-		if !c.Bool("quiet") {
-			fmt.Fprintf(c.App.ErrWriter, "crypt4gh: %s: %v: nothing to do\n", loc, err)
+		if !e.quiet {
+			fmt.Fprintf(e.stderr, "crypt4gh: %s: %v: nothing to do\n", loc, err)
 		}
 		return nil
 	}
@@ -64,12 +63,12 @@ func rekeyObject(c *cli.Context, h *header.Header, o *objstore.Object, dest stri
 
 // rekey composes the object at dest from a new header for recipients and
 // the body of o.
-func rekey(ctx context.Context, c *cli.Context, sk *keys.SecretKey, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) error {
+func rekey(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) error {
 	if !force && o.Location() == dest {
 		return withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
 	}
 	inPlace := o.Location() == dest
-	nh, err := newHeader(c, h, sk, recipients, inPlace)
+	nh, err := newHeader(e, r, h, sk, recipients, inPlace)
 	if err != nil {
 		return err // errNothingToDo too: the caller says so
 	}
@@ -79,13 +78,13 @@ func rekey(ctx context.Context, c *cli.Context, sk *keys.SecretKey, h *header.He
 		return bodyError(err, h.Size(), o.Size())
 	}
 	parts := []objstore.Part{objstore.Bytes(nh.Marshal()), objstore.Range(o, h.Size(), o.Size()-h.Size())}
-	return compose(ctx, c, dest, parts, force)
+	return e.compose(ctx, dest, parts, force)
 }
 
 // compose writes the object at dest made of parts (objstore.Compose). ctx
 // is that of interruptible, so that a signal aborts the upload.
-func compose(ctx context.Context, c *cli.Context, dest objstore.Location, parts []objstore.Part, force bool) error {
-	st, err := store(c, dest)
+func (e *env) compose(ctx context.Context, dest objstore.Location, parts []objstore.Part, force bool) error {
+	st, err := e.store(dest)
 	if err != nil {
 		return err
 	}
@@ -113,8 +112,8 @@ func objectDest(dest string) (objstore.Location, error) {
 
 // readObjectHeader parses the header at the start of o, fetched in one
 // small request.
-func readObjectHeader(c *cli.Context, o *objstore.Object) (*header.Header, error) {
-	in := objectInput(c, o)
+func readObjectHeader(e *env, o *objstore.Object) (*header.Header, error) {
+	in := e.objectInput(o)
 	defer in.Close()
 	ra, err := in.obj.readerAt()
 	if err != nil {
@@ -124,16 +123,16 @@ func readObjectHeader(c *cli.Context, o *objstore.Object) (*header.Header, error
 }
 
 // reencryptBatch rekeys in place the objects of the FILE arguments.
-func reencryptBatch(c *cli.Context) error {
-	if err := flagsFirst(c); err != nil {
+func reencryptBatch(e *env, r *reencryptOptions) error {
+	if err := e.flagsFirst(); err != nil {
 		return err
 	}
-	for _, name := range []string{"input", "output", "header-only"} {
-		if c.IsSet(name) {
-			return usagef("--%s cannot be used with FILE arguments", name)
+	for _, f := range []given{{"input", r.Input != ""}, {"output", r.Output != ""}, {"header-only", r.HeaderOnly}} {
+		if f.set {
+			return usagef("--%s cannot be used with FILE arguments", f.name)
 		}
 	}
-	args := c.Args().Slice()
+	args := e.args
 	for _, a := range args {
 		if loc, err := objstore.Parse(a); !objstore.IsURL(a) || err == nil && loc.URL != "" {
 			return withHint(usagef("unexpected argument %q: FILE arguments of reencrypt are s3:// objects or prefixes, rekeyed in place", a),
@@ -142,21 +141,21 @@ func reencryptBatch(c *cli.Context) error {
 			return err
 		}
 	}
-	if !c.Bool("force") {
+	if !r.Force {
 		return withHint(usagef("rekeying objects in place replaces them"), "add --force to rekey %s in place", strings.Join(args, " "))
 	}
-	recipients, err := readPublicKeys(c.StringSlice("recipient_pk"))
+	recipients, err := readPublicKeys(r.Recipients.Value())
 	if err != nil {
 		return err
 	}
-	srcs, err := batchSources(c, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
+	srcs, err := batchSources(e, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
 	if err != nil {
 		return err
 	}
 	if len(srcs) == 0 {
 		return usagef("nothing to rekey")
 	}
-	sk, err := readSecretKey(c)
+	sk, err := readSecretKey(e, r.keyOptions)
 	if err != nil {
 		return err
 	}
@@ -167,7 +166,7 @@ func reencryptBatch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := store(c, first)
+	st, err := e.store(first)
 	if err != nil {
 		return err
 	}
@@ -189,14 +188,14 @@ func reencryptBatch(c *cli.Context) error {
 	workers := min(len(srcs), rekeyJobs)
 	// One context for the batch: a signal cancels every rekey under way
 	// at once, and the exit waits for their uploads to be aborted.
-	interruptible(c, "", func(ctx context.Context) error { // each rekey says its own result
+	e.interruptible("", func(ctx context.Context) error { // each rekey says its own result
 		for range workers {
 			wg.Go(func() {
 				for name := range work {
 					if stopped() {
 						continue
 					}
-					err := rekeyOne(ctx, c, st, sk, name, recipients)
+					err := rekeyOne(ctx, e, r, st, sk, name, recipients)
 					result := "rekeyed"
 					if errors.Is(err, errNothingToDo) {
 						result, err = "unchanged, "+err.Error(), nil
@@ -205,9 +204,9 @@ func reencryptBatch(c *cli.Context) error {
 					if err != nil {
 						failed++
 						code = max(code, exitCode(err))
-						report(c.App.ErrWriter, fmt.Errorf("%s: %w", name, err))
-					} else if !c.Bool("quiet") && writeErr == nil {
-						if _, err := fmt.Fprintf(c.App.Writer, "%s: %s\n", name, result); err != nil {
+						report(e.stderr, fmt.Errorf("%s: %w", name, err))
+					} else if !e.quiet && writeErr == nil {
+						if _, err := fmt.Fprintf(e.stdout, "%s: %s\n", name, result); err != nil {
 							writeErr = fmt.Errorf("failed to write the results: %w", err)
 						}
 					}
@@ -223,7 +222,7 @@ func reencryptBatch(c *cli.Context) error {
 				mu.Lock()
 				failed++
 				code = max(code, exitCode(s.err))
-				report(c.App.ErrWriter, fmt.Errorf("%s: %w", s.in, s.err))
+				report(e.stderr, fmt.Errorf("%s: %w", s.in, s.err))
 				mu.Unlock()
 				continue
 			}
@@ -243,29 +242,29 @@ func reencryptBatch(c *cli.Context) error {
 }
 
 // rekeyOne rekeys the object at name in place.
-func rekeyOne(ctx context.Context, c *cli.Context, st objstore.Store, sk *keys.SecretKey, name string, recipients []keys.PublicKey) error {
+func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, st objstore.Store, sk *keys.SecretKey, name string, recipients []keys.PublicKey) error {
 	loc, err := objstore.Parse(name)
 	if err != nil {
 		return err
 	}
-	o, err := st.Open(c.Context, loc)
+	o, err := st.Open(e.ctx, loc)
 	if err != nil {
 		return err
 	}
-	h, err := readObjectHeader(c, o)
+	h, err := readObjectHeader(e, o)
 	if err != nil {
 		return err
 	}
 	if _, err := body.PlaintextSize(o.Size() - h.Size()); err != nil {
 		return fmt.Errorf("body %w", err)
 	}
-	return rekey(ctx, c, sk, h, o, loc, recipients, true)
+	return rekey(ctx, e, r, sk, h, o, loc, recipients, true)
 }
 
 // spliceObject writes what rearrange and splice keep of the object of s:
 // to an object of the same store, the segments copied by the server; else
 // fetched, segment runs in parallel ranged GETs.
-func spliceObject(c *cli.Context, s *objectStream, opts reencrypt.SpliceOptions) error {
+func spliceObject(e *env, so *spliceOptions, s *objectStream, opts reencrypt.SpliceOptions) error {
 	o := s.o
 	ra, err := s.readerAt()
 	if err != nil {
@@ -275,20 +274,20 @@ func spliceObject(c *cli.Context, s *objectStream, opts reencrypt.SpliceOptions)
 	if err != nil {
 		return err
 	}
-	dest := c.String("output")
+	dest := so.Output
 	var out *output
 	var loc objstore.Location
 	if objstore.IsURL(dest) {
 		if loc, err = objectDest(dest); err != nil {
 			return err
 		}
-		if !c.Bool("force") && o.Location() == loc {
+		if !so.Force && o.Location() == loc {
 			return withHint(usagef("output %s is the input", loc), "use --force to replace it")
 		}
-	} else if out, err = openDest(c, dest, o.Size()+headerRoom, outputOptions{force: c.Bool("force"), binary: true, mode: modePublic}); err != nil {
+	} else if out, err = e.openDest(dest, o.Size()+headerRoom, outputOptions{force: so.Force, binary: true, mode: modePublic}); err != nil {
 		return err
 	}
-	if opts.Reader, err = readSecretKey(c); err != nil {
+	if opts.Reader, err = readSecretKey(e, so.keyOptions); err != nil {
 		if out != nil {
 			out.abort()
 		}
@@ -302,10 +301,10 @@ func spliceObject(c *cli.Context, s *objectStream, opts reencrypt.SpliceOptions)
 		}
 		return noPacketHint(err, opts.Reader, nil)
 	}
-	if out == nil && o.Location() == loc && !c.Bool("drop-self") && !opensWith(nh, opts.Reader) {
+	if out == nil && o.Location() == loc && !so.DropSelf && !opensWith(nh, opts.Reader) {
 		// In place, as for reencrypt: never a result that the owner's
 		// key no longer opens.
-		return withHint(usagef("cut in place, the object would no longer open with --sk %s, nor for any reader but the recipients", quoteName(secretKeyPath(c))),
+		return withHint(usagef("cut in place, the object would no longer open with --sk %s, nor for any reader but the recipients", quoteName(so.secretKeyPath())),
 			"add your own public key with --recipient_pk, write to another object, or --drop-self to drop your access")
 	}
 	if out == nil {
@@ -313,19 +312,19 @@ func spliceObject(c *cli.Context, s *objectStream, opts reencrypt.SpliceOptions)
 		for _, r := range runs {
 			parts = append(parts, objstore.Range(o, h.Size()+r.Offset, r.Length))
 		}
-		return interruptible(c, loc.String(), func(ctx context.Context) error { return compose(ctx, c, loc, parts, c.Bool("force")) })
+		return e.interruptible(loc.String(), func(ctx context.Context) error { return e.compose(ctx, loc, parts, so.Force) })
 	}
-	return out.finish(copyObjectRuns(c, out, nh, o, h.Size(), runs))
+	return out.finish(copyObjectRuns(e, out, nh, o, h.Size(), runs))
 }
 
 // copyObjectRuns writes the header nh, then the runs of the body of o,
 // which starts at bodyStart.
-func copyObjectRuns(c *cli.Context, out io.Writer, nh *header.Header, o *objstore.Object, bodyStart int64, runs []reencrypt.Run) error {
+func copyObjectRuns(e *env, out io.Writer, nh *header.Header, o *objstore.Object, bodyStart int64, runs []reencrypt.Run) error {
 	if _, err := nh.WriteTo(out); err != nil {
 		return fmt.Errorf("failed to write header: %w", err)
 	}
 	for _, run := range runs {
-		r, err := o.NewReader(bodyStart+run.Offset, run.Length, readerOptions(c))
+		r, err := o.NewReader(bodyStart+run.Offset, run.Length, e.readerOptions())
 		if err != nil {
 			return err
 		}

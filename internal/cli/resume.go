@@ -54,10 +54,11 @@ const (
 	recordSuffix = ".c4gh-resume.json"
 )
 
-func continueFlag() cli.Flag {
+func continueFlag(p *bool) cli.Flag {
 	return &cli.BoolFlag{
-		Name:  "continue",
-		Usage: "keep the partial output of a download beside -o FILE and resume it after an interruption (s3:// and https:// inputs)",
+		Name:        "continue",
+		Destination: p,
+		Usage:       "keep the partial output of a download beside -o FILE and resume it after an interruption (s3:// and https:// inputs)",
 	}
 }
 
@@ -81,12 +82,12 @@ type resumeRecord struct {
 }
 
 // decryptResume decrypts the object of -i to -o with --continue.
-func decryptResume(c *cli.Context, rng *edit.Range) error {
-	src, path := c.String("input"), c.String("output")
+func decryptResume(e *env, d *decryptOptions, rng *edit.Range) error {
+	src, path := d.Input, d.Output
 	switch {
 	case rng != nil:
 		return usagef("--continue cannot be used with --range")
-	case c.Bool("checksum"):
+	case d.Checksum:
 		return usagef("--continue cannot be used with --checksum")
 	case !objstore.IsURL(src):
 		return withHint(usagef("--continue resumes the download of an object or a web resource"),
@@ -96,13 +97,13 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	case objstore.IsURL(path):
 		return usagef("--continue writes a local file, not %s", path)
 	}
-	final, err := checkOutput(path, outputOptions{force: c.Bool("force")})
+	final, err := checkOutput(path, outputOptions{force: d.Force})
 	// An output that exists without a partial one beside it may be the
 	// complete download of an earlier run: then there is nothing to do
 	// (as wget -c has it), so that a retry loop ends. Its size, against
 	// the object's plaintext, tells.
 	var done os.FileInfo
-	if err != nil && !c.Bool("force") {
+	if err != nil && !d.Force {
 		// Only a regular file of the caller's, private as a decrypt
 		// leaves it, is taken for the earlier run's: not a link, not a
 		// file that another user planted at the name.
@@ -122,7 +123,7 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	}
 	partial := resumeFile(final, resumeSuffix)
 
-	in, err := openSource(c, src)
+	in, err := e.openSource(src)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	if err := checkMagic(bufio.NewReader(io.NewSectionReader(ra, 0, 16))); err != nil {
 		return err
 	}
-	sk, sender, err := readReaderKeys(c)
+	sk, sender, err := readReaderKeys(e, d.keyOptions)
 	if err != nil {
 		return err
 	}
@@ -156,8 +157,8 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 		if done.Size() != plainSize {
 			return existsErr
 		}
-		if !c.Bool("quiet") {
-			fmt.Fprintf(c.App.ErrWriter, "crypt4gh: %s is complete (%d bytes of plaintext): nothing to do\n", quoteName(path), plainSize)
+		if !e.quiet {
+			fmt.Fprintf(e.stderr, "crypt4gh: %s is complete (%d bytes of plaintext): nothing to do\n", quoteName(path), plainSize)
 		}
 		return nil
 	}
@@ -166,17 +167,17 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	urlSum := sha256.Sum256([]byte(src))
 	rec := resumeRecord{Source: o.Location().String(), URL: hex.EncodeToString(urlSum[:]), ETag: validator, Strong: strong,
 		KeyID: res.KeyID(), Size: size, HeaderSize: hsize}
-	rw, err := openPartial(c, partial, rec, res)
+	rw, err := openPartial(e, partial, rec, res)
 	if err != nil {
 		return err
 	}
 	defer rw.close()
 
 	from := res.Offset(rw.start)
-	rest := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return readerOptions(c) }, fetched: true, pos: min(from, size)}
+	rest := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return e.readerOptions() }, fetched: true, pos: min(from, size)}
 	defer rest.Close()
-	prog := newProgress(c, size-from, "decrypting")
-	r := res.From(rw.start, prog.reader(rest), c.Int("jobs"))
+	prog := e.newProgress(size-from, "decrypting")
+	r := res.From(rw.start, prog.reader(rest), d.Jobs)
 	defer r.Close()
 	prog.start()
 	_, err = r.WriteTo(rw)
@@ -194,7 +195,7 @@ func decryptResume(c *cli.Context, rng *edit.Range) error {
 	if n := rw.written.Load(); n != plainSize {
 		return fmt.Errorf("failed to decrypt %s: %d bytes of plaintext, want %d", o.Location(), n, plainSize)
 	}
-	return rw.commit(final, path, c.Bool("force"))
+	return rw.commit(final, path, d.Force)
 }
 
 // partialWriter writes the plaintext to the partial output, syncing it
@@ -215,7 +216,7 @@ type partialWriter struct {
 // openPartial opens the partial output at path for the download rec of
 // plainSize bytes of plaintext, positioned after the plaintext that an
 // earlier run left and that may be kept.
-func openPartial(c *cli.Context, path string, rec resumeRecord, res *c4gh.Resumable) (*partialWriter, error) {
+func openPartial(e *env, path string, rec resumeRecord, res *c4gh.Resumable) (*partialWriter, error) {
 	w := &partialWriter{path: path, record: strings.TrimSuffix(path, resumeSuffix) + recordSuffix, rec: rec}
 	f, err := openPrivate(path)
 	if errors.Is(err, errNotPrivate) {
@@ -237,7 +238,7 @@ func openPartial(c *cli.Context, path string, rec resumeRecord, res *c4gh.Resuma
 	if err != nil {
 		return fail("read", err)
 	}
-	w.start = w.kept(c, fi.Size(), res)
+	w.start = w.kept(e, fi.Size(), res)
 	w.rec.Plaintext = w.start
 	w.rec.BootID = bootID()
 	if err := w.saveRecord(); err != nil {
@@ -261,10 +262,10 @@ func openPartial(c *cli.Context, path string, rec resumeRecord, res *c4gh.Resuma
 // record says they were written for the same object. A partial output
 // without a record (each run writes its record before any plaintext)
 // keeps nothing.
-func (w *partialWriter) kept(c *cli.Context, size int64, res *c4gh.Resumable) int64 {
+func (w *partialWriter) kept(e *env, size int64, res *c4gh.Resumable) int64 {
 	data, err := readPrivate(w.record)
 	if errors.Is(err, errNotPrivate) {
-		warnf(c, "%s is %v: starting again", quoteName(w.record), errNotPrivate)
+		e.warnf("%s is %v: starting again", quoteName(w.record), errNotPrivate)
 		return 0
 	}
 	if err != nil || size == 0 {
@@ -274,7 +275,7 @@ func (w *partialWriter) kept(c *cli.Context, size int64, res *c4gh.Resumable) in
 	if json.Unmarshal(data, &old) != nil || old.Source != w.rec.Source || old.URL != w.rec.URL {
 		return 0 // another download
 	}
-	if !sameBody(c, old, w.rec) {
+	if !sameBody(e, old, w.rec) {
 		return 0
 	}
 	n := old.Plaintext
@@ -283,8 +284,8 @@ func (w *partialWriter) kept(c *cli.Context, size int64, res *c4gh.Resumable) in
 		n = size
 	}
 	n = res.Kept(min(n, size))
-	if n > 0 && !c.Bool("quiet") {
-		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: resuming %s after %d bytes of plaintext (%d of %d segments)\n",
+	if n > 0 && !e.quiet {
+		fmt.Fprintf(e.stderr, "crypt4gh: resuming %s after %d bytes of plaintext (%d of %d segments)\n",
 			w.rec.Source, n, body.SegmentOf(n), body.SegmentCount(res.Size()))
 	}
 	return n
@@ -296,13 +297,13 @@ func (w *partialWriter) kept(c *cli.Context, size int64, res *c4gh.Resumable) in
 // header was re-encrypted in place (the segments go on authenticating
 // under those keys, which decrypting the rest checks). Else it says why
 // the download starts again.
-func sameBody(c *cli.Context, old, rec resumeRecord) bool {
+func sameBody(e *env, old, rec resumeRecord) bool {
 	switch {
 	case old.Strong && rec.Strong && old.ETag == rec.ETag && old.Size == rec.Size && old.HeaderSize == rec.HeaderSize:
 		return true
 	case old.KeyID != "" && old.KeyID == rec.KeyID && old.Size-old.HeaderSize == rec.Size-rec.HeaderSize:
 		if old.ETag != rec.ETag || old.HeaderSize != rec.HeaderSize {
-			warnf(c, "%s has a new header but the same body (its data keys did not change): resuming", rec.Source)
+			e.warnf("%s has a new header but the same body (its data keys did not change): resuming", rec.Source)
 		}
 		return true
 	case !rec.Strong || !old.Strong:
@@ -310,11 +311,11 @@ func sameBody(c *cli.Context, old, rec resumeRecord) bool {
 		if rec.ETag != "" {
 			what = "only " + rec.ETag
 		}
-		warnf(c, "%s has no strong validator (%s), so whether it changed since the interrupted download cannot be told: starting again",
+		e.warnf("%s has no strong validator (%s), so whether it changed since the interrupted download cannot be told: starting again",
 			rec.Source, what)
 		return false
 	}
-	warnf(c, "%s changed since the interrupted download (ETag %s, size %d; it was %s, %d): starting again",
+	e.warnf("%s changed since the interrupted download (ETag %s, size %d; it was %s, %d): starting again",
 		rec.Source, rec.ETag, rec.Size, old.ETag, old.Size)
 	return false
 }
@@ -489,7 +490,7 @@ func exists(path string) bool {
 // interrupted download to path that a complete download has made
 // obsolete: they are removed only when they are the caller's own private
 // files, as --continue would have used them.
-func removeResumeFiles(c *cli.Context, path string) {
+func removeResumeFiles(e *env, path string) {
 	if isStdout(path) || objstore.IsURL(path) {
 		return
 	}
@@ -505,21 +506,21 @@ func removeResumeFiles(c *cli.Context, path string) {
 		}
 		f.Close()
 	}
-	if removed && !c.Bool("quiet") {
-		fmt.Fprintf(c.App.ErrWriter, "crypt4gh: removed the partial output of the interrupted download to %s, which is complete now\n", quoteName(path))
+	if removed && !e.quiet {
+		fmt.Fprintf(e.stderr, "crypt4gh: removed the partial output of the interrupted download to %s, which is complete now\n", quoteName(path))
 	}
 }
 
 // warnResumable says when the output of a decrypt without --continue
 // has the partial output of an interrupted download with --continue
 // beside it, which this run does not use (and removes once complete).
-func warnResumable(c *cli.Context, path string) {
+func warnResumable(e *env, path string) {
 	if isStdout(path) || objstore.IsURL(path) {
 		return
 	}
 	partial := resumeFile(path, resumeSuffix)
 	if fi, err := os.Lstat(partial); err == nil && fi.Mode().IsRegular() {
-		warnf(c, "%s holds the plaintext of an interrupted download: add --continue to resume it; this run removes it and %s once it is complete",
+		e.warnf("%s holds the plaintext of an interrupted download: add --continue to resume it; this run removes it and %s once it is complete",
 			quoteName(partial), quoteName(resumeFile(path, recordSuffix)))
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/c4gh-go/crypt4gh/mount"
 	"github.com/c4gh-go/crypt4gh/mount/storesource"
 	"github.com/c4gh-go/crypt4gh/objstore"
-	"github.com/urfave/cli/v2"
 )
 
 // Objects of S3-compatible stores (s3://BUCKET/KEY) are read and written
@@ -26,22 +25,6 @@ import (
 // This file holds what every command shares for them: the client of the
 // run, inputs that stream an object in parallel ranged GETs, and outputs
 // that upload as a multipart upload aborted on every failure and signal.
-
-// s3ConfigFlag is the flag of every command that reads or writes data.
-// insecureHTTPFlag allows an S3 endpoint of plain http off loopback.
-func insecureHTTPFlag() cli.Flag {
-	return &cli.BoolFlag{
-		Name:  "allow-insecure-http",
-		Usage: "accept a plain http:// S3 endpoint that is not on this machine (credentials and data cross the network in the clear)",
-	}
-}
-
-func s3ConfigFlag() cli.Flag {
-	return &cli.StringFlag{
-		Name:  "s3-config",
-		Usage: "take the S3 credentials and endpoint from the s3cmd configuration file at `PATH` (default: the AWS environment variables and files)",
-	}
-}
 
 // Memory of the transfers of one run, shared by the files of a batch
 // that move at once.
@@ -75,6 +58,7 @@ type stores struct {
 	files   int                    // files of a batch that move at once
 	reading bool                   // objects are read: uploads get half the budget
 	writing bool                   // objects are written: downloads get half the budget
+	config  storeOptions           // the command's flags for them
 }
 
 // openedStore is the store of a scheme, or why it could not be made.
@@ -83,28 +67,8 @@ type openedStore struct {
 	err error
 }
 
-var storesMu sync.Mutex
-
-const storesKey = "crypt4gh/stores"
-
-// storesOf returns the object storage of the run of c.
-func storesOf(c *cli.Context) *stores {
-	storesMu.Lock()
-	defer storesMu.Unlock()
-	if s, ok := c.App.Metadata[storesKey].(*stores); ok {
-		return s
-	}
-	if c.App.Metadata == nil {
-		c.App.Metadata = map[string]any{}
-	}
-	s := &stores{files: 1}
-	c.App.Metadata[storesKey] = s
-	return s
-}
-
-// shareMemory says that n files of a batch move at once.
-func shareMemory(c *cli.Context, n int) {
-	s := storesOf(c)
+// share says that n files of a batch move at once.
+func (s *stores) share(n int) {
 	s.mu.Lock()
 	s.files = max(1, n)
 	s.mu.Unlock()
@@ -144,25 +108,25 @@ var readChunks = 8
 var storeIdleTimeout time.Duration
 
 // storeConfig is the configuration of the stores of the run.
-func storeConfig(c *cli.Context) objstore.Config {
-	return objstore.Config{S3Config: expandHome(c.String("s3-config")), IdleTimeout: storeIdleTimeout,
-		AllowInsecureHTTP: c.Bool("allow-insecure-http")}
+func (o storeOptions) config() objstore.Config {
+	return objstore.Config{S3Config: expandHome(o.S3Config), IdleTimeout: storeIdleTimeout,
+		AllowInsecureHTTP: o.AllowInsecureHTTP}
 }
 
 // store returns the store of the run for the scheme of loc, made at the
 // first call for the scheme: one S3 client a run, whose credentials are
 // resolved once.
-func store(c *cli.Context, loc objstore.Location) (objstore.Store, error) {
-	s := storesOf(c)
+func (e *env) store(loc objstore.Location) (objstore.Store, error) {
+	s := e.stores
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	scheme := loc.Scheme()
 	o, ok := s.opened[scheme]
 	if !ok {
 		if scheme == "s3" {
-			warnCredentialFiles(c)
+			e.warnCredentialFiles()
 		}
-		o.st, o.err = objstore.OpenStore(c.Context, loc, storeConfig(c))
+		o.st, o.err = objstore.OpenStore(e.ctx, loc, s.config.config())
 		if s.opened == nil {
 			s.opened = map[string]openedStore{}
 		}
@@ -174,9 +138,9 @@ func store(c *cli.Context, loc objstore.Location) (objstore.Store, error) {
 // warnCredentialFiles warns, as for a secret key, when a file that may hold
 // the S3 credentials of the run may be read by others: the s3cmd file of
 // --s3-config, else the AWS shared credentials and configuration files.
-func warnCredentialFiles(c *cli.Context) {
-	if p := expandHome(c.String("s3-config")); p != "" {
-		warnReadable(c, "s3cmd configuration file", p)
+func (e *env) warnCredentialFiles() {
+	if p := expandHome(e.stores.config.S3Config); p != "" {
+		e.warnReadable("s3cmd configuration file", p)
 		return
 	}
 	for _, f := range []struct{ env, path, what string }{
@@ -187,13 +151,13 @@ func warnCredentialFiles(c *cli.Context) {
 		if p == "" {
 			p = expandHome(f.path)
 		}
-		warnReadable(c, f.what, p)
+		e.warnReadable(f.what, p)
 	}
 }
 
 // readerOptions are the options of the streams of a run.
-func readerOptions(c *cli.Context) *objstore.ReaderOptions {
-	return &objstore.ReaderOptions{ChunkSize: readChunk, Concurrency: max(min(2, readChunks), readChunks/storesOf(c).shares())}
+func (e *env) readerOptions() *objstore.ReaderOptions {
+	return &objstore.ReaderOptions{ChunkSize: readChunk, Concurrency: max(min(2, readChunks), readChunks/e.stores.shares())}
 }
 
 // writerOptions are the options of an upload of size bytes (0: unknown):
@@ -203,13 +167,13 @@ func readerOptions(c *cli.Context) *objstore.ReaderOptions {
 // grew) are spooled to temporary files, so that memory stays within the
 // budget whatever the size (two default parts at least, when a batch
 // shares it among many uploads).
-func writerOptions(c *cli.Context, size int64, force bool) *objstore.WriterOptions {
+func (e *env) writerOptions(size int64, force bool) *objstore.WriterOptions {
 	part := int64(objstore.DefaultPartSize)
 	if size > 0 {
 		need := (size + objstore.MaxParts - 1) / objstore.MaxParts
 		part = max(part, (need+1<<20-1)&^(1<<20-1))
 	}
-	budget := int64(writeBudget) / int64(storesOf(c).shares())
+	budget := int64(writeBudget) / int64(e.stores.shares())
 	return &objstore.WriterOptions{
 		Force: force, Size: max(size, 0), PartSize: part,
 		Concurrency: int(max(2, budget/part)),
@@ -277,7 +241,7 @@ func inputName(path string) string {
 }
 
 // openObject opens the object (or web resource) at the URL s.
-func openObject(c *cli.Context, s string) (*objstore.Object, error) {
+func (e *env) openObject(s string) (*objstore.Object, error) {
 	loc, err := objstore.Parse(s)
 	if err != nil {
 		return nil, err
@@ -285,12 +249,12 @@ func openObject(c *cli.Context, s string) (*objstore.Object, error) {
 	if loc.IsPrefix() {
 		return nil, withHint(usagef("%s is a prefix, not an object", loc), "name an object (s3://BUCKET/KEY), or give the prefix as a FILE argument of batch mode")
 	}
-	st, err := store(c, loc)
+	st, err := e.store(loc)
 	if err != nil {
 		return nil, err
 	}
-	o, err := st.Open(c.Context, loc)
-	if errors.Is(err, objstore.ErrNotFound) && loc.URL == "" && hasObjectsUnder(c, st, loc) {
+	o, err := st.Open(e.ctx, loc)
+	if errors.Is(err, objstore.ErrNotFound) && loc.URL == "" && e.hasObjectsUnder(st, loc) {
 		// s3://b/run1 meant as the folder run1: say so.
 		return nil, withHint(err, "%s/ (with the slash) is a prefix with objects under it: give it as a FILE argument of batch mode", loc)
 	}
@@ -298,9 +262,9 @@ func openObject(c *cli.Context, s string) (*objstore.Object, error) {
 }
 
 // hasObjectsUnder reports whether some object has a key under loc.Key+"/".
-func hasObjectsUnder(c *cli.Context, st objstore.Store, loc objstore.Location) bool {
+func (e *env) hasObjectsUnder(st objstore.Store, loc objstore.Location) bool {
 	loc.Key += "/"
-	for _, err := range st.List(c.Context, loc) {
+	for _, err := range st.List(e.ctx, loc) {
 		return err == nil
 	}
 	return false
@@ -308,21 +272,21 @@ func hasObjectsUnder(c *cli.Context, st objstore.Store, loc objstore.Location) b
 
 // openSource opens path for reading as openInput does, and also an
 // object or web resource when path is a URL. The caller must call Close.
-func openSource(c *cli.Context, path string) (*input, error) {
+func (e *env) openSource(path string) (*input, error) {
 	if !objstore.IsURL(path) {
-		return openInput(path, c.App.Reader)
+		return openInput(path, e.stdin)
 	}
-	o, err := openObject(c, path)
+	o, err := e.openObject(path)
 	if err != nil {
 		return nil, err
 	}
-	return objectInput(c, o), nil
+	return e.objectInput(o), nil
 }
 
 // objectInput is the input that reads o.
-func objectInput(c *cli.Context, o *objstore.Object) *input {
-	storesOf(c).uses(false)
-	s := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return readerOptions(c) }}
+func (e *env) objectInput(o *objstore.Object) *input {
+	e.stores.uses(false)
+	s := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return e.readerOptions() }}
 	return &input{Reader: s, name: o.Location().String(), obj: s}
 }
 
@@ -497,9 +461,9 @@ type objectSink struct {
 // when path is an s3:// URL. size is how many bytes will be written, at
 // most, when known (0 otherwise): it sets the part size of a large
 // upload.
-func openDest(c *cli.Context, path string, size int64, opts outputOptions) (*output, error) {
+func (e *env) openDest(path string, size int64, opts outputOptions) (*output, error) {
 	if !objstore.IsURL(path) {
-		return openOutput(path, c.App.Writer, opts)
+		return openOutput(path, e.stdout, opts)
 	}
 	loc, err := objstore.Parse(path)
 	if err != nil {
@@ -511,13 +475,13 @@ func openDest(c *cli.Context, path string, size int64, opts outputOptions) (*out
 	case loc.IsPrefix():
 		return nil, withHint(usagef("%s is a prefix, not an object", loc), "name the object: s3://BUCKET/KEY")
 	}
-	st, err := store(c, loc)
+	st, err := e.store(loc)
 	if err != nil {
 		return nil, err
 	}
-	storesOf(c).uses(true)
-	ctx, cancel := context.WithCancel(c.Context)
-	w, err := st.Create(ctx, loc, writerOptions(c, size, opts.force))
+	e.stores.uses(true)
+	ctx, cancel := context.WithCancel(e.ctx)
+	w, err := st.Create(ctx, loc, e.writerOptions(size, opts.force))
 	if err != nil {
 		cancel()
 		if errors.Is(err, objstore.ErrExists) {
@@ -603,8 +567,8 @@ func mayCommit(name string) {
 // An object whose upload was being completed when the signal came may be
 // written all the same (see objectSink.interrupted): when fn returns nil
 // after the signal, the message says that dest (when not "") was written.
-func interruptible(c *cli.Context, dest string, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithCancel(c.Context)
+func (e *env) interruptible(dest string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	var result error
 	finished := make(chan struct{})
@@ -629,7 +593,7 @@ func interruptible(c *cli.Context, dest string, fn func(ctx context.Context) err
 
 // objectSource is the mount.Source of the objects under the s3:// prefix
 // (or the key, taken as a prefix) of source.
-func objectSource(c *cli.Context, source string) (mount.Source, error) {
+func (e *env) objectSource(source string) (mount.Source, error) {
 	loc, err := objstore.Parse(source)
 	if err != nil {
 		return nil, err
@@ -637,7 +601,7 @@ func objectSource(c *cli.Context, source string) (mount.Source, error) {
 	if loc.URL != "" {
 		return nil, usagef("mount shows an s3:// prefix or a folder, not %s", loc)
 	}
-	st, err := store(c, loc)
+	st, err := e.store(loc)
 	if err != nil {
 		return nil, err
 	}

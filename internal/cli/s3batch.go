@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/c4gh-go/crypt4gh/objstore"
-	"github.com/urfave/cli/v2"
 )
 
 // Batch mode with objects and output folders:
@@ -74,7 +73,7 @@ type source struct {
 
 // batchSources expands the FILE arguments: a prefix to the objects under it
 // whose keys keep accepts, anything else to itself.
-func batchSources(c *cli.Context, args []string, keep func(key string) bool) ([]source, error) {
+func batchSources(e *env, args []string, keep func(key string) bool) ([]source, error) {
 	var out []source
 	for _, a := range args {
 		if !objstore.IsURL(a) {
@@ -93,12 +92,12 @@ func batchSources(c *cli.Context, args []string, keep func(key string) bool) ([]
 			out = append(out, source{in: a, rel: path.Base(loc.Key)})
 			continue
 		}
-		objs, err := listObjects(c, loc, keep)
+		objs, err := listObjects(e, loc, keep)
 		if err != nil {
 			return nil, err
 		}
 		if len(objs) == 0 {
-			warnf(c, "no object to take under %s", loc)
+			e.warnf("no object to take under %s", loc)
 		}
 		out = append(out, objs...)
 	}
@@ -107,13 +106,13 @@ func batchSources(c *cli.Context, args []string, keep func(key string) bool) ([]
 
 // listObjects returns the objects under the prefix loc whose keys keep
 // accepts.
-func listObjects(c *cli.Context, loc objstore.Location, keep func(string) bool) ([]source, error) {
-	st, err := store(c, loc)
+func listObjects(e *env, loc objstore.Location, keep func(string) bool) ([]source, error) {
+	st, err := e.store(loc)
 	if err != nil {
 		return nil, err
 	}
 	var out []source
-	for info, err := range st.List(c.Context, loc) {
+	for info, err := range st.List(e.ctx, loc) {
 		if err != nil {
 			return nil, err
 		}
@@ -168,13 +167,12 @@ func hasURL(args []string) bool {
 }
 
 // encryptBatchItems maps each FILE to FILE.c4gh, beside it or in the
-// output folder; inputs that end in .c4gh already are skipped.
-func encryptBatchItems(c *cli.Context, files []string) ([]batchItem, []string, error) {
-	dir := c.String("output")
+// output folder dir ("" for none); inputs that end in .c4gh already are skipped.
+func encryptBatchItems(e *env, dir string, files []string) ([]batchItem, []string, error) {
 	if dir == "" && !hasURL(files) {
 		return encryptItems(files)
 	}
-	srcs, err := batchSources(c, files, func(key string) bool { return !strings.HasSuffix(key, c4ghSuffix) })
+	srcs, err := batchSources(e, files, func(key string) bool { return !strings.HasSuffix(key, c4ghSuffix) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,12 +200,11 @@ func encryptBatchItems(c *cli.Context, files []string) ([]batchItem, []string, e
 
 // decryptBatchItems maps each FILE.c4gh to FILE, beside it or in the
 // output folder.
-func decryptBatchItems(c *cli.Context, files []string) ([]batchItem, error) {
-	dir := c.String("output")
+func decryptBatchItems(e *env, dir string, files []string) ([]batchItem, error) {
 	if dir == "" && !hasURL(files) {
 		return decryptItems(files)
 	}
-	srcs, err := batchSources(c, files, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
+	srcs, err := batchSources(e, files, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
 	if err != nil {
 		return nil, err
 	}
@@ -239,9 +236,9 @@ func decryptBatchItems(c *cli.Context, files []string) ([]batchItem, error) {
 
 // openBatchInput opens the input of one file of a batch, with messages
 // that follow the name of the file on its line.
-func openBatchInput(c *cli.Context, name string) (*input, error) {
+func (e *env) openBatchInput(name string) (*input, error) {
 	if objstore.IsURL(name) {
-		return openSource(c, name)
+		return e.openSource(name)
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -264,8 +261,8 @@ func openBatchInput(c *cli.Context, name string) (*input, error) {
 // openBatchOutput opens the output of one file of a batch, making the
 // local folder it goes in when it is missing (for the objects of a
 // prefix).
-func openBatchOutput(c *cli.Context, name string, size int64, opts outputOptions) (*output, error) {
-	if dir := c.String("output"); isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name) {
+func openBatchOutput(e *env, dir, name string, size int64, opts outputOptions) (*output, error) {
+	if isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name) {
 		if err := noLinkBelow(dir, name); err != nil {
 			return nil, err
 		}
@@ -283,7 +280,7 @@ func openBatchOutput(c *cli.Context, name string, size int64, opts outputOptions
 			}
 		}
 	}
-	return openDest(c, name, size, opts)
+	return e.openDest(name, size, opts)
 }
 
 // noLinkBelow fails when a folder or file between the output folder dir
@@ -316,11 +313,11 @@ func noLinkBelow(dir, name string) error {
 // verifySources expands the FILE arguments of verify and inspect: a prefix
 // to the objects ending in .c4gh under it. It reports the keys it skips,
 // each on a line (a failure, exit 1), and returns how many.
-func verifySources(c *cli.Context, args []string) ([]string, int, error) {
+func verifySources(e *env, args []string) ([]string, int, error) {
 	if !hasURL(args) {
 		return args, 0, nil
 	}
-	srcs, err := batchSources(c, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
+	srcs, err := batchSources(e, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
 	if err != nil {
 		return nil, 0, err
 	}
@@ -328,14 +325,14 @@ func verifySources(c *cli.Context, args []string) ([]string, int, error) {
 	skipped := 0
 	for _, s := range srcs {
 		if s.err != nil {
-			report(c.App.ErrWriter, fmt.Errorf("%s: %w", s.in, s.err))
+			report(e.stderr, fmt.Errorf("%s: %w", s.in, s.err))
 			skipped++
 			continue
 		}
 		out = append(out, s.in)
 	}
 	if len(out) == 0 && skipped == 0 {
-		return nil, 0, usagef("nothing to %s", c.Command.Name)
+		return nil, 0, usagef("nothing to %s", e.command)
 	}
 	return out, skipped, nil
 }

@@ -4,13 +4,33 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
 	"github.com/urfave/cli/v2"
 )
 
-func rearrangeCommand() *cli.Command {
+// spliceOptions are the flags of rearrange and splice.
+type spliceOptions struct {
+	keyOptions
+	streamOptions
+	store      storeOptions
+	Range      string          // rearrange's one range
+	Ranges     cli.StringSlice // splice's ranges
+	Recipients cli.StringSlice
+	DropSelf   bool
+	Quiet      bool
+}
+
+// flags are the flags that rearrange and splice share, around theirs.
+func (o *spliceOptions) flags(own ...cli.Flag) []cli.Flag {
+	return slices.Concat([]cli.Flag{skFlag(&o.SK)}, own, []cli.Flag{passphraseFileFlag(&o.PassphraseFile)},
+		o.streamOptions.flags(), []cli.Flag{quietFlag(&o.Quiet, false)}, o.store.flags())
+}
+
+func rearrangeCommand(e *env) *cli.Command {
+	o := &spliceOptions{}
 	return &cli.Command{
 		Name:  "rearrange",
 		Usage: "keep one range of a file, for your own key, without decrypting the body",
@@ -19,48 +39,41 @@ func rearrangeCommand() *cli.Command {
 			"the public key of --sk, and the segments that the range touches, copied\n" +
 			"unchanged. From a pipe, the segments before the range are read and dropped,\n" +
 			"the others held in a temporary file." + spliceObjectsHelp,
-		Flags: []cli.Flag{
-			skFlag(),
-			&cli.StringFlag{Name: "range", Usage: "the bytes to keep: `START-END` (END excluded) or START (required)"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(false),
-			s3ConfigFlag(), insecureHTTPFlag(),
-		},
+		Flags: o.flags(rangeFlag(&o.Range, "the bytes to keep: `START-END` (END excluded) or START (required)")),
 		Action: func(c *cli.Context) error {
-			if !c.IsSet("range") {
+			if o.Range == "" {
 				return usagef("no range: use --range START-END or --range START")
 			}
-			return splice(c, []string{c.String("range")}, nil)
+			return splice(e.start(c, o.Quiet, &o.store), o, []string{o.Range}, nil)
 		},
 	}
 }
 
-func spliceCommand() *cli.Command {
+func spliceCommand(e *env) *cli.Command {
+	o := &spliceOptions{}
 	return &cli.Command{
 		Name:  "splice",
 		Usage: "keep several ranges of a file in one output, for new recipients, without decrypting the body",
 		Description: "Like rearrange, for several ranges at once: the output stands for the ranges\n" +
 			"in increasing order, overlapping or adjacent ranges merged. The header is\n" +
 			"for the --recipient_pk keys, or for the public key of --sk when none is given." + spliceObjectsHelp,
-		Flags: []cli.Flag{
-			skFlag(),
-			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)"},
-			recipientFlag("write the header for the public key(s) in the file at `PATH` (repeatable)"),
-			&cli.BoolFlag{Name: "drop-self", Usage: "in place: allow a result that --sk no longer opens"},
-			passphraseFileFlag(), inputFlag(), outputFlag(), forceFlag(), quietFlag(false),
-			s3ConfigFlag(), insecureHTTPFlag(),
-		},
+		Flags: o.flags(
+			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)", Destination: &o.Ranges},
+			recipientFlag(&o.Recipients, "write the header for the public key(s) in the file at `PATH` (repeatable)"),
+			dropSelfFlag(&o.DropSelf),
+		),
 		Action: func(c *cli.Context) error {
-			if len(c.StringSlice("range")) == 0 {
+			if len(o.Ranges.Value()) == 0 {
 				return usagef("no range: use --range START-END or --range START (repeatable)")
 			}
-			return splice(c, c.StringSlice("range"), c.StringSlice("recipient_pk"))
+			return splice(e.start(c, o.Quiet, &o.store), o, o.Ranges.Value(), o.Recipients.Value())
 		},
 	}
 }
 
-func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
-	if c.NArg() > 0 {
-		return usagef("unexpected argument %q (use -i for the input file)", c.Args().First())
+func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error {
+	if len(e.args) > 0 {
+		return usagef("unexpected argument %q (use -i for the input file)", e.args[0])
 	}
 	var ranges []edit.Range
 	for _, s := range rangeArgs {
@@ -74,23 +87,23 @@ func splice(c *cli.Context, rangeArgs, recipientPaths []string) error {
 	if err != nil {
 		return err
 	}
-	if err := distinctOutputs([]string{"-o", c.String("output")}, keyInputs(c)); err != nil {
+	if err := distinctOutputs([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(recipientPaths)...)); err != nil {
 		return err
 	}
-	in, err := openSource(c, c.String("input"))
+	in, err := e.openSource(o.Input)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	if in.obj != nil {
-		return spliceObject(c, in.obj, reencrypt.SpliceOptions{Recipients: recipients, Ranges: ranges})
+		return spliceObject(e, o, in.obj, reencrypt.SpliceOptions{Recipients: recipients, Ranges: ranges})
 	}
-	out, err := openDest(c, c.String("output"), max(in.size(), 0)+headerRoom,
-		outputOptions{force: c.Bool("force"), binary: true, mode: modePublic, input: in.file})
+	out, err := e.openDest(o.Output, max(in.size(), 0)+headerRoom,
+		outputOptions{force: o.Force, binary: true, mode: modePublic, input: in.file})
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(c)
+	sk, err := readSecretKey(e, o.keyOptions)
 	if err != nil {
 		out.abort()
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/c4gh-go/crypt4gh/body"
@@ -14,7 +15,18 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func verifyCommand() *cli.Command {
+// verifyOptions are the flags of verify.
+type verifyOptions struct {
+	keyOptions
+	store    storeOptions
+	Jobs     int
+	Quiet    bool // nothing for the files that pass
+	Checksum bool
+	Strict   bool
+}
+
+func verifyCommand(e *env) *cli.Command {
+	o := &verifyOptions{}
 	return &cli.Command{
 		Name:      "verify",
 		Usage:     "check that files decrypt and authenticate, without writing the plaintext",
@@ -29,15 +41,14 @@ func verifyCommand() *cli.Command {
 			"cut off the end of a body cannot be detected, unless an edit list reaches\n" +
 			"into them: then the file passes with a warning (such files are valid: the\n" +
 			"edit list keeps what is there), and with --strict it fails with exit 4." + verifyObjectsHelp,
-		Flags: []cli.Flag{
-			skFlag(),
-			senderFlag(),
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing for files that pass"},
-			passphraseFileFlag(), jobsFlag(),
-			&cli.BoolFlag{Name: "checksum", Usage: "print the sha256 of each plaintext and encrypted file on stdout, as sha256sum does, instead of FILE: OK"},
-			s3ConfigFlag(), insecureHTTPFlag(), strictFlag(),
-		},
-		Action: verify,
+		Flags: slices.Concat([]cli.Flag{
+			skFlag(&o.SK),
+			senderFlag(&o.Sender),
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing for files that pass", Destination: &o.Quiet},
+			passphraseFileFlag(&o.PassphraseFile), jobsFlag(&o.Jobs),
+			&cli.BoolFlag{Name: "checksum", Usage: "print the sha256 of each plaintext and encrypted file on stdout, as sha256sum does, instead of FILE: OK", Destination: &o.Checksum},
+		}, o.store.flags(), []cli.Flag{strictFlag(&o.Strict)}),
+		Action: func(c *cli.Context) error { return verify(e.start(c, o.Quiet, &o.store), o) },
 	}
 }
 
@@ -60,18 +71,18 @@ func (e *verifyFailed) Error() string {
 
 func (e *verifyFailed) Unwrap() error { return e.worst }
 
-func verify(c *cli.Context) error {
-	if err := flagsFirst(c); err != nil {
+func verify(e *env, o *verifyOptions) error {
+	if err := e.flagsFirst(); err != nil {
 		return err
 	}
-	paths, skipped, err := verifySources(c, c.Args().Slice())
+	paths, skipped, err := verifySources(e, e.args)
 	if err != nil {
 		return err
 	}
 	if len(paths) == 0 && skipped == 0 {
 		paths = []string{"-"}
 	}
-	sk, sender, err := readReaderKeys(c)
+	sk, sender, err := readReaderKeys(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
@@ -84,12 +95,12 @@ func verify(c *cli.Context) error {
 	}
 	for _, path := range paths {
 		name := inputName(path)
-		lines, err := verifyFile(c, path, sk, sender)
+		lines, err := verifyFile(e, o, path, sk, sender)
 		if err == nil {
-			if !c.Bool("checksum") && !c.Bool("quiet") {
+			if !o.Checksum && !e.quiet {
 				lines = name + ": OK\n"
 			}
-			if _, err := io.WriteString(c.App.Writer, lines); err != nil {
+			if _, err := io.WriteString(e.stdout, lines); err != nil {
 				return fmt.Errorf("failed to write the result: %w", err)
 			}
 			continue
@@ -100,7 +111,7 @@ func verify(c *cli.Context) error {
 		}
 		failed++
 		// One line per file: the hint, if any, follows the summary.
-		report(c.App.ErrWriter, errors.New(err.Error()))
+		report(e.stderr, errors.New(err.Error()))
 		if worst == nil || exitCode(err) > exitCode(worst) {
 			worst = err
 		}
@@ -114,19 +125,19 @@ func verify(c *cli.Context) error {
 // verifyFile opens the header of the file at path with sk, authenticates
 // every segment of its body and checks its edit list against the body. It
 // returns the checksum lines, with --checksum.
-func verifyFile(c *cli.Context, path string, sk *keys.SecretKey, sender *keys.PublicKey) (string, error) {
+func verifyFile(e *env, o *verifyOptions, path string, sk *keys.SecretKey, sender *keys.PublicKey) (string, error) {
 	if _, err := os.Stat(path); path != "-" && !objstore.IsURL(path) && errors.Is(err, os.ErrNotExist) {
 		return "", usagef("no such file") // the line starts with the name already
 	}
-	in, err := openSource(c, path)
+	in, err := e.openSource(path)
 	if err != nil {
 		return "", err
 	}
 	defer in.Close()
 	size := in.size()
-	sums := newFileSums(c.Bool("checksum"))
+	sums := newFileSums(o.Checksum)
 	src := sums.reader(in)
-	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: c.Int("jobs"), Strict: c.Bool("strict")})
+	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: o.Jobs, Strict: o.Strict})
 	if err != nil {
 		return "", noPacketHint(err, sk, sender)
 	}
@@ -136,7 +147,7 @@ func verifyFile(c *cli.Context, path string, sk *keys.SecretKey, sender *keys.Pu
 		err = sums.drain(src)
 	}
 	if err == nil {
-		warnMissing(c, path, r.Missing())
+		warnMissing(e, path, r.Missing())
 		plain := strings.TrimSuffix(singleSumName(path), c4ghSuffix)
 		return sums.lines(singleSumName(path), plain, false), nil
 	}

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+)
+
+// env is what one run of a command works with besides its options: the
+// standard streams, the command's name and FILE arguments, the object
+// stores it opened, and the process's cleanup on signals. [Run] makes
+// one for each run; every command's action receives it with the options
+// that its flags were parsed into, so that no helper reads a flag by name
+// or keeps state between runs.
+type env struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+
+	command string   // the command's name, for messages
+	args    []string // its FILE arguments
+	// filesOnly is set when "--" ended the flags: an argument that
+	// starts with - is then a file.
+	filesOnly bool
+	// typed maps the name of each flag given to its dashes as typed
+	// ("-" or "--"), for [flagError].
+	typed map[string]string
+	// quiet is the command's -q: no progress bar, and none of the
+	// warnings that it silences.
+	quiet bool
+
+	stores  *stores     // the object storage of the run
+	cleanup *interrupts // what a signal undoes (one handler a process)
+	stale   map[string]bool
+}
+
+// newEnv is the environment of a run with the given standard streams.
+func newEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
+	return &env{
+		ctx:   context.Background(),
+		stdin: stdin, stdout: stdout, stderr: stderr,
+		typed:   map[string]string{},
+		stores:  &stores{files: 1},
+		cleanup: cleanup,
+		stale:   map[string]bool{},
+	}
+}
+
+// start readies e for the action of the command of c, whose flags are
+// parsed by now: its name, arguments and context, its -q, and the flags
+// of its object stores (nil for a command that reads no objects).
+func (e *env) start(c *cli.Context, quiet bool, store *storeOptions) *env {
+	e.ctx, e.command, e.args, e.quiet = c.Context, c.Command.Name, c.Args().Slice(), quiet
+	if store != nil {
+		e.stores.config = *store
+	}
+	return e
+}
+
+// warnf prints a warning on stderr.
+func (e *env) warnf(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "crypt4gh: warning: %s\n", oneLine(fmt.Sprintf(format, args...)))
+}
+
+// flagsFirst refuses a flag among the FILE arguments: the command-line
+// parser stops reading flags at the first argument, so "inspect FILE --sk
+// KEY" would otherwise take "--sk" for a file name.
+func (e *env) flagsFirst() error {
+	if e.filesOnly {
+		return nil // after "--", a name that starts with - is a file
+	}
+	for _, a := range e.args {
+		if len(a) > 1 && a[0] == '-' {
+			return withHint(usagef("flag %s after the file arguments", a),
+				"put the flags first: crypt4gh %s [flags] FILE… (files whose names start with - go after --)",
+				e.command)
+		}
+	}
+	return nil
+}
+
+// readsStdin reports whether the command reads its data from stdin: its
+// input is empty or "-" (when it has no FILE arguments), or one of its
+// FILE arguments is "-". Commands that read no data pass noData.
+func readsStdin(command string, args []string, input string) bool {
+	switch command {
+	case "keygen", "pubkey", "mount", "completion", "man":
+		return false
+	}
+	if len(args) > 0 {
+		for _, a := range args {
+			if a == "-" {
+				return true
+			}
+		}
+		return false
+	}
+	return input == "" || input == "-"
+}
