@@ -70,21 +70,9 @@ func newApp(e *env) *cli.App {
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return usage(flagError(e, c, err))
 		},
-		Commands: []*cli.Command{
-			keygenCommand(e),
-			pubkeyCommand(e),
-			encryptCommand(e),
-			decryptCommand(e),
-			catCommand(e),
-			reencryptCommand(e),
-			rearrangeCommand(e),
-			spliceCommand(e),
-			inspectCommand(e),
-			verifyCommand(e),
-			mountCommand(e),
-			completionCommand(e),
-			manCommand(e),
-		},
+	}
+	for _, c := range commands(e) {
+		app.Commands = append(app.Commands, c.Command)
 	}
 	for _, cmd := range app.Commands {
 		cmd.Flags = append(cmd.Flags, logFlag())

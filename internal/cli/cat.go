@@ -19,9 +19,9 @@ type catOptions struct {
 	Strict bool
 }
 
-func catCommand(e *env) *cli.Command {
+func catCommand(e *env) command {
 	o := &catOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:      "cat",
 		Usage:     "decrypt files to stdout, one after the other",
 		ArgsUsage: "[FILE.c4gh…]",
@@ -37,7 +37,10 @@ func catCommand(e *env) *cli.Command {
 			strictFlag(&o.Strict),
 		}, o.store.flags()...),
 		Action: func(c *cli.Context) error { return catFiles(e.start(c, o.Quiet, &o.store), o) },
-	}
+	}, page: page{
+		env:      withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{"crypt4gh cat --sk bob.sec part1.bam.c4gh part2.bam.c4gh | samtools view -"},
+	}}
 }
 
 func catFiles(e *env, o *catOptions) error {

@@ -7,8 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func completionCommand(e *env) *cli.Command {
-	return &cli.Command{
+func completionCommand(e *env) command {
+	return command{Command: &cli.Command{
 		Name:            "completion",
 		Usage:           "print the shell completion script for bash, zsh or fish",
 		ArgsUsage:       "bash|zsh|fish",
@@ -44,7 +44,9 @@ func completionCommand(e *env) *cli.Command {
 			_, err := fmt.Fprint(e.stdout, script)
 			return err
 		},
-	}
+	}, page: page{
+		examples: []string{"crypt4gh completion bash > ~/.local/share/bash-completion/completions/crypt4gh"},
+	}}
 }
 
 // The scripts ask the binary itself for the words that may follow what

@@ -28,9 +28,9 @@ type decryptOptions struct {
 	Strict   bool // an edit list past the data is an error
 }
 
-func decryptCommand(e *env) *cli.Command {
+func decryptCommand(e *env) command {
 	o := &decryptOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:      "decrypt",
 		Usage:     "decrypt a file with your secret key",
 		ArgsUsage: "[FILE.c4gh…]",
@@ -53,7 +53,13 @@ func decryptCommand(e *env) *cli.Command {
 			continueFlag(&o.Continue), strictFlag(&o.Strict),
 		}),
 		Action: func(c *cli.Context) error { return decrypt(e.start(c, o.Quiet, &o.store), o) },
-	}
+	}, page: page{
+		env: withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{
+			"crypt4gh decrypt --sk bob.sec -i reads.bam.c4gh -o reads.bam",
+			"crypt4gh decrypt --sk bob.sec --range 1000000-2000000 -i reads.bam.c4gh > part",
+		},
+	}}
 }
 
 func decrypt(e *env, o *decryptOptions) error {

@@ -26,9 +26,9 @@ type encryptOptions struct {
 	Quiet      bool
 }
 
-func encryptCommand(e *env) *cli.Command {
+func encryptCommand(e *env) command {
 	o := &encryptOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:      "encrypt",
 		Usage:     "encrypt a file for one or more recipients",
 		ArgsUsage: "[FILE…]",
@@ -46,7 +46,13 @@ func encryptCommand(e *env) *cli.Command {
 			jobsFlag(&o.Jobs), checksumFlag(&o.Checksum), quietFlag(&o.Quiet, true),
 		}, o.store.flags()),
 		Action: func(c *cli.Context) error { return encrypt(e.start(c, o.Quiet, &o.store), o) },
-	}
+	}, page: page{
+		env: withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{
+			"crypt4gh encrypt --recipient_pk bob.pub -i reads.bam -o reads.bam.c4gh",
+			"crypt4gh encrypt --recipient_pk team.pub --checksum *.vcf.gz > sums.txt",
+		},
+	}}
 }
 
 func encrypt(e *env, o *encryptOptions) error {

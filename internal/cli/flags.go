@@ -141,6 +141,7 @@ func checksumFlag(p *bool) cli.Flag {
 		Destination: p,
 	}
 }
+
 // logFlag accepts the reference tool's --log PATH (a Python logging
 // configuration file) and C4GH_LOG, so that its command lines keep
 // working. The file is not read: messages go to stderr.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -49,73 +50,47 @@ var awsEnv = []string{"AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_PROFILE",
 // withAWS is the variables env of a command that takes s3:// paths.
 func withAWS(env ...string) []string { return append(env, awsEnv...) }
 
-// pageExtras are the parts of a page that are not in the command itself.
-type pageExtras struct {
+// command is a command of the app with the parts of its pages that
+// urfave/cli has no field for, declared beside its flags.
+type command struct {
+	*cli.Command
+	page
+}
+
+// page is what a command's help and manual pages show besides its
+// flags.
+type page struct {
 	env      []string // variables the command reads
 	examples []string
 }
 
-var extras = map[string]pageExtras{
-	"keygen": {
-		env: []string{secretKeyEnv, publicKeyEnv, passphraseEnv, newPassphraseEnv},
-		examples: []string{
-			"crypt4gh keygen --sk alice.sec --pk alice.pub -C alice@example.org",
-			"crypt4gh keygen --convert --sk ~/.ssh/id_ed25519 -o me.sec --pk me.pub",
-		},
-	},
-	"pubkey": {
-		env:      []string{secretKeyEnv, passphraseEnv},
-		examples: []string{"crypt4gh pubkey --sk ~/.ssh/id_ed25519 -o me.pub"},
-	},
-	"encrypt": {
-		env: withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{
-			"crypt4gh encrypt --recipient_pk bob.pub -i reads.bam -o reads.bam.c4gh",
-			"crypt4gh encrypt --recipient_pk team.pub --checksum *.vcf.gz > sums.txt",
-		},
-	},
-	"decrypt": {
-		env: withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{
-			"crypt4gh decrypt --sk bob.sec -i reads.bam.c4gh -o reads.bam",
-			"crypt4gh decrypt --sk bob.sec --range 1000000-2000000 -i reads.bam.c4gh > part",
-		},
-	},
-	"cat": {
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh cat --sk bob.sec part1.bam.c4gh part2.bam.c4gh | samtools view -"},
-	},
-	"reencrypt": {
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh reencrypt --sk archive.sec --recipient_pk requester.pub -i f.c4gh -o out.c4gh"},
-	},
-	"rearrange": {
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh rearrange --sk me.sec --range 70000-140000 -i f.c4gh -o part.c4gh"},
-	},
-	"splice": {
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh splice --sk archive.sec --range 0-5000 --range 1000000-2000000 --recipient_pk requester.pub -i f.c4gh -o slice.c4gh"},
-	},
-	"inspect": {
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh inspect reads.bam.c4gh", "crypt4gh inspect --sk bob.sec --json reads.bam.c4gh"},
-	},
-	"verify": {
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh verify --sk bob.sec *.c4gh"},
-	},
-	"mount": {
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh mount --sk bob.sec /data/enc ~/plain &", "samtools view ~/plain/reads.bam chr1:100000-200000"},
-	},
-	"completion": {
-		examples: []string{"crypt4gh completion bash > ~/.local/share/bash-completion/completions/crypt4gh"},
-	},
-	"man": {
-		examples: []string{"crypt4gh man > crypt4gh.1 && man -l crypt4gh.1"},
-	},
+// commands are the commands of the app of a run with the environment e,
+// in the order of the help.
+func commands(e *env) []command {
+	return []command{
+		keygenCommand(e), pubkeyCommand(e), encryptCommand(e), decryptCommand(e), catCommand(e),
+		reencryptCommand(e), rearrangeCommand(e), spliceCommand(e), inspectCommand(e), verifyCommand(e),
+		mountCommand(e), completionCommand(e), manCommand(e),
+	}
 }
+
+// pages are the pages of the commands, by name, for the help printer,
+// which urfave/cli gives only the *cli.Command.
+func pages() map[string]page {
+	pagesOnce.Do(func() {
+		pagesByName = map[string]page{}
+		for _, c := range commands(newEnv(nil, nil, nil)) {
+			pagesByName[c.Name] = c.page
+		}
+	})
+	return pagesByName
+}
+
+// pagesOnce makes pagesByName, a cache of what the commands declare.
+var (
+	pagesOnce   sync.Once
+	pagesByName map[string]page
+)
 
 // exitCodes are the table of docs/exit-codes.md, in short.
 var exitCodes = []struct {
@@ -147,7 +122,7 @@ func commandPage(cmd *cli.Command) string {
 	}
 	b.WriteString("\nFlags:\n")
 	b.WriteString(flagTable(visibleFlags(cmd), helpWidth))
-	ex := extras[cmd.Name]
+	ex := pages()[cmd.Name]
 	if len(ex.env) > 0 {
 		b.WriteString("\nEnvironment:\n")
 		b.WriteString(envTable(ex.env, helpWidth))

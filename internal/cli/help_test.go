@@ -16,11 +16,11 @@ import (
 // examples and the exit codes.
 func TestHelpPages(t *testing.T) {
 	app := newApp(newEnv(nil, nil, nil))
-	pages := map[string][]string{"": {"--help"}}
+	helpArgs := map[string][]string{"": {"--help"}}
 	for _, c := range app.Commands {
-		pages[c.Name] = []string{c.Name, "--help"}
+		helpArgs[c.Name] = []string{c.Name, "--help"}
 	}
-	for name, args := range pages {
+	for name, args := range helpArgs {
 		var stdout, stderr bytes.Buffer
 		if code := Run(append([]string{"crypt4gh"}, args...), nil, &stdout, &stderr); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
@@ -45,7 +45,7 @@ func TestHelpPages(t *testing.T) {
 		if name == "" {
 			continue
 		}
-		for _, env := range extras[name].env {
+		for _, env := range pages()[name].env {
 			if !strings.Contains(page, "\n  "+env+" ") && !strings.Contains(page, "\n  "+env+"\n") {
 				t.Errorf("%s --help does not explain %s", name, env)
 			}

@@ -26,9 +26,9 @@ type inspectOptions struct {
 	Quiet      bool
 }
 
-func inspectCommand(e *env) *cli.Command {
+func inspectCommand(e *env) command {
 	o := &inspectOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:      "inspect",
 		Usage:     "describe a file's header and body without decrypting the body",
 		ArgsUsage: "[FILE…]",
@@ -81,7 +81,10 @@ func inspectCommand(e *env) *cli.Command {
 			passphraseFileFlag(&o.PassphraseFile), inputFlag(&o.Input), quietFlag(&o.Quiet, false),
 		}, o.store.flags()...),
 		Action: func(c *cli.Context) error { return inspect(e.start(c, o.Quiet, &o.store), o) },
-	}
+	}, page: page{
+		env:      withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{"crypt4gh inspect reads.bam.c4gh", "crypt4gh inspect --sk bob.sec --json reads.bam.c4gh"},
+	}}
 }
 
 // Packet type names in the output of inspect.

@@ -33,9 +33,9 @@ func (o *keygenOptions) keys() keyOptions {
 	return keyOptions{SK: o.SK, PassphraseFile: o.PassphraseFile}
 }
 
-func keygenCommand(e *env) *cli.Command {
+func keygenCommand(e *env) command {
 	o := &keygenOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:  "keygen",
 		Usage: "generate a crypt4gh key pair, or derive, convert or relock an existing secret key",
 		UsageText: "crypt4gh keygen [--sk NEW.sec] [--pk NEW.pub] [--nocrypt] [--kdf NAME] [-C TEXT]\n" +
@@ -87,7 +87,13 @@ func keygenCommand(e *env) *cli.Command {
 			}
 			return keygen(e.start(c, o.Quiet, nil), o)
 		},
-	}
+	}, page: page{
+		env: []string{secretKeyEnv, publicKeyEnv, passphraseEnv, newPassphraseEnv},
+		examples: []string{
+			"crypt4gh keygen --sk alice.sec --pk alice.pub -C alice@example.org",
+			"crypt4gh keygen --convert --sk ~/.ssh/id_ed25519 -o me.sec --pk me.pub",
+		},
+	}}
 }
 
 // defaultKeyDir is where keygen writes a key pair when no path is given,

@@ -8,8 +8,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func manCommand(e *env) *cli.Command {
-	return &cli.Command{
+func manCommand(e *env) command {
+	return command{Command: &cli.Command{
 		Name:      "man",
 		Usage:     "print the manual page (roff)",
 		UsageText: "crypt4gh man > crypt4gh.1; man -l crypt4gh.1",
@@ -23,7 +23,9 @@ func manCommand(e *env) *cli.Command {
 			_, err := fmt.Fprint(e.stdout, manPage(c.App))
 			return err
 		},
-	}
+	}, page: page{
+		examples: []string{"crypt4gh man > crypt4gh.1 && man -l crypt4gh.1"},
+	}}
 }
 
 // manPage renders the whole manual page.
@@ -63,7 +65,7 @@ func manPage(app *cli.App) string {
 			}
 			b.WriteString(".TP\n.B " + roff(strings.TrimSpace(f.left)) + "\n" + roff(f.usage) + "\n")
 		}
-		for _, e := range extras[c.Name].examples {
+		for _, e := range pages()[c.Name].examples {
 			b.WriteString(".PP\nExample:\n.PP\n.RS\n.nf\n" + roff(strings.Join(shellLines(e, manExampleWidth), "\n")) + "\n.fi\n.RE\n")
 		}
 	}

@@ -21,9 +21,9 @@ type mountOptions struct {
 	Quiet      bool
 }
 
-func mountCommand(e *env) *cli.Command {
+func mountCommand(e *env) command {
 	o := &mountOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:      "mount",
 		Usage:     "show the decrypted files of a folder, read-only, at a mount point",
 		ArgsUsage: "SOURCE MOUNTPOINT",
@@ -40,7 +40,10 @@ func mountCommand(e *env) *cli.Command {
 			passphraseFileFlag(&o.PassphraseFile), quietFlag(&o.Quiet, false),
 		}, o.store.flags()...),
 		Action: func(c *cli.Context) error { return mountAction(e.start(c, o.Quiet, &o.store), o) },
-	}
+	}, page: page{
+		env:      withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{"crypt4gh mount --sk bob.sec /data/enc ~/plain &", "samtools view ~/plain/reads.bam chr1:100000-200000"},
+	}}
 }
 
 func mountAction(e *env, o *mountOptions) error {

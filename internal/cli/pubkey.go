@@ -13,9 +13,9 @@ type pubkeyOptions struct {
 	Quiet      bool
 }
 
-func pubkeyCommand(e *env) *cli.Command {
+func pubkeyCommand(e *env) command {
 	o := &pubkeyOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:      "pubkey",
 		Usage:     "print the crypt4gh public key of a secret key",
 		UsageText: "crypt4gh pubkey --sk KEY [-o OUT.pub]",
@@ -33,7 +33,10 @@ func pubkeyCommand(e *env) *cli.Command {
 			quietFlag(&o.Quiet, false),
 		},
 		Action: func(c *cli.Context) error { return pubkey(e.start(c, o.Quiet, nil), o) },
-	}
+	}, page: page{
+		env:      []string{secretKeyEnv, passphraseEnv},
+		examples: []string{"crypt4gh pubkey --sk ~/.ssh/id_ed25519 -o me.pub"},
+	}}
 }
 
 func pubkey(e *env, o *pubkeyOptions) error {

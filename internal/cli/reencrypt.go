@@ -27,9 +27,9 @@ type reencryptOptions struct {
 	Quiet      bool
 }
 
-func reencryptCommand(e *env) *cli.Command {
+func reencryptCommand(e *env) command {
 	o := &reencryptOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:  "reencrypt",
 		Usage: "give a file to new recipients without touching its body",
 		Description: "Every header packet that --sk opens is encrypted again for each --recipient_pk;\n" +
@@ -49,7 +49,10 @@ func reencryptCommand(e *env) *cli.Command {
 			passphraseFileFlag(&o.PassphraseFile),
 		}, o.streamOptions.flags(), []cli.Flag{quietFlag(&o.Quiet, true)}, o.store.flags()),
 		Action: func(c *cli.Context) error { return reencryptAction(e.start(c, o.Quiet, &o.store), o) },
-	}
+	}, page: page{
+		env:      withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{"crypt4gh reencrypt --sk archive.sec --recipient_pk requester.pub -i f.c4gh -o out.c4gh"},
+	}}
 }
 
 // dropSelfFlag is --drop-self of reencrypt and splice.

@@ -29,9 +29,9 @@ func (o *spliceOptions) flags(own ...cli.Flag) []cli.Flag {
 		o.streamOptions.flags(), []cli.Flag{quietFlag(&o.Quiet, false)}, o.store.flags())
 }
 
-func rearrangeCommand(e *env) *cli.Command {
+func rearrangeCommand(e *env) command {
 	o := &spliceOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:  "rearrange",
 		Usage: "keep one range of a file, for your own key, without decrypting the body",
 		Description: "Writes a file that stands for bytes [START, END) of the input: a header with the\n" +
@@ -46,12 +46,15 @@ func rearrangeCommand(e *env) *cli.Command {
 			}
 			return splice(e.start(c, o.Quiet, &o.store), o, []string{o.Range}, nil)
 		},
-	}
+	}, page: page{
+		env:      withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{"crypt4gh rearrange --sk me.sec --range 70000-140000 -i f.c4gh -o part.c4gh"},
+	}}
 }
 
-func spliceCommand(e *env) *cli.Command {
+func spliceCommand(e *env) command {
 	o := &spliceOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:  "splice",
 		Usage: "keep several ranges of a file in one output, for new recipients, without decrypting the body",
 		Description: "Like rearrange, for several ranges at once: the output stands for the ranges\n" +
@@ -68,7 +71,10 @@ func spliceCommand(e *env) *cli.Command {
 			}
 			return splice(e.start(c, o.Quiet, &o.store), o, o.Ranges.Value(), o.Recipients.Value())
 		},
-	}
+	}, page: page{
+		env:      withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{"crypt4gh splice --sk archive.sec --range 0-5000 --range 1000000-2000000 --recipient_pk requester.pub -i f.c4gh -o slice.c4gh"},
+	}}
 }
 
 func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error {

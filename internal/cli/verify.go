@@ -25,9 +25,9 @@ type verifyOptions struct {
 	Strict   bool
 }
 
-func verifyCommand(e *env) *cli.Command {
+func verifyCommand(e *env) command {
 	o := &verifyOptions{}
-	return &cli.Command{
+	return command{Command: &cli.Command{
 		Name:      "verify",
 		Usage:     "check that files decrypt and authenticate, without writing the plaintext",
 		ArgsUsage: "[FILE…]",
@@ -49,7 +49,10 @@ func verifyCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "checksum", Usage: "print the sha256 of each plaintext and encrypted file on stdout, as sha256sum does, instead of FILE: OK", Destination: &o.Checksum},
 		}, o.store.flags(), []cli.Flag{strictFlag(&o.Strict)}),
 		Action: func(c *cli.Context) error { return verify(e.start(c, o.Quiet, &o.store), o) },
-	}
+	}, page: page{
+		env:      withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{"crypt4gh verify --sk bob.sec *.c4gh"},
+	}}
 }
 
 // verifyFailed is returned by verify when some of several files failed;
