@@ -6,6 +6,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -34,7 +35,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Every catchable signal ends a run the same way (cleanup, then
 	// 128+N), also one that has created nothing yet (SIGQUIT would
 	// otherwise dump the goroutines).
-	cleanup.arm()
+	outfile.Signals.Arm()
 	e := newEnv(stdin, stdout, stderr)
 	app := newApp(e)
 	args, err := prepare(e, app, args)

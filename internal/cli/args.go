@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"sort"
 	"strings"
 
@@ -230,7 +231,7 @@ func editDistance(a, b string) int {
 
 // shortUsage is what a bare "crypt4gh" prints on stderr.
 func shortUsage(app *cli.App) string {
-	return wrap("Usage: crypt4gh COMMAND [flags] [ARGUMENTS], where COMMAND is one of "+
+	return textfmt.Wrap("Usage: crypt4gh COMMAND [flags] [ARGUMENTS], where COMMAND is one of "+
 		strings.Join(commandNames(app), ", ")+".", helpWidth, "", "       ") +
 		"Run 'crypt4gh --help' for more, 'crypt4gh COMMAND --help' for a command.\n"
 }

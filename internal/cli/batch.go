@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"hash"
 	"io"
 	"os"
@@ -108,7 +110,7 @@ func checkDistinct(items []batchItem) error {
 		if objstore.IsURL(p) {
 			return p
 		}
-		return resolved(p)
+		return outfile.Resolved(p)
 	}
 	// The inputs, once: by place, and the files that exist by identity
 	// (a hard link is another place for the same file).
@@ -173,7 +175,7 @@ func runBatch(e *env, b batchOptions, items []batchItem, verb string, mode os.Fi
 	keyFiles := b.keyFiles
 	for _, it := range items {
 		if it.err == nil {
-			if err := distinctOutputs([]string{"the output of " + quoteName(it.in), it.out}, keyFiles); err != nil {
+			if err := outfile.Distinct([]string{"the output of " + quoteName(it.in), it.out}, keyFiles); err != nil {
 				return err
 			}
 		}
@@ -208,14 +210,14 @@ func runBatch(e *env, b batchOptions, items []batchItem, verb string, mode os.Fi
 			failed++
 			failedAt[i] = true
 			code = max(code, exitCode(err))
-			prog.print(func() { report(e.stderr, fmt.Errorf("%s: %w", quoteName(shownName(items[i].in)), err)) })
+			prog.Print(func() { report(e.stderr, fmt.Errorf("%s: %w", quoteName(shownName(items[i].in)), err)) })
 		}
 		// Checksum lines come out in the order of the arguments, each as
 		// soon as the files before it are done.
 		results[i], done[i] = lines, true
 		for next < len(items) && done[next] {
 			if results[next] != "" {
-				prog.print(func() {
+				prog.Print(func() {
 					if _, err := io.WriteString(e.stdout, results[next]); err != nil && writeErr == nil {
 						writeErr = fmt.Errorf("failed to write the checksums: %w", err)
 					}
@@ -227,7 +229,7 @@ func runBatch(e *env, b batchOptions, items []batchItem, verb string, mode os.Fi
 
 	work := make(chan int)
 	var wg sync.WaitGroup
-	prog.start()
+	prog.Start()
 	// A stdout that can no longer be written (its reader went away, as
 	// head does) ends the batch: no new file is started.
 	stopped := func() bool {
@@ -254,8 +256,8 @@ func runBatch(e *env, b batchOptions, items []batchItem, verb string, mode os.Fi
 	}
 	close(work)
 	wg.Wait()
-	prog.stop()
-	if failed < len(items) && !b.checksum && !e.quiet && !isTerminal(e.stdout) {
+	prog.Stop()
+	if failed < len(items) && !b.checksum && !e.quiet && !outfile.IsTerminal(e.stdout) {
 		// stdout was redirected, but gets nothing: say where the
 		// outputs went.
 		fmt.Fprintf(e.stderr, "crypt4gh: nothing written to stdout; the outputs are %s\n", outputNames(items, done, failedAt))
@@ -290,7 +292,7 @@ func outputNames(items []batchItem, done, failed []bool) string {
 }
 
 // batchFile runs op on one file and returns its checksum lines, if asked.
-func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlain bool, jobs int, prog *progress, op fileOp) (string, error) {
+func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlain bool, jobs int, prog *progress.Bar, op fileOp) (string, error) {
 	if it.err != nil {
 		return "", it.err
 	}
@@ -303,7 +305,7 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	if srcIsPlain {
 		outSize = encryptedSize(in)
 	}
-	out, err := openBatchOutput(e, b.output, it.out, outSize, outputOptions{force: b.force, mode: mode, input: in.file})
+	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: b.force, Mode: mode, Input: in.file})
 	if err != nil {
 		return "", err
 	}
@@ -311,24 +313,24 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	// size when encrypting, and the input's size (an upper bound, which
 	// commit trims) when decrypting.
 	if size := in.reservable(); srcIsPlain {
-		out.preallocate(body.EncryptedSize(size))
+		out.Preallocate(body.EncryptedSize(size))
 	} else {
-		out.preallocate(size)
+		out.Preallocate(size)
 	}
-	out.keepTime(in)
+	keepTime(out, in)
 	sums := newFileSums(b.checksum)
 	at := in.snap()
 	src := &countedReader{r: in.Reader}
-	warning, err := sums.run(out, prog.reader(src), at.size, jobs, op)
+	warning, err := sums.run(out, prog.Reader(src), at.size, jobs, op)
 	if err == nil && srcIsPlain {
 		// What was encrypted must be the file as it was.
 		err = in.unchanged(at, at.size, src.n)
 	}
-	if err = out.finish(err); err != nil {
+	if err = out.Finish(err); err != nil {
 		return "", err
 	}
 	if warning != "" && !e.quiet {
-		prog.print(func() { e.warnf("%s: %s", quoteName(shownName(it.in)), warning) })
+		prog.Print(func() { e.warnf("%s: %s", quoteName(shownName(it.in)), warning) })
 	}
 	return sums.lines(it.in, it.out, srcIsPlain), nil
 }
@@ -453,7 +455,7 @@ func decryptBatch(e *env, o *decryptOptions, files []string) error {
 	defer sk.Zero()
 	strict := o.Strict
 	b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyInputs(o.keyOptions)}
-	return runBatch(e, b, items, "decrypting", modeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) (string, error) {
+	return runBatch(e, b, items, "decrypting", outfile.ModeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) (string, error) {
 		r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict})
 		if err != nil {
 			return "", noPacketHint(err, sk, sender)

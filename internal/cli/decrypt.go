@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"io"
 	"slices"
 
@@ -81,16 +83,16 @@ func decrypt(e *env, o *decryptOptions) error {
 		return decryptResume(e, o, rng)
 	}
 	warnResumable(e, o.Output)
-	in, out, err := openStreams(e, o.streamOptions, keyInputs(o.keyOptions), outputOptions{mode: modeSecret}, func(in *input) int64 { return max(in.size(), 0) })
+	in, out, err := openStreams(e, o.streamOptions, keyInputs(o.keyOptions), outfile.Options{Mode: outfile.ModeSecret}, func(in *input) int64 { return max(in.size(), 0) })
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	if rng == nil {
-		out.keepTime(in)
+		keepTime(out, in)
 	}
 	lines, err := decryptOne(e, o, in, out, rng)
-	if err := out.finish(err); err != nil {
+	if err := out.Finish(err); err != nil {
 		return err
 	}
 	if rng == nil {
@@ -103,17 +105,17 @@ func decrypt(e *env, o *decryptOptions) error {
 // decryptOne decrypts in to out and returns the checksum lines, if asked.
 // The key is loaded, and its passphrase asked, only once the input is
 // known to start like a crypt4gh file.
-func decryptOne(e *env, o *decryptOptions, in *input, out *output, rng *edit.Range) (string, error) {
+func decryptOne(e *env, o *decryptOptions, in *input, out *outfile.Output, rng *edit.Range) (string, error) {
 	if rng != nil && (in.regular() || in.obj != nil) {
 		return "", decryptRangeAt(e, o, in, out, *rng)
 	}
 	size := in.size() // before anything is read: the whole file
-	var prog *progress
+	var prog *progress.Bar
 	if rng == nil {
 		prog = e.newProgress(size, "decrypting")
 	}
 	sums := newFileSums(o.Checksum)
-	src := bufio.NewReaderSize(prog.reader(sums.reader(in)), 64<<10)
+	src := bufio.NewReaderSize(prog.Reader(sums.reader(in)), 64<<10)
 	if err := checkMagic(src); err != nil {
 		return "", err
 	}
@@ -129,15 +131,15 @@ func decryptOne(e *env, o *decryptOptions, in *input, out *output, rng *edit.Ran
 	} else if _, has := r.EditList(); !has {
 		// What is left of the input is the body.
 		if n, err := body.PlaintextSize(in.reservable() + int64(src.Buffered())); err == nil {
-			out.preallocate(n)
+			out.Preallocate(n)
 		}
 	}
-	prog.start()
+	prog.Start()
 	_, err = r.WriteTo(sums.writer(out))
 	if err == nil {
 		err = sums.drain(src)
 	}
-	prog.stop()
+	prog.Stop()
 	if err != nil {
 		return "", decryptError(err, r.HeaderSize(), size)
 	}
@@ -147,7 +149,7 @@ func decryptOne(e *env, o *decryptOptions, in *input, out *output, rng *edit.Ran
 
 // decryptRangeAt writes bytes rng of the regular file in to out, reading
 // only the header and the segments the range touches.
-func decryptRangeAt(e *env, o *decryptOptions, in *input, out *output, rng edit.Range) error {
+func decryptRangeAt(e *env, o *decryptOptions, in *input, out *outfile.Output, rng edit.Range) error {
 	file, size, err := in.randomAccess()
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"io"
 	"slices"
 
@@ -71,7 +73,7 @@ func encrypt(e *env, o *encryptOptions) error {
 		return err
 	}
 	keyFiles := keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)
-	if err := distinctOutputs([]string{"-o", o.Output, "--header", o.Header}, keyFiles); err != nil {
+	if err := outfile.Distinct([]string{"-o", o.Output, "--header", o.Header}, keyFiles); err != nil {
 		return err
 	}
 	recipients, err := readPublicKeys(o.Recipients.Value())
@@ -97,7 +99,7 @@ func encrypt(e *env, o *encryptOptions) error {
 			defer opts.Writer.Zero()
 		}
 		b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyFiles}
-		return runBatch(e, b, items, "encrypting", modePublic, true, func(dst io.Writer, src io.Reader, _ int64, jobs int) (string, error) {
+		return runBatch(e, b, items, "encrypting", outfile.ModePublic, true, func(dst io.Writer, src io.Reader, _ int64, jobs int) (string, error) {
 			opts := opts
 			opts.Jobs = jobs
 			if _, err := c4gh.Encrypt(dst, src, opts); err != nil {
@@ -107,33 +109,33 @@ func encrypt(e *env, o *encryptOptions) error {
 		})
 	}
 
-	in, out, err := openStreams(e, o.streamOptions, keyFiles, outputOptions{binary: true, mode: modePublic}, encryptedSize)
+	in, out, err := openStreams(e, o.streamOptions, keyFiles, outfile.Options{Binary: true, Mode: outfile.ModePublic}, encryptedSize)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	var hdr *output
+	var hdr *outfile.Output
 	if p := o.Header; p != "" {
-		hdr, err = e.openDest(p, 0, outputOptions{force: o.Force, binary: true, mode: modePublic, input: in.file})
+		hdr, err = e.openDest(p, 0, outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
 		if err != nil {
-			out.abort()
+			out.Abort()
 			return err
 		}
 		opts.Header = hdr
 	}
 	if rng == nil {
-		out.keepTime(in)
+		keepTime(out, in)
 	}
 	lines, err := encryptOne(e, o, in, out, rng, opts)
 	if hdr != nil {
-		if herr := hdr.finish(err); err == nil {
+		if herr := hdr.Finish(err); err == nil {
 			err = herr
 		}
 	}
-	if err := out.finish(err); err != nil {
+	if err := out.Finish(err); err != nil {
 		// The header is of no use without its body, nor the body
 		// without it: a header committed already goes again.
-		hdr.undo()
+		hdr.Undo()
 		return err
 	}
 	_, err = io.WriteString(e.stdout, lines)
@@ -142,7 +144,7 @@ func encrypt(e *env, o *encryptOptions) error {
 
 // encryptOne encrypts in to out, and returns the checksum lines if asked.
 // The writer key is loaded only now, once the outputs may be written.
-func encryptOne(e *env, o *encryptOptions, in *input, out *output, rng *edit.Range, opts c4gh.EncryptOptions) (string, error) {
+func encryptOne(e *env, o *encryptOptions, in *input, out *outfile.Output, rng *edit.Range, opts c4gh.EncryptOptions) (string, error) {
 	var err error
 	if opts.Writer, err = writerKey(e, o.keyOptions); err != nil {
 		return "", err
@@ -151,7 +153,7 @@ func encryptOne(e *env, o *encryptOptions, in *input, out *output, rng *edit.Ran
 		defer opts.Writer.Zero()
 	}
 	var src io.Reader = in.Reader
-	var prog *progress
+	var prog *progress.Bar
 	if rng != nil {
 		if src, err = selectRange(in, *rng); err != nil {
 			return "", err
@@ -160,18 +162,18 @@ func encryptOne(e *env, o *encryptOptions, in *input, out *output, rng *edit.Ran
 		prog = e.newProgress(in.size(), "encrypting")
 		// Room for the body (-1 for an input of unknown size: none); the
 		// header, when out holds it, goes a few hundred bytes past it.
-		out.preallocate(body.EncryptedSize(in.reservable()))
+		out.Preallocate(body.EncryptedSize(in.reservable()))
 	}
 	sums := newFileSums(o.Checksum)
 	at := in.snap() // before the range is selected: what is left of the whole file
 	var read int64
-	prog.start()
-	_, err = sums.run(out, prog.reader(src), -1, opts.Jobs, func(dst io.Writer, src io.Reader, _ int64, _ int) (string, error) {
+	prog.Start()
+	_, err = sums.run(out, prog.Reader(src), -1, opts.Jobs, func(dst io.Writer, src io.Reader, _ int64, _ int) (string, error) {
 		n, err := c4gh.Encrypt(dst, src, opts)
 		read = n
 		return "", err
 	})
-	prog.stop()
+	prog.Stop()
 	if err != nil {
 		return "", fmt.Errorf("failed to encrypt: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"github.com/urfave/cli/v2"
 )
 
@@ -32,8 +34,8 @@ type env struct {
 	// warnings that it silences.
 	quiet bool
 
-	stores  *stores     // the object storage of the run
-	cleanup *interrupts // what a signal undoes (one handler a process)
+	stores  *stores             // the object storage of the run
+	cleanup *outfile.Interrupts // what a signal undoes (one handler a process)
 	stale   map[string]bool
 }
 
@@ -44,7 +46,7 @@ func newEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
 		stdin: stdin, stdout: stdout, stderr: stderr,
 		typed:   map[string]string{},
 		stores:  &stores{files: 1},
-		cleanup: cleanup,
+		cleanup: outfile.Signals,
 		stale:   map[string]bool{},
 	}
 }
@@ -99,4 +101,14 @@ func readsStdin(command string, args []string, input string) bool {
 		return false
 	}
 	return input == "" || input == "-"
+}
+
+// newProgress returns the progress bar of total input bytes on stderr,
+// nil when there is nothing to show: -q, an unknown or zero size, or a
+// stderr that is not a terminal.
+func (e *env) newProgress(total int64, description string) *progress.Bar {
+	if e.quiet {
+		return nil
+	}
+	return progress.New(e.stderr, total, description)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"strings"
 
@@ -106,3 +107,11 @@ func hintFor(err error) string {
 // newline becomes a space, other control characters (from a crafted file
 // name, say) are escaped.
 func oneLine(s string) string { return quoteName(strings.ReplaceAll(s, "\n", " ")) }
+
+// quoteName escapes the control characters of a name for a message (see
+// outfile.QuoteName).
+func quoteName(name string) string { return outfile.QuoteName(name) }
+
+// pathErr is the error of a file operation without the path, which the
+// message names already (see outfile.PathErr).
+func pathErr(err error) error { return outfile.PathErr(err) }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"io"
 	"strings"
 	"sync"
@@ -112,13 +113,13 @@ func commandPage(cmd *cli.Command) string {
 		if i > 0 {
 			first = "       "
 		}
-		b.WriteString(wrap(line, helpWidth, first, "           "))
+		b.WriteString(textfmt.Wrap(line, helpWidth, first, "           "))
 	}
 	b.WriteString("\n")
-	b.WriteString(wrap(capitalize(cmd.Usage)+".", helpWidth, "", ""))
+	b.WriteString(textfmt.Wrap(textfmt.Capitalize(cmd.Usage)+".", helpWidth, "", ""))
 	if cmd.Description != "" {
 		b.WriteString("\n")
-		b.WriteString(paragraphs(cmd.Description, helpWidth))
+		b.WriteString(textfmt.Paragraphs(cmd.Description, helpWidth))
 	}
 	b.WriteString("\nFlags:\n")
 	b.WriteString(flagTable(visibleFlags(cmd), helpWidth))
@@ -130,7 +131,7 @@ func commandPage(cmd *cli.Command) string {
 	if len(ex.examples) > 0 {
 		b.WriteString("\nExamples:\n")
 		for _, e := range ex.examples {
-			for _, l := range shellLines(e, helpWidth-2) {
+			for _, l := range textfmt.ShellLines(e, helpWidth-2) {
 				b.WriteString("  " + l + "\n")
 			}
 		}
@@ -158,7 +159,7 @@ const helpUsage = "show the commands, or the help page of one"
 func appPage(app *cli.App) string {
 	var b strings.Builder
 	b.WriteString("Usage: crypt4gh COMMAND [flags] [ARGUMENTS]\n\n")
-	b.WriteString(wrap(capitalize(app.Usage)+", for named recipients: keys, encryption, decryption, "+
+	b.WriteString(textfmt.Wrap(textfmt.Capitalize(app.Usage)+", for named recipients: keys, encryption, decryption, "+
 		"new recipients and ranges without touching the encrypted data.", helpWidth, "", ""))
 	b.WriteString("\nCommands:\n")
 	var rows [][2]string
@@ -169,9 +170,9 @@ func appPage(app *cli.App) string {
 		}
 		rows = append(rows, [2]string{c.Name, usage})
 	}
-	b.WriteString(table(rows, helpWidth, 12))
+	b.WriteString(textfmt.Table(rows, helpWidth, 12))
 	b.WriteString("\n")
-	b.WriteString(wrap("Run 'crypt4gh COMMAND --help' for the flags of a command, 'crypt4gh man' for the manual page, "+
+	b.WriteString(textfmt.Wrap("Run 'crypt4gh COMMAND --help' for the flags of a command, 'crypt4gh man' for the manual page, "+
 		"'crypt4gh --version' for the version.", helpWidth, "", ""))
 	b.WriteString("\nEnvironment:\n")
 	var names []string
@@ -196,7 +197,7 @@ func exitLine() string {
 	for _, e := range exitCodes {
 		parts = append(parts, fmt.Sprintf("%d %s", e.code, e.doc))
 	}
-	return "Exit status:\n" + wrap(strings.Join(parts, "; ")+".", helpWidth, "  ", "  ")
+	return "Exit status:\n" + textfmt.Wrap(strings.Join(parts, "; ")+".", helpWidth, "  ", "  ")
 }
 
 // helpFlag describes one flag for a page.
@@ -225,7 +226,7 @@ func describeFlag(f cli.Flag) helpFlag {
 		takesValue = d.TakesValue()
 		hf.env = d.GetEnvVars()
 	}
-	placeholder, text := unquoteUsage(usage)
+	placeholder, text := textfmt.UnquoteUsage(usage)
 	if takesValue && placeholder == "" {
 		placeholder = "VALUE"
 	}
@@ -266,7 +267,7 @@ func flagTable(flags []helpFlag, width int) string {
 	for i, f := range flags {
 		rows[i] = [2]string{f.left, f.usage}
 	}
-	return table(rows, width, 26)
+	return textfmt.Table(rows, width, 26)
 }
 
 func envTable(names []string, width int) string {
@@ -278,161 +279,5 @@ func envTable(names []string, width int) string {
 			}
 		}
 	}
-	return table(rows, width, 20)
-}
-
-// table lays out rows of a name and its text, indented by two spaces,
-// the texts in one column no further right than maxLeft; a longer name
-// puts its text on the next line.
-func table(rows [][2]string, width, maxLeft int) string {
-	col := 0
-	for _, r := range rows {
-		if l := len([]rune(r[0])); l <= maxLeft && l > col {
-			col = l
-		}
-	}
-	var b strings.Builder
-	indent := strings.Repeat(" ", 2+col+2)
-	for _, r := range rows {
-		left := "  " + r[0]
-		if len([]rune(r[0])) > col {
-			b.WriteString(left + "\n")
-			b.WriteString(wrap(r[1], width, indent, indent))
-			continue
-		}
-		first := left + strings.Repeat(" ", 2+col+2-len([]rune(left)))
-		b.WriteString(wrap(r[1], width, first, indent))
-	}
-	return b.String()
-}
-
-// wrap fills text into lines of at most width columns, the first starting
-// with first and the others with indent.
-func wrap(text string, width int, first, indent string) string {
-	var b strings.Builder
-	line := first
-	empty := true
-	for _, word := range strings.Fields(text) {
-		if !empty && len([]rune(line))+1+len([]rune(word)) > width {
-			b.WriteString(strings.TrimRight(line, " ") + "\n")
-			line, empty = indent, true
-		}
-		if !empty {
-			line += " "
-		}
-		line += word
-		empty = false
-	}
-	b.WriteString(strings.TrimRight(line, " ") + "\n")
-	return b.String()
-}
-
-// shellLines cuts a shell command into lines of at most width columns
-// that still paste as one command: each but the last ends with " \\", the
-// next is indented, and a cut falls only before a flag, a redirection or
-// a pipe, so that a flag stays with its value, and never inside quotes.
-// A part longer than width stays whole.
-func shellLines(cmd string, width int) []string {
-	var parts []string
-	for _, w := range shellWords(cmd) {
-		if n := len(parts); n > 0 && !strings.HasPrefix(w, "-") && !strings.ContainsAny(w[:1], "<>|&") {
-			parts[n-1] += " " + w
-			continue
-		}
-		parts = append(parts, w)
-	}
-	var lines []string
-	line := ""
-	for _, p := range parts {
-		switch {
-		case line == "":
-			line = p
-		case len([]rune(line))+1+len([]rune(p))+2 <= width:
-			line += " " + p
-		default:
-			lines = append(lines, line+" \\")
-			line = "    " + p
-		}
-	}
-	return append(lines, line)
-}
-
-// shellWords splits cmd at spaces outside quotes, keeping the spaces
-// inside them.
-func shellWords(cmd string) []string {
-	var words []string
-	var quote rune
-	start := -1
-	for i, r := range cmd {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == ' ':
-			if start >= 0 {
-				words = append(words, cmd[start:i])
-				start = -1
-			}
-			continue
-		}
-		if start < 0 {
-			start = i
-		}
-	}
-	if start >= 0 {
-		words = append(words, cmd[start:])
-	}
-	return words
-}
-
-// paragraphs re-fills a description: paragraphs are separated by empty
-// lines; a line that starts with spaces is kept as it is (a list).
-func paragraphs(text string, width int) string {
-	var b strings.Builder
-	for i, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		var run []string
-		flush := func() {
-			if len(run) > 0 {
-				b.WriteString(wrap(strings.Join(run, " "), width, "", ""))
-				run = nil
-			}
-		}
-		for _, line := range strings.Split(para, "\n") {
-			if strings.HasPrefix(line, " ") {
-				flush()
-				b.WriteString(line + "\n")
-				continue
-			}
-			run = append(run, line)
-		}
-		flush()
-	}
-	return b.String()
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// unquoteUsage splits a flag's usage into the placeholder that backticks
-// mark in it (`PATH`) and the text without the backticks.
-func unquoteUsage(usage string) (placeholder, text string) {
-	before, rest, ok := strings.Cut(usage, "`")
-	if !ok {
-		return "", usage
-	}
-	name, after, ok := strings.Cut(rest, "`")
-	if !ok {
-		return "", usage
-	}
-	return name, before + name + after
+	return textfmt.Table(rows, width, 20)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -111,7 +112,7 @@ func TestManPage(t *testing.T) {
 // and pastes back as the same command.
 func TestShellLines(t *testing.T) {
 	cmd := `crypt4gh keygen --sk a.sec -C 'a  -b c' --pk a.pub --kdf bcrypt --passphrase-file pw > out`
-	lines := shellLines(cmd, 40)
+	lines := textfmt.ShellLines(cmd, 40)
 	if len(lines) < 3 {
 		t.Fatalf("not cut: %q", lines)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"os"
 	"time"
@@ -92,7 +93,7 @@ func reservable(f *os.File) int64 {
 	if f == nil {
 		return -1
 	}
-	if fi, err := f.Stat(); err != nil || sparse(fi) {
+	if fi, err := f.Stat(); err != nil || outfile.Sparse(fi) {
 		return -1
 	}
 	return remaining(f)
@@ -105,8 +106,8 @@ func reservable(f *os.File) int64 {
 //
 // Either may be an object (s3://, https://); size(in) is what the output
 // will hold, as far as it is known, for the parts of an upload.
-func openStreams(e *env, s streamOptions, keyFiles []string, opts outputOptions, size func(*input) int64) (*input, *output, error) {
-	if err := distinctOutputs([]string{"-o", s.Output}, keyFiles); err != nil {
+func openStreams(e *env, s streamOptions, keyFiles []string, opts outfile.Options, size func(*input) int64) (*input, *outfile.Output, error) {
+	if err := outfile.Distinct([]string{"-o", s.Output}, keyFiles); err != nil {
 		return nil, nil, err
 	}
 	if sameObject(s.Input, s.Output) {
@@ -118,8 +119,8 @@ func openStreams(e *env, s streamOptions, keyFiles []string, opts outputOptions,
 	if err != nil {
 		return nil, nil, err
 	}
-	opts.force = s.Force
-	opts.input = in.file
+	opts.Force = s.Force
+	opts.Input = in.file
 	out, err := e.openDest(s.Output, size(in), opts)
 	if err != nil {
 		in.Close()
@@ -189,4 +190,44 @@ func sameObject(in, out string) bool {
 	}
 	b, err := objstore.Parse(out)
 	return err == nil && a.URL == "" && a == b
+}
+
+// keepTime makes a file output take the modification time of the regular
+// file in, as gzip does; other outputs and inputs keep theirs.
+func keepTime(out *outfile.Output, in *input) {
+	if in == nil || in.obj != nil || !in.regular() {
+		return
+	}
+	if fi, err := in.file.Stat(); err == nil {
+		out.SetModTime(fi.ModTime())
+	}
+}
+
+// keyInputs are the files of key material that a command reads: pairs of
+// a flag and a path, for outfile.Distinct. more are further pairs (the
+// recipients' public keys, a new passphrase's file).
+func keyInputs(k keyOptions, more ...string) []string {
+	var in []string
+	add := func(name, path string) {
+		if path != "" && path != "-" {
+			in = append(in, name, expandHome(path))
+		}
+	}
+	add("--sk", k.SK)
+	add("--sender_pk", k.Sender)
+	add("--passphrase-file", k.PassphraseFile)
+	for i := 0; i+1 < len(more); i += 2 {
+		add(more[i], more[i+1])
+	}
+	return in
+}
+
+// recipientInputs are the pairs of keyInputs for the recipients' public
+// key files.
+func recipientInputs(paths []string) []string {
+	var in []string
+	for _, p := range paths {
+		in = append(in, "--recipient_pk", p)
+	}
+	return in
 }

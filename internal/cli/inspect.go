@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"strconv"
 	"strings"
@@ -232,7 +233,7 @@ func inspectOne(e *env, o *inspectOptions, path string, key *lazyKey) (bool, err
 		return false, err
 	}
 	defer in.Close()
-	if (path == "" || path == "-") && isTerminal(in.file) {
+	if (path == "" || path == "-") && outfile.IsTerminal(in.file) {
 		return false, withHint(usagef("no input: stdin is a terminal"), "give the file: crypt4gh inspect FILE")
 	}
 	h, err := header.Parse(in)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -205,7 +206,7 @@ func passphraseFrom(e *env, src passSource, prompt, retry string) (pass []byte, 
 	}
 	stdinFile, _ := e.stdin.(*os.File)
 	if p := os.Getenv(src.env); p != "" {
-		if src.stdin && stdinFile != nil && !isTerminal(stdinFile) && pendingInput(stdinFile) {
+		if src.stdin && stdinFile != nil && !outfile.IsTerminal(stdinFile) && pendingInput(stdinFile) {
 			// Which one was meant? A key locked with the other could
 			// never be opened.
 			return nil, false, withHint(usagef("a passphrase is piped on stdin and %s is set too", src.env),
@@ -221,7 +222,7 @@ func passphraseFrom(e *env, src passSource, prompt, retry string) (pass []byte, 
 		}
 		return []byte(p), false, nil
 	}
-	if src.stdin && !isTerminal(stdinFile) {
+	if src.stdin && !outfile.IsTerminal(stdinFile) {
 		pass, err := readPassphraseLines(e.stdin, src.confirm)
 		return pass, false, err
 	}

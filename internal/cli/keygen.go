@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path/filepath"
 
@@ -146,7 +147,7 @@ func keygen(e *env, o *keygenOptions) error {
 	}
 	data, err := newSecretKey(e, o)
 	if err != nil {
-		files.abort()
+		files.Abort()
 		return err
 	}
 	defer clear(data.marshaled)
@@ -223,7 +224,7 @@ func newSecretKey(e *env, o *keygenOptions) (*newKey, error) {
 // path is not empty, a public key. Both are opened (and checked) before a
 // passphrase is asked, and committed together.
 type keyOutputs struct {
-	sk, pk    *output
+	sk, pk    *outfile.Output
 	skPath    string
 	skExisted bool
 }
@@ -233,7 +234,7 @@ type keyOutputs struct {
 // different files, and different from the files named in also (pairs of
 // flag name and path: the keys read).
 func openKeyOutputs(o *keygenOptions, skName, skPath, pkName, pkPath string, also ...string) (*keyOutputs, error) {
-	if err := distinctOutputs([]string{skName, skPath, pkName, pkPath}, also); err != nil {
+	if err := outfile.Distinct([]string{skName, skPath, pkName, pkPath}, also); err != nil {
 		return nil, err
 	}
 	k := &keyOutputs{skPath: skPath}
@@ -244,7 +245,7 @@ func openKeyOutputs(o *keygenOptions, skName, skPath, pkName, pkPath string, als
 	}
 	if pkPath != "" {
 		if k.pk, err = openKeyFile(o, pkPath, false); err != nil {
-			k.sk.abort()
+			k.sk.Abort()
 			return nil, err
 		}
 	}
@@ -253,10 +254,10 @@ func openKeyOutputs(o *keygenOptions, skName, skPath, pkName, pkPath string, als
 
 // openKeyFile opens a key output, a secret key (0600) or a public key
 // (0666 minus the umask): only a regular file is ever replaced.
-func openKeyFile(o *keygenOptions, path string, secret bool) (*output, error) {
-	if isStdout(path) {
+func openKeyFile(o *keygenOptions, path string, secret bool) (*outfile.Output, error) {
+	if outfile.IsStdout(path) {
 		// Before the Stat: /dev/stdout may be a file that exists.
-		return nil, keyToStdout(path)
+		return nil, outfile.KeyToStdout(path)
 	}
 	fi, err := os.Stat(path)
 	if err == nil && !fi.Mode().IsRegular() {
@@ -265,17 +266,17 @@ func openKeyFile(o *keygenOptions, path string, secret bool) (*output, error) {
 	if err == nil && !o.Force {
 		return nil, withHint(usagef("%s already exists", quoteName(path)), "use -f to replace it")
 	}
-	mode := os.FileMode(modePublic)
+	mode := os.FileMode(outfile.ModePublic)
 	if secret {
-		mode = modeSecret
+		mode = outfile.ModeSecret
 	}
-	return openOutput(path, nil, outputOptions{force: o.Force, mode: mode, secretKey: secret})
+	return outfile.Open(path, nil, outfile.Options{Force: o.Force, Mode: mode, SecretKey: secret})
 }
 
-func (k *keyOutputs) abort() {
-	k.sk.abort()
+func (k *keyOutputs) Abort() {
+	k.sk.Abort()
 	if k.pk != nil {
-		k.pk.abort()
+		k.pk.Abort()
 	}
 }
 
@@ -289,21 +290,21 @@ func (k *keyOutputs) write(skData, pkData []byte) error {
 		_, err = k.pk.Write(pkData)
 	}
 	if err != nil {
-		k.abort()
+		k.Abort()
 		return err
 	}
-	if err := k.sk.commit(); err != nil {
+	if err := k.sk.Commit(); err != nil {
 		if k.pk != nil {
-			k.pk.abort()
+			k.pk.Abort()
 		}
 		return err
 	}
 	if k.pk == nil {
 		return nil
 	}
-	if err := k.pk.commit(); err != nil {
+	if err := k.pk.Commit(); err != nil {
 		if !k.skExisted {
-			os.Remove(k.sk.final)
+			os.Remove(k.sk.Final())
 			return err
 		}
 		return withHint(err, "the new secret key is in %s; write its public key with: crypt4gh pubkey --sk %s -o PATH",
@@ -331,7 +332,7 @@ func keygenDerive(e *env, o *keygenOptions) error {
 	if pkPath == "" {
 		return withHint(usagef("--derive needs --pk PATH"), "crypt4gh pubkey --sk KEY prints the public key instead")
 	}
-	if err := distinctOutputs([]string{"--pk", pkPath}, keyInputs(o.keys())); err != nil {
+	if err := outfile.Distinct([]string{"--pk", pkPath}, keyInputs(o.keys())); err != nil {
 		return err
 	}
 	out, err := openKeyFile(o, pkPath, false)
@@ -340,12 +341,12 @@ func keygenDerive(e *env, o *keygenOptions) error {
 	}
 	sk, _, err := existingKey(e, o, "--derive")
 	if err != nil {
-		out.abort()
+		out.Abort()
 		return err
 	}
 	defer sk.Zero()
 	_, err = out.Write(keys.MarshalPublicKey(sk.Public()))
-	return out.finish(err)
+	return out.Finish(err)
 }
 
 // keygenConvert writes an existing secret key of any format as a new
@@ -358,7 +359,7 @@ func keygenConvert(e *env, o *keygenOptions) error {
 	case "-":
 		return usagef("--convert writes the secret key to a file, not to stdout")
 	}
-	if sameFile(o.keys().secretKeyPath(), out) {
+	if outfile.SameFile(o.keys().secretKeyPath(), out) {
 		return withHint(usagef("-o %s is the secret key being converted", quoteName(out)), "use --relock to change a crypt4gh key in place")
 	}
 	files, err := openKeyOutputs(o, "-o", out, "--pk", pkPath, keyInputs(o.keys(), "--new-passphrase-file", o.NewPassphraseFile)...)
@@ -367,13 +368,13 @@ func keygenConvert(e *env, o *keygenOptions) error {
 	}
 	sk, info, err := existingKey(e, o, "--convert")
 	if err != nil {
-		files.abort()
+		files.Abort()
 		return err
 	}
 	defer sk.Zero()
 	data, err := marshalRelocked(e, o, sk, info)
 	if err != nil {
-		files.abort()
+		files.Abort()
 		return err
 	}
 	defer clear(data)
@@ -409,12 +410,12 @@ func keygenRelock(e *env, o *keygenOptions) error {
 	}
 	defer clear(data)
 	// Replace the file a symbolic link points to, not the link.
-	out, err := openOutput(path, nil, outputOptions{force: true, mode: modeSecret, secretKey: true})
+	out, err := outfile.Open(path, nil, outfile.Options{Force: true, Mode: outfile.ModeSecret, SecretKey: true})
 	if err != nil {
 		return err
 	}
 	_, err = out.Write(data)
-	return out.finish(err)
+	return out.Finish(err)
 }
 
 // unusedWith returns a usage error when one of the named flags is given

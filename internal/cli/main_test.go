@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		if path := os.Getenv(caughtEnv); path != "" {
 			go func() {
-				<-cleanup.caught
+				<-outfile.Signals.Caught()
 				os.WriteFile(path, nil, 0o600)
 			}()
 		}

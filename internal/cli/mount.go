@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"os/signal"
 	"syscall"
@@ -78,7 +79,7 @@ func mountAction(e *env, o *mountOptions) error {
 			return usagef("%s is not a folder", quoteName(p))
 		}
 	}
-	if mountedOn(mountpoint) {
+	if outfile.MountedOn(mountpoint) {
 		return withHint(usagef("%s is a mount point already", quoteName(mountpoint)), "unmount it first (fusermount3 -u %s), or choose an empty folder", mountpoint)
 	}
 	sk, sender, err := readReaderKeys(e, o.keyOptions)
@@ -95,7 +96,7 @@ func mountAction(e *env, o *mountOptions) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	signal.Ignore(syscall.SIGPIPE)
 	defer signal.Stop(sigs)
-	e.cleanup.stop()
+	e.cleanup.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan os.Signal, 1)

@@ -2,63 +2,20 @@ package cli
 
 import (
 	"bytes"
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"testing/iotest"
 	"time"
 )
-
-// TestProgressNotTerminal checks that no bar is made, and nothing
-// written, when stderr is not a terminal: a buffer, a regular file, or a
-// pipe as in a CI log.
-func TestProgressNotTerminal(t *testing.T) {
-	file, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	defer pw.Close()
-	for name, w := range map[string]io.Writer{"buffer": &bytes.Buffer{}, "file": file, "pipe": pw} {
-		if p := newProgressTo(w, 1<<20, "encrypting"); p != nil {
-			t.Errorf("%s: got a progress bar on a non-terminal", name)
-		}
-	}
-	if fi, _ := file.Stat(); fi.Size() != 0 {
-		t.Errorf("%d bytes written to the stderr file", fi.Size())
-	}
-}
-
-// TestProgressNilSafe checks that the methods of a nil *progress leave the
-// data alone and do nothing else.
-func TestProgressNilSafe(t *testing.T) {
-	var p *progress
-	r := strings.NewReader("data")
-	if got := p.reader(r); got != r {
-		t.Errorf("nil progress wrapped the reader")
-	}
-	p.start()
-	called := false
-	p.print(func() { called = true })
-	p.stop()
-	if !called {
-		t.Errorf("nil progress did not run the print function")
-	}
-}
 
 // TestRunNoBarWhenStderrIsAFile runs encrypt and decrypt in-process with a
 // regular file, not a terminal, as stderr: it must stay empty.
 func TestRunNoBarWhenStderrIsAFile(t *testing.T) {
-	old := progressInterval
-	progressInterval = time.Millisecond
-	defer func() { progressInterval = old }()
+	old := progress.Interval
+	progress.Interval = time.Millisecond
+	defer func() { progress.Interval = old }()
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
 	if err := os.WriteFile(plain, bytes.Repeat([]byte("acgt"), 1<<20), 0o644); err != nil {
@@ -77,61 +34,5 @@ func TestRunNoBarWhenStderrIsAFile(t *testing.T) {
 	if fi, _ := stderr.Stat(); fi.Size() != 0 {
 		b, _ := os.ReadFile(stderr.Name())
 		t.Errorf("stderr is not a terminal, but got %q", b)
-	}
-}
-
-// TestCountingReader checks the count and the data through Read and
-// through WriteTo, to a file (kernel copy), to a buffer and to a plain
-// writer.
-func TestCountingReader(t *testing.T) {
-	dir := t.TempDir()
-	data := bytes.Repeat([]byte("0123456789abcdef"), (copyChunk+12345)/16)
-	src := filepath.Join(dir, "src")
-	if err := os.WriteFile(src, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := &progress{}
-	if err := iotest.TestReader(p.reader(bytes.NewReader(data[:100000])), data[:100000]); err != nil {
-		t.Fatal(err)
-	}
-	dsts := map[string]func() (io.Writer, func() []byte){
-		"file": func() (io.Writer, func() []byte) {
-			f, err := os.Create(filepath.Join(dir, "dst"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f, func() []byte {
-				f.Close()
-				b, _ := os.ReadFile(f.Name())
-				return b
-			}
-		},
-		"buffer": func() (io.Writer, func() []byte) {
-			var b bytes.Buffer
-			return &b, b.Bytes
-		},
-		"writer": func() (io.Writer, func() []byte) {
-			var b bytes.Buffer
-			return struct{ io.Writer }{&b}, b.Bytes
-		},
-	}
-	for name, mk := range dsts {
-		f, err := os.Open(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &progress{}
-		w, got := mk()
-		n, err := io.Copy(w, p.reader(f))
-		f.Close()
-		if err != nil || n != int64(len(data)) {
-			t.Errorf("%s: copied %d, %v; want %d", name, n, err, len(data))
-		}
-		if c := p.n.Load(); c != int64(len(data)) {
-			t.Errorf("%s: counted %d bytes, want %d", name, c, len(data))
-		}
-		if !bytes.Equal(got(), data) {
-			t.Errorf("%s: the copy differs", name)
-		}
 	}
 }

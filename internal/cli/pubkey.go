@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/urfave/cli/v2"
 )
@@ -43,19 +44,19 @@ func pubkey(e *env, o *pubkeyOptions) error {
 	if len(e.args) > 0 {
 		return usagef("unexpected argument %q", e.args[0])
 	}
-	if err := distinctOutputs([]string{"-o", o.Output}, keyInputs(o.keyOptions)); err != nil {
+	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions)); err != nil {
 		return err
 	}
-	out, err := openOutput(o.Output, e.stdout, outputOptions{force: o.Force, mode: modePublic})
+	out, err := outfile.Open(o.Output, e.stdout, outfile.Options{Force: o.Force, Mode: outfile.ModePublic})
 	if err != nil {
 		return err
 	}
 	sk, err := readSecretKey(e, o.keyOptions)
 	if err != nil {
-		out.abort()
+		out.Abort()
 		return err
 	}
 	defer sk.Zero()
 	_, err = out.Write(keys.MarshalPublicKey(sk.Public()))
-	return out.finish(err)
+	return out.Finish(err)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"slices"
 
@@ -67,7 +68,7 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 	if len(e.args) > 0 {
 		return reencryptBatch(e, o)
 	}
-	if err := distinctOutputs([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {
+	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {
 		return err
 	}
 	recipients, err := readPublicKeys(o.Recipients.Value())
@@ -82,7 +83,7 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 	// The body length is checked before anything is written: a body cut
 	// inside a segment is a damaged file.
 	prog := e.newProgress(in.size(), "reencrypting")
-	src := prog.reader(in.Reader) // the *os.File itself: io.Copy to a file is then copy_file_range
+	src := prog.Reader(in.Reader) // the *os.File itself: io.Copy to a file is then copy_file_range
 	h, err := header.Parse(src)
 	if err != nil {
 		return err
@@ -96,15 +97,15 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 		return rekeyObject(e, o, h, in.obj.o, recipients)
 	}
 	out, err := e.openDest(o.Output, max(in.size(), 0)+headerRoom,
-		outputOptions{force: o.Force, binary: true, mode: modePublic, input: in.file})
+		outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
 	if err != nil {
 		return err
 	}
-	return out.finish(reencryptTo(e, o, h, in, src, out, recipients))
+	return out.Finish(reencryptTo(e, o, h, in, src, out, recipients))
 }
 
 // reencryptTo writes the new header and then the body, unchanged.
-func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src io.Reader, out *output, recipients []keys.PublicKey) error {
+func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src io.Reader, out *outfile.Output, recipients []keys.PublicKey) error {
 	sk, err := readSecretKey(e, o.keyOptions)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"strings"
 	"sync"
@@ -275,7 +276,7 @@ func spliceObject(e *env, so *spliceOptions, s *objectStream, opts reencrypt.Spl
 		return err
 	}
 	dest := so.Output
-	var out *output
+	var out *outfile.Output
 	var loc objstore.Location
 	if objstore.IsURL(dest) {
 		if loc, err = objectDest(dest); err != nil {
@@ -284,12 +285,12 @@ func spliceObject(e *env, so *spliceOptions, s *objectStream, opts reencrypt.Spl
 		if !so.Force && o.Location() == loc {
 			return withHint(usagef("output %s is the input", loc), "use --force to replace it")
 		}
-	} else if out, err = e.openDest(dest, o.Size()+headerRoom, outputOptions{force: so.Force, binary: true, mode: modePublic}); err != nil {
+	} else if out, err = e.openDest(dest, o.Size()+headerRoom, outfile.Options{Force: so.Force, Binary: true, Mode: outfile.ModePublic}); err != nil {
 		return err
 	}
 	if opts.Reader, err = readSecretKey(e, so.keyOptions); err != nil {
 		if out != nil {
-			out.abort()
+			out.Abort()
 		}
 		return err
 	}
@@ -297,7 +298,7 @@ func spliceObject(e *env, so *spliceOptions, s *objectStream, opts reencrypt.Spl
 	nh, runs, err := reencrypt.PlanSplice(h, o.Size()-h.Size(), opts)
 	if err != nil {
 		if out != nil {
-			out.abort()
+			out.Abort()
 		}
 		return noPacketHint(err, opts.Reader, nil)
 	}
@@ -314,7 +315,7 @@ func spliceObject(e *env, so *spliceOptions, s *objectStream, opts reencrypt.Spl
 		}
 		return e.interruptible(loc.String(), func(ctx context.Context) error { return e.compose(ctx, loc, parts, so.Force) })
 	}
-	return out.finish(copyObjectRuns(e, out, nh, o, h.Size(), runs))
+	return out.Finish(copyObjectRuns(e, out, nh, o, h.Size(), runs))
 }
 
 // copyObjectRuns writes the header nh, then the runs of the body of o,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -92,12 +93,12 @@ func decryptResume(e *env, d *decryptOptions, rng *edit.Range) error {
 	case !objstore.IsURL(src):
 		return withHint(usagef("--continue resumes the download of an object or a web resource"),
 			"use -i s3://BUCKET/KEY or -i https://…")
-	case isStdout(path):
+	case outfile.IsStdout(path):
 		return withHint(usagef("--continue needs an output file"), "use -o FILE")
 	case objstore.IsURL(path):
 		return usagef("--continue writes a local file, not %s", path)
 	}
-	final, err := checkOutput(path, outputOptions{force: d.Force})
+	final, err := outfile.Check(path, outfile.Options{Force: d.Force})
 	// An output that exists without a partial one beside it may be the
 	// complete download of an earlier run: then there is nothing to do
 	// (as wget -c has it), so that a retry loop ends. Its size, against
@@ -107,7 +108,7 @@ func decryptResume(e *env, d *decryptOptions, rng *edit.Range) error {
 		// Only a regular file of the caller's, private as a decrypt
 		// leaves it, is taken for the earlier run's: not a link, not a
 		// file that another user planted at the name.
-		if fi, serr := os.Lstat(path); serr == nil && fi.Mode().IsRegular() && ownedPrivate(fi) && !exists(resumeFile(path, resumeSuffix)) {
+		if fi, serr := os.Lstat(path); serr == nil && fi.Mode().IsRegular() && outfile.OwnedPrivate(fi) && !exists(resumeFile(path, resumeSuffix)) {
 			done, final = fi, path
 		}
 		if done == nil {
@@ -118,7 +119,7 @@ func decryptResume(e *env, d *decryptOptions, rng *edit.Range) error {
 	if final == "" {
 		return usagef("--continue needs a regular file as output, not %s", quoteName(path))
 	}
-	if len(filepath.Base(resumeFile(final, recordSuffix))) > maxName {
+	if len(filepath.Base(resumeFile(final, recordSuffix))) > outfile.MaxName {
 		return usagef("the name %s is too long for the files of --continue beside it", quoteName(path))
 	}
 	partial := resumeFile(final, resumeSuffix)
@@ -177,11 +178,11 @@ func decryptResume(e *env, d *decryptOptions, rng *edit.Range) error {
 	rest := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return e.readerOptions() }, fetched: true, pos: min(from, size)}
 	defer rest.Close()
 	prog := e.newProgress(size-from, "decrypting")
-	r := res.From(rw.start, prog.reader(rest), d.Jobs)
+	r := res.From(rw.start, prog.Reader(rest), d.Jobs)
 	defer r.Close()
-	prog.start()
+	prog.Start()
 	_, err = r.WriteTo(rw)
-	prog.stop()
+	prog.Stop()
 	if err != nil {
 		err = decryptError(err, hsize, size)
 		if serr := rw.sync(); serr != nil {
@@ -226,7 +227,7 @@ func openPartial(e *env, path string, rec resumeRecord, res *c4gh.Resumable) (*p
 	if err != nil {
 		return nil, fmt.Errorf("failed to open %s: %w", quoteName(path), pathErr(err))
 	}
-	if err := lockFile(f); err != nil {
+	if err := outfile.Lock(f); err != nil {
 		f.Close()
 		return nil, withHint(usagef("%s is in use by another crypt4gh", quoteName(path)), "wait for it to end, or stop it")
 	}
@@ -253,7 +254,7 @@ func openPartial(e *env, path string, rec resumeRecord, res *c4gh.Resumable) (*p
 	}
 	w.f = f
 	w.written.Store(w.start)
-	w.forget = cleanup.onInterrupt(func() { w.sync() })
+	w.forget = outfile.Signals.OnInterrupt(func() { w.sync() })
 	return w, nil
 }
 
@@ -395,7 +396,7 @@ func (w *partialWriter) commit(final, path string, force bool) error {
 	}
 	w.f = nil
 	if err == nil {
-		err = place(w.path, final, force)
+		err = outfile.Place(w.path, final, force)
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
@@ -405,7 +406,7 @@ func (w *partialWriter) commit(final, path string, force bool) error {
 		return fmt.Errorf("failed to write %s: %w", path, pathErr(err))
 	}
 	os.Remove(w.record)
-	return syncDir(filepath.Dir(final))
+	return outfile.SyncDir(filepath.Dir(final))
 }
 
 // close releases the partial output if commit did not.
@@ -428,7 +429,7 @@ var errNotPrivate = errors.New("not a private file of yours (another user could 
 // others, as an earlier run left it. It refuses a symbolic link or
 // anything but a regular file.
 func openPrivate(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, modeSecret)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, outfile.ModeSecret)
 	if errors.Is(err, os.ErrExist) {
 		if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 			return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
@@ -453,7 +454,7 @@ func checkPrivate(f *os.File, path string) error {
 	switch {
 	case err != nil || lerr != nil || !os.SameFile(fi, li) || !fi.Mode().IsRegular():
 		return &os.PathError{Op: "open", Path: path, Err: errors.New("changed while it was opened")}
-	case !ownedPrivate(fi) || !singleLink(fi):
+	case !outfile.OwnedPrivate(fi) || !outfile.SingleLink(fi):
 		return &os.PathError{Op: "open", Path: path, Err: errNotPrivate}
 	}
 	return nil
@@ -491,7 +492,7 @@ func exists(path string) bool {
 // obsolete: they are removed only when they are the caller's own private
 // files, as --continue would have used them.
 func removeResumeFiles(e *env, path string) {
-	if isStdout(path) || objstore.IsURL(path) {
+	if outfile.IsStdout(path) || objstore.IsURL(path) {
 		return
 	}
 	removed := false
@@ -515,7 +516,7 @@ func removeResumeFiles(e *env, path string) {
 // has the partial output of an interrupted download with --continue
 // beside it, which this run does not use (and removes once complete).
 func warnResumable(e *env, path string) {
-	if isStdout(path) || objstore.IsURL(path) {
+	if outfile.IsStdout(path) || objstore.IsURL(path) {
 		return
 	}
 	partial := resumeFile(path, resumeSuffix)

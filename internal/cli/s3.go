@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"os"
 	"sync"
@@ -461,9 +462,9 @@ type objectSink struct {
 // when path is an s3:// URL. size is how many bytes will be written, at
 // most, when known (0 otherwise): it sets the part size of a large
 // upload.
-func (e *env) openDest(path string, size int64, opts outputOptions) (*output, error) {
+func (e *env) openDest(path string, size int64, opts outfile.Options) (*outfile.Output, error) {
 	if !objstore.IsURL(path) {
-		return openOutput(path, e.stdout, opts)
+		return outfile.Open(path, e.stdout, opts)
 	}
 	loc, err := objstore.Parse(path)
 	if err != nil {
@@ -481,7 +482,7 @@ func (e *env) openDest(path string, size int64, opts outputOptions) (*output, er
 	}
 	e.stores.uses(true)
 	ctx, cancel := context.WithCancel(e.ctx)
-	w, err := st.Create(ctx, loc, e.writerOptions(size, opts.force))
+	w, err := st.Create(ctx, loc, e.writerOptions(size, opts.Force))
 	if err != nil {
 		cancel()
 		if errors.Is(err, objstore.ErrExists) {
@@ -490,8 +491,8 @@ func (e *env) openDest(path string, size int64, opts outputOptions) (*output, er
 		return nil, err
 	}
 	s := &objectSink{w: w, name: loc.String(), cancel: cancel, sem: make(chan struct{}, 1)}
-	s.forget = cleanup.onInterrupt(s.interrupted)
-	return &output{Writer: s, path: path, obj: s}, nil
+	s.forget = outfile.Signals.OnInterrupt(s.interrupted)
+	return outfile.NewSink(path, s), nil
 }
 
 func (s *objectSink) Write(p []byte) (int, error) {
@@ -501,7 +502,7 @@ func (s *objectSink) Write(p []byte) (int, error) {
 }
 
 // commit completes the upload.
-func (s *objectSink) commit() error {
+func (s *objectSink) Commit() error {
 	s.sem <- struct{}{}
 	s.committing.Store(true)
 	err := s.w.Close()
@@ -516,7 +517,7 @@ func (s *objectSink) commit() error {
 }
 
 // abort abandons the upload.
-func (s *objectSink) abort() {
+func (s *objectSink) Abort() {
 	s.sem <- struct{}{}
 	s.w.Abort()
 	<-s.sem
@@ -572,7 +573,7 @@ func (e *env) interruptible(dest string, fn func(ctx context.Context) error) err
 	defer cancel()
 	var result error
 	finished := make(chan struct{})
-	forget := cleanup.onInterrupt(func() {
+	forget := outfile.Signals.OnInterrupt(func() {
 		cancel()
 		select {
 		case <-finished:

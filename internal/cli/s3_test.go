@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -227,7 +228,7 @@ func TestS3RoundTrip(t *testing.T) {
 				t.Errorf("decrypt --checksum printed\n%swant\n%s", out, want)
 			}
 			sameBytes(t, "decrypted from s3", e.read(t, back), plain)
-			if fi, err := os.Stat(filepath.Join(e.dir, back)); err != nil || fi.Mode().Perm() != modeSecret {
+			if fi, err := os.Stat(filepath.Join(e.dir, back)); err != nil || fi.Mode().Perm() != outfile.ModeSecret {
 				t.Errorf("decrypted file: %v, %v", fi.Mode(), err)
 			}
 			if n > 20*MiB {

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path"
 	"path/filepath"
@@ -261,7 +262,7 @@ func (e *env) openBatchInput(name string) (*input, error) {
 // openBatchOutput opens the output of one file of a batch, making the
 // local folder it goes in when it is missing (for the objects of a
 // prefix).
-func openBatchOutput(e *env, dir, name string, size int64, opts outputOptions) (*output, error) {
+func openBatchOutput(e *env, dir, name string, size int64, opts outfile.Options) (*outfile.Output, error) {
 	if isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name) {
 		if err := noLinkBelow(dir, name); err != nil {
 			return nil, err
@@ -271,7 +272,7 @@ func openBatchOutput(e *env, dir, name string, size int64, opts outputOptions) (
 		if dir := filepath.Dir(name); dir != "." {
 			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 				perm := os.FileMode(0o777)
-				if opts.mode == modeSecret {
+				if opts.Mode == outfile.ModeSecret {
 					perm = 0o700
 				}
 				if err := os.MkdirAll(dir, perm); err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,7 @@ func TestS3Batch(t *testing.T) {
 	for k, b := range plain {
 		p := filepath.Join("plain", filepath.FromSlash(strings.TrimPrefix(k, "raw/")))
 		sameBytes(t, p, e.read(t, p), b)
-		if fi, err := os.Stat(filepath.Join(e.dir, p)); err != nil || fi.Mode().Perm() != modeSecret {
+		if fi, err := os.Stat(filepath.Join(e.dir, p)); err != nil || fi.Mode().Perm() != outfile.ModeSecret {
 			t.Errorf("%s: mode %v, %v", p, fi.Mode(), err)
 		}
 	}

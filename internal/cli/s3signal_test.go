@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"net/http"
 	"os"
 	"os/exec"
@@ -159,7 +160,7 @@ func (e *s3env) killedDownload(t *testing.T, key, out string, stallAt int64) int
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Mode().Perm() != modeSecret {
+	if fi.Mode().Perm() != outfile.ModeSecret {
 		t.Errorf("partial output mode %v", fi.Mode())
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "."+out+recordSuffix)); err != nil {
@@ -203,7 +204,7 @@ func TestS3Resume(t *testing.T) {
 			t.Errorf(".out%s left after the resumed run: %v", suffix, err)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(e.dir, "out")); err != nil || fi.Mode().Perm() != modeSecret {
+	if fi, err := os.Stat(filepath.Join(e.dir, "out")); err != nil || fi.Mode().Perm() != outfile.ModeSecret {
 		t.Errorf("out: %v, %v", fi.Mode(), err)
 	}
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,7 +94,7 @@ func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error 
 	if err != nil {
 		return err
 	}
-	if err := distinctOutputs([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(recipientPaths)...)); err != nil {
+	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(recipientPaths)...)); err != nil {
 		return err
 	}
 	in, err := e.openSource(o.Input)
@@ -105,13 +106,13 @@ func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error 
 		return spliceObject(e, o, in.obj, reencrypt.SpliceOptions{Recipients: recipients, Ranges: ranges})
 	}
 	out, err := e.openDest(o.Output, max(in.size(), 0)+headerRoom,
-		outputOptions{force: o.Force, binary: true, mode: modePublic, input: in.file})
+		outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
 	if err != nil {
 		return err
 	}
 	sk, err := readSecretKey(e, o.keyOptions)
 	if err != nil {
-		out.abort()
+		out.Abort()
 		return err
 	}
 	defer sk.Zero()
@@ -121,12 +122,12 @@ func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error 
 		// the first one that a range needs are dropped, the others held
 		// in a temporary file (ciphertext only) beside the output.
 		dir := os.TempDir()
-		if out.final != "" {
-			dir = filepath.Dir(out.final)
+		if out.Final() != "" {
+			dir = filepath.Dir(out.Final())
 		}
 		var spool *os.File
 		err = reencrypt.SpliceStream(out.Writer, in, func() (reencrypt.Spool, error) {
-			f, err := createTemp(filepath.Join(dir, "crypt4gh-spool"), modeSecret)
+			f, err := outfile.CreateTemp(filepath.Join(dir, "crypt4gh-spool"), outfile.ModeSecret)
 			if err != nil {
 				return nil, fmt.Errorf("failed to create a temporary file for the input in %s: %w", quoteName(dir), pathErr(err))
 			}
@@ -136,13 +137,13 @@ func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error 
 		if spool != nil {
 			spool.Close()
 			os.Remove(spool.Name())
-			cleanup.forget(spool.Name())
+			outfile.Signals.Forget(spool.Name())
 		}
-		return out.finish(noPacketHint(err, sk, nil))
+		return out.Finish(noPacketHint(err, sk, nil))
 	}
 	// out.Writer is the temporary *os.File (or stdout) and in.file an
 	// *os.File: Splice copies the segments with io.CopyN between them, which
 	// the kernel does with copy_file_range for a file output.
 	err = reencrypt.Splice(out.Writer, in.file, opts)
-	return out.finish(noPacketHint(err, sk, nil))
+	return out.Finish(noPacketHint(err, sk, nil))
 }

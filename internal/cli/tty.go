@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"os"
 
@@ -55,7 +56,7 @@ func readHidden(tty *os.File, prompt string) ([]byte, error) {
 	}
 	fd := int(tty.Fd())
 	if st, err := term.GetState(fd); err == nil {
-		done := cleanup.onInterrupt(func() {
+		done := outfile.Signals.OnInterrupt(func() {
 			term.Restore(fd, st)
 			io.WriteString(tty, "\n")
 		})

@@ -1,4 +1,4 @@
-package cli
+package outfile
 
 import (
 	"os"
@@ -38,9 +38,9 @@ func preallocate(f *os.File, n int64) bool {
 	return true
 }
 
-// sparse reports whether the file of fi holds far fewer blocks than its
+// Sparse reports whether the file of fi holds far fewer blocks than its
 // size says: its size is no guide to what it holds.
-func sparse(fi os.FileInfo) bool {
+func Sparse(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return false

@@ -1,4 +1,4 @@
-package cli
+package outfile
 
 import (
 	"fmt"
@@ -22,10 +22,13 @@ import (
 // head -1") fails the command's next write, which ends it through the
 // usual path (outputs removed) with 128 + SIGPIPE and no message.
 
-// cleanup holds what to undo when the process is interrupted.
-var cleanup = &interrupts{files: map[string]bool{}, hooks: map[int]func(){}, caught: make(chan struct{})}
+// Signals holds what to undo when the process is interrupted: one for the
+// process, as its signals are.
+var Signals = &Interrupts{files: map[string]bool{}, hooks: map[int]func(){}, caught: make(chan struct{})}
 
-type interrupts struct {
+// Interrupts is the cleanup on signals: the files to remove and the hooks
+// to run.
+type Interrupts struct {
 	mu    sync.Mutex
 	files map[string]bool
 	hooks map[int]func()
@@ -42,8 +45,8 @@ type interrupts struct {
 // exits.
 var catchSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
-// arm installs, once, the handler for catchSignals.
-func (t *interrupts) arm() {
+// Arm installs, once, the handler for catchSignals.
+func (t *Interrupts) Arm() {
 	t.once.Do(func() {
 		c := make(chan os.Signal, 4) // room for SIGPIPEs before the one that ends the run
 		t.ch = c
@@ -67,12 +70,12 @@ func (t *interrupts) arm() {
 	})
 }
 
-// create makes a new file with os.OpenFile(name, O_CREATE|O_EXCL|O_RDWR,
+// Create makes a new file with os.OpenFile(name, O_CREATE|O_EXCL|O_RDWR,
 // perm) and records it for removal. The handler is installed first and
 // the file is created under the lock the handler takes, so that a signal
 // that arrives at any moment finds the file in the set.
-func (t *interrupts) create(name string, perm os.FileMode) (*os.File, error) {
-	t.arm()
+func (t *Interrupts) Create(name string, perm os.FileMode) (*os.File, error) {
+	t.Arm()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, perm)
@@ -83,17 +86,17 @@ func (t *interrupts) create(name string, perm os.FileMode) (*os.File, error) {
 	return f, nil
 }
 
-// forget stops tracking a file: it was committed or removed.
-func (t *interrupts) forget(name string) {
+// Forget stops tracking a file: it was committed or removed.
+func (t *Interrupts) Forget(name string) {
 	t.mu.Lock()
 	delete(t.files, name)
 	t.mu.Unlock()
 }
 
-// onInterrupt runs fn if the process is interrupted before the returned
+// OnInterrupt runs fn if the process is interrupted before the returned
 // function is called.
-func (t *interrupts) onInterrupt(fn func()) (done func()) {
-	t.arm()
+func (t *Interrupts) OnInterrupt(fn func()) (done func()) {
+	t.Arm()
 	t.mu.Lock()
 	id := t.next
 	t.next++
@@ -106,10 +109,14 @@ func (t *interrupts) onInterrupt(fn func()) (done func()) {
 	}
 }
 
-// stop hands the signals back, for a command that handles them itself
+// Stop hands the signals back, for a command that handles them itself
 // from now on (mount unmounts on SIGINT and SIGTERM). Nothing may be
-// recorded for cleanup after it.
-func (t *interrupts) stop() {
-	t.arm()
+// recorded for Signals after it.
+func (t *Interrupts) Stop() {
+	t.Arm()
 	signal.Stop(t.ch)
 }
+
+// Caught is closed once a signal was taken and the cleanup holds its
+// lock: a test that must act after that waits for it.
+func (t *Interrupts) Caught() <-chan struct{} { return t.caught }

@@ -1,4 +1,8 @@
-package cli
+// Package progress draws the progress bar of a long command on a
+// terminal's stderr: bytes read, the rate and the time left, redrawn
+// every Interval from an atomic counter, so that the readers it wraps
+// cost one atomic add a read. A nil *Bar is valid and does nothing.
+package progress
 
 import (
 	"io"
@@ -8,17 +12,19 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 )
 
-// progressInterval is how often the bar is redrawn (a variable for the
-// tests). An operation that ends sooner prints nothing.
-var progressInterval = 150 * time.Millisecond
+// Interval is how often the bar is redrawn (a variable for the tests).
+// An operation that ends sooner prints nothing.
+var Interval = 150 * time.Millisecond
 
-// progress shows on stderr how many input bytes were read, with the rate
-// and the time left. The readers that it wraps only add to an atomic
-// counter; a goroutine redraws the bar every progressInterval. A nil
-// *progress is valid and does nothing, so that callers need no checks.
-type progress struct {
+// Bar shows on stderr how many input bytes were read, with the rate and
+// the time left. The readers that it wraps only add to an atomic counter;
+// a goroutine redraws the bar every Interval. A nil *Bar is valid and
+// does nothing, so that callers need no checks.
+type Bar struct {
 	w     io.Writer
 	total int64
 	n     atomic.Int64
@@ -35,24 +41,15 @@ type progress struct {
 	done      chan struct{}
 }
 
-// newProgress returns a progress display for total input bytes, or nil
-// when there is nothing to show: --quiet, an unknown or zero size, or a
-// stderr that is not a terminal (a pipe, a file, a CI log). It does not
-// draw anything before start is called.
-func (e *env) newProgress(total int64, description string) *progress {
-	if e.quiet {
+// New returns a bar for total input bytes drawn on stderr, or nil when
+// there is nothing to show: an unknown or zero size, or a stderr that is
+// not the *os.File of a terminal (a pipe, a file, a CI log). It does not
+// draw anything before Start is called.
+func New(stderr io.Writer, total int64, description string) *Bar {
+	if total <= 0 || !outfile.IsTerminal(stderr) {
 		return nil
 	}
-	return newProgressTo(e.stderr, total, description)
-}
-
-// newProgressTo is newProgress for the writer stderr, which must be the
-// real *os.File of a terminal for a bar to be drawn.
-func newProgressTo(stderr io.Writer, total int64, description string) *progress {
-	if total <= 0 || !isTerminal(stderr) {
-		return nil
-	}
-	p := &progress{w: stderr, total: total, quit: make(chan struct{}), done: make(chan struct{})}
+	p := &Bar{w: stderr, total: total, quit: make(chan struct{}), done: make(chan struct{})}
 	p.bar = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(stderr),
 		progressbar.OptionSetDescription(description),
@@ -67,24 +64,24 @@ func newProgressTo(stderr io.Writer, total int64, description string) *progress 
 	return p
 }
 
-// reader returns r, counting the bytes read from it.
-func (p *progress) reader(r io.Reader) io.Reader {
+// Reader returns r, counting the bytes read from it.
+func (p *Bar) Reader(r io.Reader) io.Reader {
 	if p == nil {
 		return r
 	}
 	return &countingReader{r: r, n: &p.n}
 }
 
-// start begins drawing, every progressInterval, until stop. It must be
-// called at most once, from the goroutine that calls stop.
-func (p *progress) start() {
+// Start begins drawing, every Interval, until Stop. It must be
+// called at most once, from the goroutine that calls Stop.
+func (p *Bar) Start() {
 	if p == nil || p.started {
 		return
 	}
 	p.started, p.startedAt = true, time.Now()
 	p.bar.StartWithoutRender() // the clock of the rate and the time left
 	// Interrupted, the message goes on a line of its own.
-	p.unhook = cleanup.onInterrupt(func() {
+	p.unhook = outfile.Signals.OnInterrupt(func() {
 		p.mu.Lock()
 		if p.shown {
 			io.WriteString(p.w, "\n")
@@ -93,7 +90,7 @@ func (p *progress) start() {
 	})
 	go func() {
 		defer close(p.done)
-		t := time.NewTicker(progressInterval)
+		t := time.NewTicker(Interval)
 		defer t.Stop()
 		for {
 			select {
@@ -109,11 +106,11 @@ func (p *progress) start() {
 	}()
 }
 
-// stop ends the display. When the bar was drawn (or could have been), it
+// Stop ends the display. When the bar was drawn (or could have been), it
 // is drawn a last time with the final count and the line is ended, so
 // that what follows (an error message, the shell prompt) starts on a line
-// of its own. stop may be called more than once, and without start.
-func (p *progress) stop() {
+// of its own. stop may be called more than once, and without Start.
+func (p *Bar) Stop() {
 	if p == nil {
 		return
 	}
@@ -128,17 +125,17 @@ func (p *progress) stop() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		// A tick may not have been served yet on a busy machine: what
-		// lasted longer than progressInterval shows its end anyway.
-		if p.shown || (p.started && time.Since(p.startedAt) >= progressInterval) {
+		// lasted longer than Interval shows its end anyway.
+		if p.shown || (p.started && time.Since(p.startedAt) >= Interval) {
 			p.bar.Set64(min(p.n.Load(), p.total))
 			io.WriteString(p.w, "\n")
 		}
 	})
 }
 
-// print runs fn, which writes a line on a terminal, with the bar line
+// Print runs fn, which writes a line on a terminal, with the bar line
 // cleared first; the next tick draws the bar again below it.
-func (p *progress) print(fn func()) {
+func (p *Bar) Print(fn func()) {
 	if p == nil {
 		fn()
 		return

@@ -1,4 +1,4 @@
-package cli
+package outfile
 
 import (
 	"bytes"
@@ -14,13 +14,13 @@ import (
 func TestOutputPreallocateReleased(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out")
-	out, err := openOutput(path, nil, outputOptions{mode: 0o600})
+	out, err := Open(path, nil, Options{Mode: 0o600})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out.preallocate(16 << 20)
+	out.Preallocate(16 << 20)
 	if !out.reserved {
-		out.abort()
+		out.Abort()
 		t.Skip("this file system does not preallocate")
 	}
 	var st syscall.Stat_t
@@ -34,7 +34,7 @@ func TestOutputPreallocateReleased(t *testing.T) {
 	if _, err := out.Write(data); err != nil {
 		t.Fatal(err)
 	}
-	if err := out.finish(nil); err != nil {
+	if err := out.Finish(nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(path)
@@ -49,12 +49,12 @@ func TestOutputPreallocateReleased(t *testing.T) {
 	}
 
 	failed := filepath.Join(dir, "failed")
-	out, err = openOutput(failed, nil, outputOptions{mode: 0o600})
+	out, err = Open(failed, nil, Options{Mode: 0o600})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out.preallocate(16 << 20)
-	if err := out.finish(os.ErrClosed); err == nil {
+	out.Preallocate(16 << 20)
+	if err := out.Finish(os.ErrClosed); err == nil {
 		t.Fatal("finish with an error returned nil")
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {

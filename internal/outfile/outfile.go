@@ -1,4 +1,12 @@
-package cli
+// Package outfile writes the outputs of the crypt4gh command so that
+// nothing is lost. Every file the tool creates, data or key, goes through
+// an [Output]: it is written to a temporary file in the target folder,
+// fsynced, and then committed under its name in a way that cannot replace
+// a file that appeared meanwhile (without Force), and the folder is
+// fsynced. On any failure, and on every catchable signal ([Signals]), the
+// temporary file is removed. Standard output, devices and named pipes are
+// written in place.
+package outfile
 
 import (
 	"crypto/rand"
@@ -17,28 +25,21 @@ import (
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
-// Every file the tool creates, data or key, goes through output: it is
-// written to a temporary file in the target folder, fsynced, and then
-// committed under its name in a way that cannot replace a file that
-// appeared meanwhile (without --force), and the folder is fsynced. On any
-// failure, and on every catchable signal, the temporary file is removed.
-// Standard output, devices and named pipes are written in place.
-
 // Modes of created files: plaintext and secret keys are private; other
 // outputs get 0666 minus the umask, as the kernel applies it.
 const (
-	modeSecret = 0o600
-	modePublic = 0o666
+	ModeSecret = 0o600
+	ModePublic = 0o666
 )
 
 // output is where a command writes one result.
-type output struct {
+type Output struct {
 	io.Writer
-	path  string      // the name the user gave; "" for stdout
-	final string      // where the file is committed
-	tmp   *os.File    // the temporary file, until commit or abort
-	dev   *os.File    // a device or named pipe written in place
-	obj   *objectSink // an object being uploaded (s3.go)
+	path  string   // the name the user gave; "" for stdout
+	final string   // where the file is committed
+	tmp   *os.File // the temporary file, until commit or abort
+	dev   *os.File // a device or named pipe written in place
+	sink  Sink     // an object being uploaded, say
 	force bool
 	// reserved: blocks may be reserved past what was written (preallocate),
 	// to be released by commit.
@@ -50,30 +51,47 @@ type output struct {
 	mtime time.Time
 }
 
-// keepTime makes a file output take the modification time of the regular
-// file in, as gzip does; other outputs and inputs keep theirs.
-func (o *output) keepTime(in *input) {
-	if o.tmp == nil || in == nil || in.obj != nil || !in.regular() {
-		return
-	}
-	if fi, err := in.file.Stat(); err == nil {
-		o.mtime = fi.ModTime()
+// SetModTime gives a file output the modification time t at its commit
+// (the input's, as gzip keeps it); other outputs keep theirs.
+func (o *Output) SetModTime(t time.Time) {
+	if o.tmp != nil {
+		o.mtime = t
 	}
 }
 
-// outputOptions says how an output may be created.
-type outputOptions struct {
-	force  bool        // replace an existing file
-	binary bool        // refuse to write to a terminal unless path is "-"
-	mode   os.FileMode // modeSecret or modePublic
-	input  *os.File    // the input, which the output must not be
-	// secretKey: the output is a new secret key, which may replace an
-	// old one with force; nothing else ever replaces a secret key.
-	secretKey bool
+// Final is where a file output is committed: the path, or with Force the
+// file a symbolic link at the path points to; "" for other outputs.
+func (o *Output) Final() string { return o.final }
+
+// IsSink reports whether the output writes to a Sink.
+func (o *Output) IsSink() bool { return o.sink != nil }
+
+// Sink is an output that is not a file: an object being uploaded, say.
+// Nothing of it may be visible before Commit; Abort leaves nothing.
+type Sink interface {
+	io.Writer
+	Commit() error
+	Abort()
 }
 
-// isStdout reports whether path names standard output.
-func isStdout(path string) bool {
+// NewSink is the output at path that writes to s.
+func NewSink(path string, s Sink) *Output {
+	return &Output{Writer: s, path: path, sink: s}
+}
+
+// Options says how an output may be created.
+type Options struct {
+	Force  bool        // replace an existing file
+	Binary bool        // refuse to write to a terminal unless path is "-"
+	Mode   os.FileMode // ModeSecret or ModePublic
+	Input  *os.File    // the input, which the output must not be
+	// SecretKey: the output is a new secret key, which may replace an
+	// old one with Force; nothing else ever replaces a secret key.
+	SecretKey bool
+}
+
+// IsStdout reports whether path names standard output.
+func IsStdout(path string) bool {
 	switch path {
 	case "", "-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1":
 		return true
@@ -81,29 +99,29 @@ func isStdout(path string) bool {
 	return false
 }
 
-// openOutput opens path for writing (see isStdout for the names of
+// Open opens path for writing (see IsStdout for the names of
 // stdout). Nothing is created before every check has passed.
-func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, error) {
-	if isStdout(path) {
+func Open(path string, stdout io.Writer, opts Options) (*Output, error) {
+	if IsStdout(path) {
 		if stdout == nil {
 			// Key files are given no stdout: they are files.
-			return nil, keyToStdout(path)
+			return nil, KeyToStdout(path)
 		}
-		if opts.binary && path != "-" && isTerminal(stdout) {
+		if opts.Binary && path != "-" && IsTerminal(stdout) {
 			return nil, withHint(usagef("refusing to write binary data to a terminal"),
 				"use -o FILE, or -o - to write to the terminal anyway")
 		}
-		if f, ok := stdout.(*os.File); ok && opts.input != nil {
+		if f, ok := stdout.(*os.File); ok && opts.Input != nil {
 			// "crypt4gh … -i f >> f" would read what it appends.
 			if fo, err := f.Stat(); err == nil && fo.Mode().IsRegular() {
-				if fi, err := opts.input.Stat(); err == nil && os.SameFile(fo, fi) {
+				if fi, err := opts.Input.Stat(); err == nil && os.SameFile(fo, fi) {
 					return nil, usagef("stdout is the input file")
 				}
 			}
 		}
-		return &output{Writer: stdout}, nil
+		return &Output{Writer: stdout}, nil
 	}
-	final, err := checkOutput(path, opts)
+	final, err := Check(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -111,32 +129,32 @@ func openOutput(path string, stdout io.Writer, opts outputOptions) (*output, err
 		// An existing device or named pipe: written in place.
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return nil, fmt.Errorf("failed to open output %s: %w", path, pathErr(err))
+			return nil, fmt.Errorf("failed to open output %s: %w", path, PathErr(err))
 		}
-		if opts.binary && term.IsTerminal(int(f.Fd())) {
+		if opts.Binary && term.IsTerminal(int(f.Fd())) {
 			f.Close()
 			return nil, withHint(usagef("refusing to write binary data to the terminal %s", path),
 				"use -o - to write to the terminal anyway")
 		}
-		return &output{Writer: f, path: path, dev: f}, nil
+		return &Output{Writer: f, path: path, dev: f}, nil
 	}
-	tmp, err := createTemp(final, opts.mode)
+	tmp, err := CreateTemp(final, opts.Mode)
 	if err != nil {
-		return nil, fmt.Errorf("failed to create output %s: %w", path, pathErr(err))
+		return nil, fmt.Errorf("failed to create output %s: %w", path, PathErr(err))
 	}
-	return &output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.force}, nil
+	return &Output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.Force}, nil
 }
 
-// keyToStdout refuses a key output that is stdout.
-func keyToStdout(path string) error {
+// KeyToStdout refuses a key output that is stdout.
+func KeyToStdout(path string) error {
 	return usagef("keys are written to files, not to stdout (%s)", path)
 }
 
-// checkOutput returns the path where the file for path will be committed:
+// Check returns the path where the file for path will be committed:
 // path itself, or with --force the file that a symbolic link points to.
 // It returns "" for an existing device or named pipe, which is written in
 // place, and an error when the output may not be written.
-func checkOutput(path string, opts outputOptions) (string, error) {
+func Check(path string, opts Options) (string, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -145,10 +163,10 @@ func checkOutput(path string, opts outputOptions) (string, error) {
 		}
 		return path, nil
 	case err != nil:
-		return "", fmt.Errorf("failed to check output %s: %w", path, pathErr(err))
+		return "", fmt.Errorf("failed to check output %s: %w", path, PathErr(err))
 	}
-	if opts.input != nil {
-		if in, err := opts.input.Stat(); err == nil && os.SameFile(fi, in) {
+	if opts.Input != nil {
+		if in, err := opts.Input.Stat(); err == nil && os.SameFile(fi, in) {
 			return "", usagef("output file %s is the input file", path)
 		}
 	}
@@ -157,15 +175,15 @@ func checkOutput(path string, opts outputOptions) (string, error) {
 		return "", usagef("output %s is a directory", path)
 	case !fi.Mode().IsRegular():
 		return "", nil
-	case !opts.force:
+	case !opts.Force:
 		return "", withHint(usagef("output file %q already exists", path), "use --force to replace it")
-	case !opts.secretKey && holdsSecretKey(path):
-		return "", usagef("%s holds a secret key: only a new secret key may replace it", quoteName(path))
+	case !opts.SecretKey && holdsSecretKey(path):
+		return "", usagef("%s holds a secret key: only a new secret key may replace it", QuoteName(path))
 	}
 	// Through a symbolic link, replace the file it points to, not the link.
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", fmt.Errorf("failed to resolve output %s: %w", path, pathErr(err))
+		return "", fmt.Errorf("failed to resolve output %s: %w", path, PathErr(err))
 	}
 	return target, nil
 }
@@ -253,15 +271,15 @@ func (w *writeNamer) wrote(n int64) {
 func (w *writeNamer) rename(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) && pe.Path == w.f.Name() {
-		return &os.PathError{Op: pe.Op, Path: quoteName(w.path), Err: pe.Err}
+		return &os.PathError{Op: pe.Op, Path: QuoteName(w.path), Err: pe.Err}
 	}
 	return err
 }
 
-// pathErr drops the path from an *os.PathError: the message names the
+// PathErr drops the path from an *os.PathError: the message names the
 // file already, or the path is the temporary one that means nothing to the
 // user.
-func pathErr(err error) error {
+func PathErr(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
@@ -273,29 +291,29 @@ func pathErr(err error) error {
 	return err
 }
 
-// tempSuffix marks the temporary files of this tool: ".NAME.partial-XXXXXXXX".
-const tempSuffix = ".partial-"
+// TempSuffix marks the temporary files of this tool: ".NAME.partial-XXXXXXXX".
+const TempSuffix = ".partial-"
 
-// maxName is the longest file name most file systems take.
-const maxName = 255
+// MaxName is the longest file name most file systems take.
+const MaxName = 255
 
-// createTemp creates the temporary file for final in its folder, with
+// CreateTemp creates the temporary file for final in its folder, with
 // mode perm minus the umask. Its name is .NAME.partial-RANDOM, or
 // .crypt4gh.partial-RANDOM when that would be too long for the folder.
-func createTemp(final string, perm os.FileMode) (*os.File, error) {
+func CreateTemp(final string, perm os.FileMode) (*os.File, error) {
 	dir, base := filepath.Split(final)
 	if dir == "" {
 		dir = "."
 	}
 	warnStale(dir)
 	prefix := "." + base
-	if len(prefix)+len(tempSuffix)+16 > maxName {
+	if len(prefix)+len(TempSuffix)+16 > MaxName {
 		prefix = ".crypt4gh"
 	}
 	for range 10 {
 		var r [8]byte
 		rand.Read(r[:])
-		f, err := cleanup.create(filepath.Join(dir, prefix+tempSuffix+hex.EncodeToString(r[:])), perm)
+		f, err := Signals.Create(filepath.Join(dir, prefix+TempSuffix+hex.EncodeToString(r[:])), perm)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -304,9 +322,9 @@ func createTemp(final string, perm os.FileMode) (*os.File, error) {
 	return nil, errors.New("failed to find a free temporary name")
 }
 
-// staleAge is the age after which a temporary file of this tool is
+// StaleAge is the age after which a temporary file of this tool is
 // surely left over from a run that was killed.
-const staleAge = 24 * time.Hour
+const StaleAge = 24 * time.Hour
 
 // warnedStale remembers the folders already checked.
 var warnedStale = map[string]bool{}
@@ -316,35 +334,35 @@ var warnedStale = map[string]bool{}
 // plaintext and reserved space). It never removes them: they may belong to
 // another process.
 func warnStale(dir string) {
-	cleanup.mu.Lock()
+	Signals.mu.Lock()
 	seen := warnedStale[dir]
 	warnedStale[dir] = true
-	cleanup.mu.Unlock()
+	Signals.mu.Unlock()
 	if seen {
 		return
 	}
-	names, _ := filepath.Glob(filepath.Join(dir, ".*"+tempSuffix+"*"))
+	names, _ := filepath.Glob(filepath.Join(dir, ".*"+TempSuffix+"*"))
 	for _, n := range names {
-		if fi, err := os.Lstat(n); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleAge {
+		if fi, err := os.Lstat(n); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > StaleAge {
 			fmt.Fprintf(os.Stderr, "crypt4gh: warning: %s was left by an interrupted run %d hours ago; remove it if no crypt4gh is running\n",
-				quoteName(n), int(time.Since(fi.ModTime()).Hours()))
+				QuoteName(n), int(time.Since(fi.ModTime()).Hours()))
 		}
 	}
 }
 
-// commit moves a file output into place. It must be called only after
+// Commit moves a file output into place. It must be called only after
 // everything was written successfully.
-func (o *output) commit() error {
-	if o.obj != nil {
-		obj := o.obj
-		o.obj = nil
-		return obj.commit()
+func (o *Output) Commit() error {
+	if o.sink != nil {
+		sink := o.sink
+		o.sink = nil
+		return sink.Commit()
 	}
 	if o.dev != nil {
 		err := o.dev.Close()
 		o.dev = nil
 		if err != nil {
-			return fmt.Errorf("failed to write %s: %w", o.path, pathErr(err))
+			return fmt.Errorf("failed to write %s: %w", o.path, PathErr(err))
 		}
 		return nil
 	}
@@ -352,7 +370,7 @@ func (o *output) commit() error {
 		return nil
 	}
 	name := o.tmp.Name()
-	defer cleanup.forget(name)
+	defer Signals.Forget(name)
 	err := o.release()
 	if err == nil && !o.mtime.IsZero() {
 		err = os.Chtimes(name, o.mtime, o.mtime)
@@ -365,7 +383,7 @@ func (o *output) commit() error {
 	}
 	o.tmp = nil
 	if err == nil {
-		err = place(name, o.final, o.force)
+		err = Place(name, o.final, o.force)
 	}
 	if err != nil {
 		os.Remove(name)
@@ -373,14 +391,14 @@ func (o *output) commit() error {
 			return withHint(usagef("output file %q already exists (it appeared while this command ran)", o.path),
 				"use --force to replace it")
 		}
-		return fmt.Errorf("failed to write %s: %w", o.path, pathErr(err))
+		return fmt.Errorf("failed to write %s: %w", o.path, PathErr(err))
 	}
 	o.committed = true
-	return syncDir(filepath.Dir(o.final))
+	return SyncDir(filepath.Dir(o.final))
 }
 
 // release frees the blocks reserved past what was written.
-func (o *output) release() error {
+func (o *Output) release() error {
 	if !o.reserved {
 		return nil
 	}
@@ -392,11 +410,11 @@ func (o *output) release() error {
 	return err
 }
 
-// place gives the complete file tmp the name final. With force it
+// Place gives the complete file tmp the name final. With force it
 // replaces whatever is there; without, it fails with an error wrapping
 // os.ErrExist when final exists, also when it appeared after the checks
 // at start-up.
-func place(tmp, final string, force bool) error {
+func Place(tmp, final string, force bool) error {
 	if force {
 		return os.Rename(tmp, final)
 	}
@@ -420,34 +438,34 @@ func place(tmp, final string, force bool) error {
 	return os.Remove(tmp)
 }
 
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
+// SyncDir makes a rename in dir durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil // nothing to sync with (a folder we may not read)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return fmt.Errorf("failed to sync folder %s: %w", dir, pathErr(err))
+		return fmt.Errorf("failed to sync folder %s: %w", dir, PathErr(err))
 	}
 	return nil
 }
 
-// undo removes a file that commit created, when a command with several
+// Undo removes a file that commit created, when a command with several
 // outputs fails after it; nil and uncommitted outputs are left alone.
-func (o *output) undo() {
+func (o *Output) Undo() {
 	if o != nil && o.committed {
 		os.Remove(o.final)
 		o.committed = false
 	}
 }
 
-// abort removes a file output that was not committed (a device or named
+// Abort removes a file output that was not committed (a device or named
 // pipe is only closed). It is safe to call after commit.
-func (o *output) abort() {
-	if o.obj != nil {
-		o.obj.abort()
-		o.obj = nil
+func (o *Output) Abort() {
+	if o.sink != nil {
+		o.sink.Abort()
+		o.sink = nil
 	}
 	if o.dev != nil {
 		o.dev.Close()
@@ -459,28 +477,28 @@ func (o *output) abort() {
 	name := o.tmp.Name()
 	o.tmp.Close()
 	os.Remove(name)
-	cleanup.forget(name)
+	Signals.Forget(name)
 	o.tmp = nil
 }
 
-// finish commits the output when err is nil and aborts it otherwise.
-func (o *output) finish(err error) error {
+// Finish commits the output when err is nil and aborts it otherwise.
+func (o *Output) Finish(err error) error {
 	if err != nil {
-		o.abort()
+		o.Abort()
 		return err
 	}
-	return o.commit()
+	return o.Commit()
 }
 
-func isTerminal(w any) bool {
+func IsTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// sameFile reports whether the paths a and b name the same file: the same
+// SameFile reports whether the paths a and b name the same file: the same
 // cleaned path, the same existing file, or the same path once the symbolic
-// links of their folders are resolved.
-func sameFile(a, b string) bool {
+// links of their folders are Resolved.
+func SameFile(a, b string) bool {
 	if a == "" || b == "" {
 		return false
 	}
@@ -492,12 +510,12 @@ func sameFile(a, b string) bool {
 	if ea == nil && eb == nil {
 		return os.SameFile(fa, fb)
 	}
-	return resolved(a) == resolved(b)
+	return Resolved(a) == Resolved(b)
 }
 
-// resolved is the absolute path of p with the symbolic links of its folder
-// resolved, or p itself when that fails.
-func resolved(p string) string {
+// Resolved is the absolute path of p with the symbolic links of its folder
+// Resolved, or p itself when that fails.
+func Resolved(p string) string {
 	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
 	if err != nil {
 		return filepath.Clean(p)
@@ -509,19 +527,19 @@ func resolved(p string) string {
 	return abs
 }
 
-// distinctOutputs refuses two outputs of one command that are the same
+// Distinct refuses two outputs of one command that are the same
 // file, and an output that is one of the files the command reads (a key,
 // a passphrase file): the output would replace it. outputs and inputs are
 // pairs of a name for the message and a path; an empty path or stdout is
 // skipped.
-func distinctOutputs(outputs, inputs []string) error {
+func Distinct(outputs, inputs []string) error {
 	for i := 0; i+1 < len(outputs); i += 2 {
-		if isStdout(outputs[i+1]) {
+		if IsStdout(outputs[i+1]) {
 			continue
 		}
 		others := append(outputs[i+2:len(outputs):len(outputs)], inputs...)
 		for j := 0; j+1 < len(others); j += 2 {
-			if !isStdout(others[j+1]) && sameFile(outputs[i+1], others[j+1]) {
+			if !IsStdout(others[j+1]) && SameFile(outputs[i+1], others[j+1]) {
 				return usagef("%s and %s are the same file (%s)", outputs[i], others[j], others[j+1])
 			}
 		}
@@ -529,39 +547,10 @@ func distinctOutputs(outputs, inputs []string) error {
 	return nil
 }
 
-// keyInputs are the files of key material that a command reads: pairs of
-// a flag and a path, for distinctOutputs. more are further pairs (the
-// recipients' public keys, a new passphrase's file).
-func keyInputs(k keyOptions, more ...string) []string {
-	var in []string
-	add := func(name, path string) {
-		if path != "" && path != "-" {
-			in = append(in, name, expandHome(path))
-		}
-	}
-	add("--sk", k.SK)
-	add("--sender_pk", k.Sender)
-	add("--passphrase-file", k.PassphraseFile)
-	for i := 0; i+1 < len(more); i += 2 {
-		add(more[i], more[i+1])
-	}
-	return in
-}
-
-// recipientInputs are the pairs of keyInputs for the recipients' public
-// key files.
-func recipientInputs(paths []string) []string {
-	var in []string
-	for _, p := range paths {
-		in = append(in, "--recipient_pk", p)
-	}
-	return in
-}
-
-// quoteName escapes the control characters of a file name for a message
+// QuoteName escapes the control characters of a file name for a message
 // meant for people, as GNU tools do, so that a crafted name cannot move the
 // cursor or hide text.
-func quoteName(name string) string {
+func QuoteName(name string) string {
 	if !strings.ContainsFunc(name, isControl) {
 		return name
 	}
@@ -578,11 +567,11 @@ func quoteName(name string) string {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
-// preallocate reserves room for n bytes when the output is a new file and
+// Preallocate reserves room for n bytes when the output is a new file and
 // n > 0, so that the writes cost less (see preallocate_linux.go). The size
 // of the file still grows only as it is written; commit releases whatever
 // was reserved and not written, if n was an overestimate.
-func (o *output) preallocate(n int64) {
+func (o *Output) Preallocate(n int64) {
 	if o.tmp != nil && n > 0 && preallocate(o.tmp, n) {
 		o.reserved = true
 	}
