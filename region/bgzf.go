@@ -122,7 +122,7 @@ func compressBlocks(data []byte) []byte {
 func appendBlock(out *bytes.Buffer, data []byte) {
 	var comp bytes.Buffer
 	fw, _ := flate.NewWriter(&comp, flate.DefaultCompression) // the level is valid
-	fw.Write(data)                                          // a bytes.Buffer does not fail
+	fw.Write(data)                                            // a bytes.Buffer does not fail
 	fw.Close()
 	head := []byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0}
 	binary.LittleEndian.PutUint16(head[16:], uint16(len(head)+comp.Len()+8-1))

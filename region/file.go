@@ -146,6 +146,9 @@ func (f *File) resolve(regions []Region) ([]target, error) {
 			continue
 		}
 		id, ok := ids[r.Name]
+		if !ok && f.format == VCF && slices.Contains(f.hdr.names, r.Name) {
+			continue // a ##contig without records: none in the index
+		}
 		if !ok {
 			return nil, f.unknown(r.Name, names)
 		}

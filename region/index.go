@@ -265,15 +265,26 @@ type walker struct {
 func (w *walker) take(n int) []byte {
 	if w.err != nil || n < 0 || n > len(w.b) {
 		w.err = errShort
-		return make([]byte, max(n, 8))[:max(n, 0)]
+		return nil
 	}
-	p := w.b[:n]
+	p := w.b[:n:n]
 	w.b = w.b[n:]
 	return p
 }
 
-func (w *walker) u32() uint32 { return binary.LittleEndian.Uint32(append(w.take(4), 0, 0, 0, 0)) }
-func (w *walker) u64() uint64 { return binary.LittleEndian.Uint64(append(w.take(8), make([]byte, 8)...)) }
+func (w *walker) u32() uint32 {
+	if p := w.take(4); p != nil {
+		return binary.LittleEndian.Uint32(p)
+	}
+	return 0
+}
+
+func (w *walker) u64() uint64 {
+	if p := w.take(8); p != nil {
+		return binary.LittleEndian.Uint64(p)
+	}
+	return 0
+}
 
 // count reads a count of items of at least size bytes each, and fails
 // when there cannot be that many in what is left.
