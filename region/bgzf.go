@@ -155,6 +155,10 @@ type stream struct {
 	cur  block // the block being read
 	pos  int   // read position in cur.data
 	next int64 // the offset of the block after cur
+	// after is the offset of the block after the last one that held
+	// data: where the next byte is when cur is read to its end, even
+	// when empty blocks (the end-of-file marker) were read past.
+	after int64
 }
 
 func newStream(src io.ReaderAt, size int64) *stream {
@@ -173,6 +177,9 @@ func (s *stream) fill() error {
 			return err
 		}
 		s.cur, s.pos, s.next = b, 0, b.off+b.size
+		if len(b.data) > 0 {
+			s.after = s.next
+		}
 	}
 	return nil
 }
@@ -200,7 +207,7 @@ func (s *stream) ReadByte() (byte, error) {
 // the next block when the current one is read to its end.
 func (s *stream) tell() voffset {
 	if s.pos >= len(s.cur.data) {
-		return voffset{s.next, 0}
+		return voffset{s.after, 0}
 	}
 	return voffset{s.cur.off, int64(s.pos)}
 }

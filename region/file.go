@@ -145,6 +145,10 @@ func (f *File) resolve(regions []Region) ([]target, error) {
 			ts = append(ts, target{ref: -1})
 			continue
 		}
+		r, err := f.disambiguate(r, ids)
+		if err != nil {
+			return nil, err
+		}
 		id, ok := ids[r.Name]
 		if !ok && f.format == VCF && slices.Contains(f.hdr.names, r.Name) {
 			continue // a ##contig without records: none in the index
@@ -157,6 +161,25 @@ func (f *File) resolve(regions []Region) ([]target, error) {
 		}
 	}
 	return mergeTargets(ts), nil
+}
+
+// disambiguate returns r as the whole reference r.whole when that is a
+// name of the file and r.Name is not ("HLA-A*01:01:01:01"); when both
+// are names the region is ambiguous, as samtools says too.
+func (f *File) disambiguate(r Region, ids map[string]int) (Region, error) {
+	if r.whole == "" {
+		return r, nil
+	}
+	_, whole := ids[r.whole]
+	_, split := ids[r.Name]
+	switch {
+	case whole && split:
+		return Region{}, fmt.Errorf("%w %q: both a reference and a region of %q in %s; write {%s} or {%s}:…",
+			ErrInvalidRegion, r.whole, r.Name, f.name, r.whole, r.Name)
+	case whole:
+		return Region{Name: r.whole, End: Unbounded}, nil
+	}
+	return r, nil
 }
 
 // unknown returns the error for a reference the file does not have.

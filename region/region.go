@@ -30,6 +30,9 @@ var ErrInvalidRegion = errkind.New(errkind.Usage, "invalid region")
 type Region struct {
 	Name       string
 	Start, End int64
+	// whole is the text Parse split at its last colon: when it is itself
+	// a reference name, the region may mean that whole reference.
+	whole string
 }
 
 // String formats r as samtools takes it: 1-based and inclusive, the name in
@@ -70,7 +73,13 @@ func Parse(s string) (Region, error) {
 	if err != nil {
 		return bad("%v", err)
 	}
+	if strings.ContainsAny(name, "{}") {
+		return bad("a reference name cannot hold braces")
+	}
 	r := Region{Name: name, End: Unbounded}
+	if hasPos && !strings.HasPrefix(s, "{") {
+		r.whole = s
+	}
 	if name == Unmapped && hasPos {
 		return bad("the unmapped reads (*) have no positions")
 	}
@@ -121,9 +130,9 @@ func looksLikePositions(s string) bool {
 // parsePositions parses "A", "A-B", "-B" or "A-", 1-based inclusive, into
 // [start, end) counted from 0.
 func parsePositions(s string) (start, end int64, err error) {
-	a, b, dash := strings.Cut(s, "-")
+	a, b, _ := strings.Cut(s, "-")
 	start, end = 0, Unbounded
-	if a == "" && !dash {
+	if a == "" && b == "" {
 		return 0, 0, fmt.Errorf("no position after the colon")
 	}
 	if a != "" {
@@ -149,7 +158,7 @@ func parsePositions(s string) (start, end int64, err error) {
 // parsePosition parses a 1-based position, commas allowed between digits.
 func parsePosition(s string) (int64, error) {
 	digits := strings.ReplaceAll(s, ",", "")
-	if digits == "" || strings.HasPrefix(s, ",") || strings.HasSuffix(s, ",") {
+	if digits == "" || strings.HasPrefix(s, ",") || strings.HasSuffix(s, ",") || strings.Contains(s, ",,") {
 		return 0, fmt.Errorf("%q is not a position", s)
 	}
 	for i := 0; i < len(digits); i++ {

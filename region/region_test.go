@@ -1,0 +1,235 @@
+package region
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Region
+	}{
+		{"chr20", Region{Name: "chr20", End: Unbounded}},
+		{"chr20:1000", Region{Name: "chr20", Start: 999, End: Unbounded}},
+		{"chr20:1000-2000", Region{Name: "chr20", Start: 999, End: 2000}},
+		{"chr20:1,000-2,000", Region{Name: "chr20", Start: 999, End: 2000}},
+		{"chr20:-2000", Region{Name: "chr20", End: 2000}},
+		{"chr20:1000-", Region{Name: "chr20", Start: 999, End: Unbounded}},
+		{"chr20:5-5", Region{Name: "chr20", Start: 4, End: 5}},
+		{"{chr:weird}:1-2", Region{Name: "chr:weird", End: 2}},
+		{"{chr:weird}", Region{Name: "chr:weird", End: Unbounded}},
+		{"HLA-A*01:01:01:01", Region{Name: "HLA-A*01:01:01", End: Unbounded}}, // see TestDisambiguate
+		{"{HLA-A*01:01:01:01}:1-5", Region{Name: "HLA-A*01:01:01:01", End: 5}},
+		{"chrUn:abc", Region{Name: "chrUn:abc", End: Unbounded}},
+		{"*", Region{Name: Unmapped, End: Unbounded}},
+		{"1:100", Region{Name: "1", Start: 99, End: Unbounded}},
+	} {
+		got, err := Parse(tc.in)
+		got.whole = ""
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			continue
+		}
+		if again, err := Parse(got.String()); err != nil || again.Name != got.Name || again.Start != got.Start || again.End != got.End {
+			t.Errorf("Parse(%q.String() = %q) = %+v, %v", tc.in, got.String(), again, err)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, in := range []string{
+		"", ":100", "chr1:0", "chr1:0-5", "chr1:200-100", "chr1:1,,0", "chr1:,100",
+		"chr1:100,", "chr1:-", "chr1:1-2-3", "{chr1", "{}:1-2", "{chr:1}x", "chr1:99999999999999999999",
+		"chr1:1125899906842625",
+	} {
+		_, err := Parse(in)
+		if !errors.Is(err, ErrInvalidRegion) || errkind.Of(err) != errkind.Usage {
+			t.Errorf("Parse(%q): %v", in, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "invalid region ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Parse(%q): message %q", in, err)
+		}
+	}
+}
+
+func TestDisambiguate(t *testing.T) {
+	f := &File{name: "x.bam"}
+	ids := map[string]int{"HLA-A*01:01:01:01": 0, "chr1": 1, "a:1": 2, "a": 3}
+	for in, want := range map[string]Region{
+		"HLA-A*01:01:01:01":     {Name: "HLA-A*01:01:01:01", End: Unbounded},
+		"chr1:5":                {Name: "chr1", Start: 4, End: Unbounded},
+		"{HLA-A*01:01:01:01}:5": {Name: "HLA-A*01:01:01:01", Start: 4, End: Unbounded},
+	} {
+		r, _ := Parse(in)
+		got, err := f.disambiguate(r, ids)
+		got.whole = ""
+		if err != nil || got != want {
+			t.Errorf("%q: %+v, %v", in, got, err)
+		}
+	}
+	r, _ := Parse("a:1")
+	if _, err := f.disambiguate(r, ids); !errors.Is(err, ErrInvalidRegion) {
+		t.Errorf("ambiguous a:1: %v", err)
+	}
+}
+
+func TestReadBED(t *testing.T) {
+	in := "track name=x\nbrowser position chr1\n# comment\n\nchr1\t0\t100\tgene\nchr2 5 6\r\nchr3\t7\t7\n"
+	got, err := ReadBED(strings.NewReader(in), "genes.bed")
+	want := []Region{{Name: "chr1", End: 100}, {Name: "chr2", Start: 5, End: 6}, {Name: "chr3", Start: 7, End: 7}}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("region %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"chr1\t5\n", "chr1\t-1\t5\n", "chr1\t9\t5\n", "chr1\tx\t5\n"} {
+		_, err := ReadBED(strings.NewReader("chr0\t0\t1\n"+bad), "genes.bed")
+		if !errors.Is(err, ErrInvalidRegion) || !strings.Contains(err.Error(), "genes.bed, line 2") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func TestMergeTargets(t *testing.T) {
+	got := mergeTargets([]target{{-1, 0, 0}, {1, 50, 60}, {0, 10, 20}, {0, 15, 30}, {0, 30, 40}, {1, 0, 10}, {0, 41, 42}})
+	want := []target{{0, 10, 40}, {0, 41, 42}, {1, 0, 10}, {1, 50, 60}, {-1, 0, 0}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestCRAI(t *testing.T) {
+	got, err := parseCRAI(strings.NewReader("0\t1\t100\t500\t10\t300\n-1\t0\t0\t900\t10\t50\n\n"))
+	if err != nil || len(got) != 2 || got[0] != (craiEntry{0, 1, 100, 500}) || got[1].ref != -1 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"0\t1\t100\n", "0\t1\t-100\t500\t10\t300\n", "x\t1\t1\t1\t1\t1\n"} {
+		if _, err := parseCRAI(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func TestBadIndex(t *testing.T) {
+	for name, b := range map[string][]byte{
+		"empty":    nil,
+		"text":     []byte("hello, world"),
+		"bai":      []byte("BAI\x01\xff\xff\xff\x7f"),
+		"csi":      compressBlocks([]byte("CSI\x01\x0e\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\x7f")),
+		"csideep":  compressBlocks([]byte("CSI\x01\x0e\x00\x00\x00\x30\x00\x00\x00")),
+		"tbi":      compressBlocks([]byte("TBI\x01\xff\xff\xff\x7f")),
+		"crai":     gzipped("0\t1\n"),
+		"negative": []byte("BAI\x01\x01\x00\x00\x00\xff\xff\xff\xff"),
+	} {
+		_, err := ReadIndex(bytes.NewReader(b), int64(len(b)), name)
+		if !errors.Is(err, ErrData) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func gzipped(s string) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(s))
+	zw.Close()
+	return b.Bytes()
+}
+
+func TestBlocks(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 10000) // several blocks
+	b := append(compressBlocks(data), eofBlock...)
+	s := newStream(bytes.NewReader(b), int64(len(b)))
+	var got bytes.Buffer
+	if _, err := got.ReadFrom(s); err != nil || !bytes.Equal(got.Bytes(), data) {
+		t.Fatalf("round trip: %d bytes, %v", got.Len(), err)
+	}
+	if v := s.tell(); v.file != int64(len(b)-len(eofBlock)) || v.block != 0 {
+		t.Errorf("tell at the end: %+v", v)
+	}
+	if compressBlocks(nil) != nil {
+		t.Errorf("no data gives a block")
+	}
+}
+
+func FuzzParseRegion(f *testing.F) {
+	for _, s := range []string{"chr20", "chr20:1,000-2,000", "{chr:weird}:1-2", "*", "x:-5", "a:b:1-", "{", ":"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := Parse(s)
+		if err != nil {
+			return
+		}
+		if r.Name == "" || r.Start < 0 || r.End <= r.Start {
+			t.Fatalf("Parse(%q) = %+v", s, r)
+		}
+		if again, err := Parse(r.String()); err != nil || again.Name != r.Name || again.Start != r.Start || again.End != r.End {
+			t.Fatalf("Parse(%q) = %+v, but Parse(%q) = %+v, %v", s, r, r.String(), again, err)
+		}
+	})
+}
+
+func FuzzBED(f *testing.F) {
+	f.Add("chr1\t0\t100\n#x\ntrack\nchr2 5 6 name\n")
+	f.Add("chr1\t9\t5\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		rs, err := ReadBED(strings.NewReader(s), "f.bed")
+		if err != nil {
+			return
+		}
+		for _, r := range rs {
+			if r.Name == "" || r.Start < 0 || r.End < r.Start {
+				t.Fatalf("bad region %+v", r)
+			}
+		}
+	})
+}
+
+func FuzzCRAI(f *testing.F) {
+	f.Add([]byte("0\t1\t100\t500\t10\t300\n-1\t0\t0\t900\t10\t50\n"))
+	f.Add([]byte("0 1 2 3 4\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		es, err := parseCRAI(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if len(es) > len(b)/11 {
+			t.Fatalf("%d entries from %d bytes", len(es), len(b))
+		}
+		gz := gzipped(string(b))
+		if _, err := ReadIndex(bytes.NewReader(gz), int64(len(gz)), "x.crai"); err != nil && !errors.Is(err, ErrData) {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzIndex feeds BAI, CSI and TBI lookalikes to ReadIndex: it may fail,
+// but not panic, and not allocate much more than the index is long.
+func FuzzIndex(f *testing.F) {
+	f.Add([]byte("BAI\x01\x01\x00\x00\x00\x01\x00\x00\x00\x49\x92\x00\x00\x01\x00\x00\x00" + strings.Repeat("\x00", 16) + "\x00\x00\x00\x00"))
+	f.Add(compressBlocks([]byte("CSI\x01\x0e\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00")))
+	f.Add(compressBlocks([]byte("TBI\x01\x00\x00\x00\x00" + strings.Repeat("\x00", 28))))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := ReadIndex(bytes.NewReader(b), int64(len(b)), "x")
+		if err != nil {
+			return
+		}
+		_ = x.Names()
+	})
+}
