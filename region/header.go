@@ -183,6 +183,7 @@ func readVCFHeader(src io.ReaderAt, size int64) (header, error) {
 			line = append(line, c)
 		}
 		h.addContig(string(line))
+		h.lens = nil // VCF has no IDX dictionary
 	}
 }
 

@@ -37,6 +37,9 @@ type Plan struct {
 	// Read are the ranges of the source's plaintext that must be read:
 	// the copied ones and the blocks that the new pieces were cut from.
 	Read []edit.Interval
+	// spans are the merged virtual-offset spans of a BGZF plan, for the
+	// tests.
+	spans []span
 }
 
 // Size returns the length of the output.
@@ -107,8 +110,8 @@ func (f *File) planBGZF(ts []target) (*Plan, error) {
 			}
 		}
 	}
-	p := &Plan{}
-	for _, s := range mergeSpans(spans) {
+	p := &Plan{spans: mergeSpans(spans)}
+	for _, s := range p.spans {
 		if err := f.planSpan(p, s); err != nil {
 			return nil, fmt.Errorf("%w: index %s does not fit %s: %v", ErrData, f.idx.name, f.name, err)
 		}
