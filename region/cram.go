@@ -169,7 +169,7 @@ func cramHeaderText(c container, src io.ReaderAt, size int64, major byte) (strin
 	r.byte() // content type
 	r.itf8() // content id
 	n, raw := r.itf8(), r.itf8()
-	if r.err != nil || n < 0 || raw < 0 || int(n) > len(r.b) {
+	if r.err != nil || n < 0 || raw < 0 || raw > maxHeader || int(n) > len(r.b) {
 		return "", errors.New("cram header block: bad or truncated")
 	}
 	data := r.b[:n]
