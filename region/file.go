@@ -213,8 +213,14 @@ func mergeTargets(ts []target) []target {
 	return out
 }
 
-// chunks returns the index's chunks for the target t, unmerged.
-func (f *File) chunks(t target) ([]bgzf.Chunk, error) {
+// chunks returns the index's chunks for the target t, unmerged. An index
+// without references (biogo/hts reads an empty BAI as nil) has none.
+func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
+	defer func() {
+		if p := recover(); p != nil { // biogo/hts gave up on the index
+			cs, err = nil, fmt.Errorf("%w: malformed index (%v)", ErrData, p)
+		}
+	}()
 	x := f.idx
 	if t.ref < 0 {
 		from := f.hdr.end
@@ -231,8 +237,10 @@ func (f *File) chunks(t target) ([]bgzf.Chunk, error) {
 	if start >= end {
 		return nil, nil
 	}
-	var cs []bgzf.Chunk
-	var err error
+	switch {
+	case x.kind == kindBAI && x.bai == nil, x.kind == kindCSI && x.csi == nil, x.kind == kindTBI && x.tbi == nil:
+		return nil, nil
+	}
 	switch x.kind {
 	case kindBAI:
 		if t.ref >= len(f.refs) {

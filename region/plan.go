@@ -98,7 +98,7 @@ func (f *File) planBGZF(ts []target) (*Plan, error) {
 	for _, t := range ts {
 		cs, err := f.chunks(t)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", f.idx.name, err)
+			return nil, fmt.Errorf("index %s: %w", f.idx.name, err)
 		}
 		for _, c := range cs {
 			s := span{voffset{c.Begin.File, int64(c.Begin.Block)}, voffset{c.End.File, int64(c.End.Block)}}

@@ -233,3 +233,32 @@ func FuzzIndex(f *testing.F) {
 		_ = x.Names()
 	})
 }
+
+// FuzzOpen feeds bytes that start like each format to Detect and the
+// header readers, and plans a region with an index of nothing: they may
+// fail, but must not panic.
+func FuzzOpen(f *testing.F) {
+	f.Add(compressBlocks([]byte("BAM\x01\x05\x00\x00\x00@HD\n\x00\x01\x00\x00\x00\x05\x00\x00\x00chr1\x00\x10\x00\x00\x00")))
+	f.Add(append(compressBlocks([]byte("##fileformat=VCFv4.2\n##contig=<ID=chr1>\n#CHROM\nchr1\t5\n")), eofBlock...))
+	f.Add(compressBlocks([]byte("BCF\x02\x02\x20\x00\x00\x00##contig=<ID=chr1,IDX=0>\n\x00")))
+	f.Add([]byte("CRAM\x03\x00" + strings.Repeat("x", 20) + "\x10\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x0a\x0a\x00\x00\x00\x00hello"))
+	bai := []byte("BAI\x01\x00\x00\x00\x00")
+	crai := gzipped("0\t1\t10\t26\t0\t10\n")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		src := bytes.NewReader(b)
+		for _, ix := range [][]byte{bai, crai} {
+			idx, err := ReadIndex(bytes.NewReader(ix), int64(len(ix)), "x.idx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			file, err := Open(src, int64(len(b)), "x", idx)
+			if err != nil {
+				continue
+			}
+			for _, n := range file.Names() {
+				file.Plan([]Region{{Name: n, End: Unbounded}})
+			}
+			file.Plan([]Region{{Name: Unmapped}})
+		}
+	})
+}
