@@ -161,8 +161,60 @@ type stream struct {
 	after int64
 }
 
+// newStream returns a stream of the blocks of src from its start. It
+// reads src in windows of four segments that start at a segment
+// boundary, so that reading a header block by block reads (and, from a
+// Crypt4GH file, decrypts) each segment at most twice and mostly once.
 func newStream(src io.ReaderAt, size int64) *stream {
-	return &stream{src: src, size: size}
+	return &stream{src: &window{src: src, size: size}, size: size}
+}
+
+// windowSize is how much a window reads at once: four segments. A block
+// (at most 64 KiB) always fits in a window that starts at the segment
+// boundary below it, and consecutive windows overlap by at most one
+// segment.
+const windowSize = 4 << 16
+
+// window is an io.ReaderAt that keeps the last aligned window it read.
+type window struct {
+	src   io.ReaderAt
+	size  int64
+	start int64
+	buf   []byte
+}
+
+// ReadAt reads from the window, loading the one that holds off when p
+// does not fit in the current one.
+func (w *window) ReadAt(p []byte, off int64) (int, error) {
+	if off < w.start || off+int64(len(p)) > w.start+int64(len(w.buf)) {
+		start := off &^ (1<<16 - 1)
+		n := min(windowSize, w.size-start)
+		if n <= 0 || int64(len(p)) > windowSize-(off-start) {
+			return w.src.ReadAt(p, off) // past the end, or larger than a window
+		}
+		w.start = start
+		if cap(w.buf) < int(n) {
+			w.buf = make([]byte, n)
+		}
+		w.buf = w.buf[:n]
+		m, err := w.src.ReadAt(w.buf, w.start)
+		w.buf = w.buf[:m]
+		if m < int(n) && err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil && err != io.EOF {
+			w.buf = w.buf[:0]
+			return 0, err
+		}
+	}
+	if off >= w.start+int64(len(w.buf)) {
+		return 0, io.EOF
+	}
+	n := copy(p, w.buf[off-w.start:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // fill makes sure there is data to read in cur, reading blocks as needed;

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -164,6 +165,36 @@ func TestBlocks(t *testing.T) {
 	}
 	if compressBlocks(nil) != nil {
 		t.Errorf("no data gives a block")
+	}
+}
+
+// countingReaderAt counts the bytes read from it.
+type countingReaderAt struct {
+	r io.ReaderAt
+	n int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestStreamReadsOnce checks that reading blocks in order reads each byte
+// of the file about once, not a block's maximum size per block.
+func TestStreamReadsOnce(t *testing.T) {
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i * i >> 7)
+	}
+	b := append(compressBlocks(data), eofBlock...)
+	c := &countingReaderAt{r: bytes.NewReader(b)}
+	var got bytes.Buffer
+	if _, err := got.ReadFrom(newStream(c, int64(len(b)))); err != nil || !bytes.Equal(got.Bytes(), data) {
+		t.Fatalf("round trip: %v", err)
+	}
+	if c.n > int64(len(b))*3/2+windowSize {
+		t.Errorf("read %d bytes of a file of %d", c.n, len(b))
 	}
 }
 
