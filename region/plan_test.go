@@ -281,3 +281,31 @@ func TestFindIndex(t *testing.T) {
 		t.Errorf("explicit: found %q, %v", name, err)
 	}
 }
+
+// TestBEDPlan checks that regions from a BED file plan as the same regions
+// given on the command line (BED counts from 0, the command line from 1).
+func TestBEDPlan(t *testing.T) {
+	dir := fixtures(t)
+	f := openFixture(t, dir, "reads.bam", "reads.bam.bai")
+	bed, err := ReadBED(strings.NewReader("track x\nchr2\t99\t1000\nchr1\t4999\t6000\n"), "x.bed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := ParseAll([]string{"chr1:5000-6000", "chr2:100-1000"})
+	a, err := f.Plan(bed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Plan(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Pieces) != len(b.Pieces) || a.Size() != b.Size() {
+		t.Fatalf("BED plan %d pieces, %d bytes; command line %d, %d", len(a.Pieces), a.Size(), len(b.Pieces), b.Size())
+	}
+	for i := range a.Pieces {
+		if a.Pieces[i].Start != b.Pieces[i].Start || a.Pieces[i].End != b.Pieces[i].End || !bytes.Equal(a.Pieces[i].Data, b.Pieces[i].Data) {
+			t.Errorf("piece %d differs", i)
+		}
+	}
+}
