@@ -7,6 +7,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
 // Piece is a part of the output of a plan: new bytes when Data is not nil,
@@ -253,6 +254,9 @@ func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
 	for _, pc := range pieces {
 		var n int64
 		var err error
+		if pc.Data == nil && (pc.Start < 0 || pc.End < pc.Start) {
+			return written, errkind.Errorf(errkind.Usage, "invalid piece [%d, %d)", pc.Start, pc.End)
+		}
 		if pc.Data != nil {
 			var m int
 			m, err = dst.Write(pc.Data)

@@ -293,3 +293,15 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+func TestWriteBadPiece(t *testing.T) {
+	var out bytes.Buffer
+	src := bytes.NewReader([]byte("0123456789"))
+	n, err := Write(&out, src, []Piece{{Data: []byte("ab")}, {Start: 2, End: 5}, {Start: 5, End: 3}})
+	if n != 5 || out.String() != "ab234" || errkind.Of(err) != errkind.Usage {
+		t.Errorf("wrote %q, %v", out.String(), err)
+	}
+	if _, err := Write(&out, src, []Piece{{Start: 8, End: 12}}); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a piece past the end: %v", err)
+	}
+}
