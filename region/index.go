@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"slices"
 	"strings"
 
 	"github.com/biogo/hts/bam"
@@ -306,10 +305,10 @@ func (w *walker) offset(u uint64) voffset {
 	return v
 }
 
-// refs walks the per-reference part of a BAI, TBI (pseudo is the bin of
-// the statistics, linear true) or CSI (loffset true) index.
-func (w *walker) refs(pseudo uint32, loffset, linear bool) {
-	for range w.count(4) {
+// refs walks the nref references of a BAI, TBI (pseudo is the bin of the
+// statistics, linear true) or CSI (loffset true) index.
+func (w *walker) refs(nref int, pseudo uint32, loffset, linear bool) {
+	for range nref {
 		nbin := w.count(8)
 		for range nbin {
 			bin := w.u32()
@@ -340,7 +339,7 @@ func (w *walker) refs(pseudo uint32, loffset, linear bool) {
 func walkBAI(b []byte) (walked, error) {
 	w := &walker{b: b}
 	w.take(4)
-	w.refs(37450, false, true)
+	w.refs(w.count(4), 37450, false, true)
 	return w.st, w.err
 }
 
@@ -348,11 +347,10 @@ func walkBAI(b []byte) (walked, error) {
 func walkTBI(b []byte) (walked, error) {
 	w := &walker{b: b}
 	w.take(4)
-	nref := w.take(4)
+	nref := w.count(4)
 	w.take(24) // format, columns, meta, skip
 	w.take(w.count(1))
-	w.b = append(slices.Clone(nref), w.b...) // refs reads the count
-	w.refs(37450, false, true)
+	w.refs(nref, 37450, false, true)
 	return w.st, w.err
 }
 
@@ -367,6 +365,6 @@ func walkCSI(b []byte) (walked, int, int, []byte, error) {
 	}
 	aux := w.take(w.count(1))
 	pseudo := uint32((1<<((depth+1)*3))-1)/7 + 1
-	w.refs(pseudo, true, false)
+	w.refs(w.count(4), pseudo, true, false)
 	return w.st, int(shift), int(depth), aux, w.err
 }
