@@ -10,6 +10,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager v0.5.7
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/smithy-go v1.28.9
+	github.com/biogo/hts v1.4.5
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/neicnordic/crypt4gh v1.15.0
 	github.com/rogpeppe/go-internal v1.16.0

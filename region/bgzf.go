@@ -1,0 +1,265 @@
+package region
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// eofBlock is the empty BGZF block that ends a BGZF file.
+var eofBlock = []byte{
+	0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0,
+	0x1b, 0, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+}
+
+// maxBlock is the largest BGZF block, compressed or not.
+const maxBlock = 1 << 16
+
+// blockPayload is how many bytes are packed into one new block, as htslib
+// does, so that the compressed block always fits in maxBlock.
+const blockPayload = 0xff00
+
+// isBGZF reports whether head starts a BGZF block: gzip with the BC extra
+// subfield.
+func isBGZF(head []byte) bool {
+	_, err := blockSize(head)
+	return err == nil
+}
+
+// blockSize returns the total length of the BGZF block whose header starts
+// head (at least 18 bytes are needed).
+func blockSize(head []byte) (int64, error) {
+	if len(head) < 18 || head[0] != 0x1f || head[1] != 0x8b || head[2] != 8 || head[3]&4 == 0 {
+		return 0, errors.New("not a BGZF block")
+	}
+	xlen := int(binary.LittleEndian.Uint16(head[10:]))
+	extra := head[12:]
+	if len(extra) > xlen {
+		extra = extra[:xlen]
+	}
+	for len(extra) >= 4 {
+		slen := int(binary.LittleEndian.Uint16(extra[2:]))
+		if extra[0] == 'B' && extra[1] == 'C' && slen == 2 && len(extra) >= 6 {
+			return int64(binary.LittleEndian.Uint16(extra[4:])) + 1, nil
+		}
+		if 4+slen > len(extra) {
+			break
+		}
+		extra = extra[4+slen:]
+	}
+	return 0, errors.New("not a BGZF block: no BC subfield")
+}
+
+// block is one BGZF block of a file: where it starts, its stored length
+// and its data.
+type block struct {
+	off, size int64
+	data      []byte
+}
+
+// readBlock reads and decompresses the BGZF block at off of src, a file of
+// size bytes.
+func readBlock(src io.ReaderAt, size, off int64) (block, error) {
+	if off < 0 || off >= size {
+		return block{}, fmt.Errorf("no BGZF block at offset %d of %d bytes", off, size)
+	}
+	raw := make([]byte, min(maxBlock, size-off))
+	if _, err := src.ReadAt(raw, off); err != nil && err != io.EOF {
+		return block{}, err
+	}
+	n, err := blockSize(raw)
+	if err != nil {
+		return block{}, fmt.Errorf("offset %d: %w", off, err)
+	}
+	xlen := int64(binary.LittleEndian.Uint16(raw[10:]))
+	if n > int64(len(raw)) || n < 12+xlen+8 {
+		return block{}, fmt.Errorf("offset %d: truncated BGZF block", off)
+	}
+	data, err := inflate(raw[12+xlen:n-8], binary.LittleEndian.Uint32(raw[n-4:]))
+	if err != nil {
+		return block{}, fmt.Errorf("offset %d: %w", off, err)
+	}
+	if crc32.ChecksumIEEE(data) != binary.LittleEndian.Uint32(raw[n-8:]) {
+		return block{}, fmt.Errorf("offset %d: BGZF block fails its CRC", off)
+	}
+	return block{off: off, size: n, data: data}, nil
+}
+
+// inflate decompresses a raw deflate stream that must hold isize bytes.
+func inflate(comp []byte, isize uint32) ([]byte, error) {
+	if isize > maxBlock {
+		return nil, fmt.Errorf("BGZF block of %d bytes", isize)
+	}
+	out := make([]byte, isize)
+	fr := flate.NewReader(bytes.NewReader(comp))
+	defer fr.Close()
+	if _, err := io.ReadFull(fr, out); err != nil {
+		return nil, fmt.Errorf("bad BGZF block: %w", err)
+	}
+	if n, _ := fr.Read(make([]byte, 1)); n != 0 {
+		return nil, errors.New("bad BGZF block: longer than its size")
+	}
+	return out, nil
+}
+
+// compressBlocks returns data as BGZF blocks of at most blockPayload bytes
+// each; nothing for no data.
+func compressBlocks(data []byte) []byte {
+	var out bytes.Buffer
+	for len(data) > 0 {
+		n := min(len(data), blockPayload)
+		appendBlock(&out, data[:n])
+		data = data[n:]
+	}
+	return out.Bytes()
+}
+
+// appendBlock appends data, at most blockPayload bytes, as one BGZF block.
+func appendBlock(out *bytes.Buffer, data []byte) {
+	var comp bytes.Buffer
+	fw, _ := flate.NewWriter(&comp, flate.DefaultCompression) // the level is valid
+	fw.Write(data)                                            // a bytes.Buffer does not fail
+	fw.Close()
+	head := []byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0}
+	binary.LittleEndian.PutUint16(head[16:], uint16(len(head)+comp.Len()+8-1))
+	out.Write(head)
+	out.Write(comp.Bytes())
+	var tail [8]byte
+	binary.LittleEndian.PutUint32(tail[:], crc32.ChecksumIEEE(data))
+	binary.LittleEndian.PutUint32(tail[4:], uint32(len(data)))
+	out.Write(tail[:])
+}
+
+// voffset is a BGZF virtual offset: the file offset of a block and an
+// offset in its data.
+type voffset struct {
+	file  int64
+	block int64
+}
+
+func (v voffset) less(w voffset) bool {
+	return v.file < w.file || (v.file == w.file && v.block < w.block)
+}
+
+func makeVoffset(u uint64) voffset { return voffset{int64(u >> 16), int64(u & 0xffff)} }
+
+// stream reads the data of the BGZF blocks of a file in order, and knows
+// the virtual offset of what it reads next.
+type stream struct {
+	src  io.ReaderAt
+	size int64
+	cur  block // the block being read
+	pos  int   // read position in cur.data
+	next int64 // the offset of the block after cur
+	// after is the offset of the block after the last one that held
+	// data: where the next byte is when cur is read to its end, even
+	// when empty blocks (the end-of-file marker) were read past.
+	after int64
+}
+
+// newStream returns a stream of the blocks of src from its start. It
+// reads src in windows of four segments that start at a segment
+// boundary, so that reading a header block by block reads (and, from a
+// Crypt4GH file, decrypts) each segment at most twice and mostly once.
+func newStream(src io.ReaderAt, size int64) *stream {
+	return &stream{src: &window{src: src, size: size}, size: size}
+}
+
+// windowSize is how much a window reads at once: four segments. A block
+// (at most 64 KiB) always fits in a window that starts at the segment
+// boundary below it, and consecutive windows overlap by at most one
+// segment.
+const windowSize = 4 << 16
+
+// window is an io.ReaderAt that keeps the last aligned window it read.
+type window struct {
+	src   io.ReaderAt
+	size  int64
+	start int64
+	buf   []byte
+}
+
+// ReadAt reads from the window, loading the one that holds off when p
+// does not fit in the current one.
+func (w *window) ReadAt(p []byte, off int64) (int, error) {
+	if off < w.start || off+int64(len(p)) > w.start+int64(len(w.buf)) {
+		start := off &^ (1<<16 - 1)
+		n := min(windowSize, w.size-start)
+		if n <= 0 || int64(len(p)) > windowSize-(off-start) {
+			return w.src.ReadAt(p, off) // past the end, or larger than a window
+		}
+		w.start = start
+		if cap(w.buf) < int(n) {
+			w.buf = make([]byte, n)
+		}
+		w.buf = w.buf[:n]
+		m, err := w.src.ReadAt(w.buf, w.start)
+		w.buf = w.buf[:m]
+		if m < int(n) && err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil && err != io.EOF {
+			w.buf = w.buf[:0]
+			return 0, err
+		}
+	}
+	if off >= w.start+int64(len(w.buf)) {
+		return 0, io.EOF
+	}
+	n := copy(p, w.buf[off-w.start:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// fill makes sure there is data to read in cur, reading blocks as needed;
+// it returns io.EOF at the end of the file.
+func (s *stream) fill() error {
+	for s.pos >= len(s.cur.data) {
+		if s.next >= s.size {
+			return io.EOF
+		}
+		b, err := readBlock(s.src, s.size, s.next)
+		if err != nil {
+			return err
+		}
+		s.cur, s.pos, s.next = b, 0, b.off+b.size
+		if len(b.data) > 0 {
+			s.after = s.next
+		}
+	}
+	return nil
+}
+
+// Read reads data of the blocks.
+func (s *stream) Read(p []byte) (int, error) {
+	if err := s.fill(); err != nil {
+		return 0, err
+	}
+	n := copy(p, s.cur.data[s.pos:])
+	s.pos += n
+	return n, nil
+}
+
+// ReadByte reads one byte of data.
+func (s *stream) ReadByte() (byte, error) {
+	if err := s.fill(); err != nil {
+		return 0, err
+	}
+	s.pos++
+	return s.cur.data[s.pos-1], nil
+}
+
+// tell returns the virtual offset of the next byte to read: the start of
+// the next block when the current one is read to its end.
+func (s *stream) tell() voffset {
+	if s.pos >= len(s.cur.data) {
+		return voffset{s.after, 0}
+	}
+	return voffset{s.cur.off, int64(s.pos)}
+}

@@ -1,0 +1,259 @@
+package region
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/biogo/hts/bgzf"
+	"github.com/biogo/hts/bgzf/index"
+	"github.com/biogo/hts/sam"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+// ErrUnknownReference is wrapped by the error of [File.Plan] for a region
+// on a reference that the file does not have.
+var ErrUnknownReference = errkind.New(errkind.Usage, "unknown reference")
+
+// File is a BAM, CRAM, VCF.gz or BCF file with its index: what regions are
+// planned on. Create it with [Open].
+type File struct {
+	name   string
+	src    io.ReaderAt
+	size   int64
+	format Format
+	hdr    header
+	idx    *Index
+	refs   []*sam.Reference // BAI: the references as biogo/hts numbers them
+	eof    int64            // where the end-of-file marker starts; size when there is none
+	major  byte             // CRAM: the major version
+}
+
+// Open reads the header of the plaintext src (size bytes, called name) and
+// checks that idx fits it. It reads the first bytes, the header and, for
+// CRAM, the last container; nothing else.
+func Open(src io.ReaderAt, size int64, name string, idx *Index) (*File, error) {
+	format, err := Detect(src, size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	f := &File{name: name, src: src, size: size, format: format, idx: idx, eof: size}
+	if err := f.readHeader(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrData, name, err)
+	}
+	if err := f.checkIndex(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// readHeader reads the header and finds the end-of-file marker.
+func (f *File) readHeader() error {
+	var err error
+	switch f.format {
+	case BAM:
+		f.hdr, err = readBAMHeader(f.src, f.size)
+	case VCF:
+		f.hdr, err = readVCFHeader(f.src, f.size)
+	case BCF:
+		f.hdr, err = readBCFHeader(f.src, f.size)
+	case CRAM:
+		if f.hdr, f.major, err = readCRAMHeader(f.src, f.size); err == nil {
+			f.eof = cramEOF(f.src, f.size, f.major)
+		}
+		return err
+	}
+	if err == nil && f.size >= int64(len(eofBlock)) {
+		tail := make([]byte, len(eofBlock))
+		if _, err := f.src.ReadAt(tail, f.size-int64(len(tail))); err != nil {
+			return err
+		}
+		if bytes.Equal(tail, eofBlock) {
+			f.eof = f.size - int64(len(tail))
+		}
+	}
+	return err
+}
+
+// checkIndex checks that the index is of a kind for the format and names
+// no offset past the end of the file.
+func (f *File) checkIndex() error {
+	x := f.idx
+	ok := map[Format][]indexKind{
+		BAM: {kindBAI, kindCSI}, CRAM: {kindCRAI}, VCF: {kindTBI, kindCSI}, BCF: {kindCSI},
+	}[f.format]
+	if !slices.Contains(ok, x.kind) {
+		return errkind.Errorf(errkind.Usage, "index %s is a %v index, not one for %v file %s", x.name, x.kind, f.format, f.name)
+	}
+	if x.stats.maxFile > f.size {
+		return fmt.Errorf("%w: index %s does not belong to %s: it names offset %d of %d bytes", ErrData, x.name, f.name, x.stats.maxFile, f.size)
+	}
+	for _, e := range x.crai {
+		if e.container >= f.size {
+			return fmt.Errorf("%w: index %s does not belong to %s: it names offset %d of %d bytes", ErrData, x.name, f.name, e.container, f.size)
+		}
+	}
+	if x.kind == kindBAI {
+		var err error
+		if f.refs, err = refsFor(len(f.hdr.names)); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrData, f.name, err)
+		}
+	}
+	return nil
+}
+
+// Format returns the format of the file.
+func (f *File) Format() Format { return f.format }
+
+// Names returns the reference names that regions may name, in the order
+// of the index.
+func (f *File) Names() []string {
+	if f.format == VCF && f.idx.names != nil {
+		return f.idx.names
+	}
+	return f.hdr.names
+}
+
+// target is a region resolved to a reference number; ref -1 is the
+// unplaced unmapped reads.
+type target struct {
+	ref        int
+	start, end int64
+}
+
+// resolve turns regions into targets, sorted in the order of the
+// references (the unmapped reads last) and merged where they overlap.
+func (f *File) resolve(regions []Region) ([]target, error) {
+	names := f.Names()
+	ids := make(map[string]int, len(names))
+	for i, n := range names {
+		if _, dup := ids[n]; !dup {
+			ids[n] = i
+		}
+	}
+	var ts []target
+	for _, r := range regions {
+		if r.Name == Unmapped {
+			if f.format != BAM && f.format != CRAM {
+				return nil, errkind.Errorf(errkind.Usage, "%v file %s has no unmapped reads (*)", f.format, f.name)
+			}
+			ts = append(ts, target{ref: -1})
+			continue
+		}
+		r, err := f.disambiguate(r, ids)
+		if err != nil {
+			return nil, err
+		}
+		id, ok := ids[r.Name]
+		if !ok && f.format == VCF && slices.Contains(f.hdr.names, r.Name) {
+			continue // a ##contig without records: none in the index
+		}
+		if !ok {
+			return nil, f.unknown(r.Name, names)
+		}
+		if r.End > r.Start {
+			ts = append(ts, target{ref: id, start: r.Start, end: r.End})
+		}
+	}
+	return mergeTargets(ts), nil
+}
+
+// disambiguate returns r as the whole reference r.whole when that is a
+// name of the file and r.Name is not ("HLA-A*01:01:01:01"); when both
+// are names the region is ambiguous, as samtools says too.
+func (f *File) disambiguate(r Region, ids map[string]int) (Region, error) {
+	if r.whole == "" {
+		return r, nil
+	}
+	_, whole := ids[r.whole]
+	_, split := ids[r.Name]
+	switch {
+	case whole && split:
+		return Region{}, fmt.Errorf("%w %q: both a reference and a region of %q in %s; write {%s} or {%s}:…",
+			ErrInvalidRegion, r.whole, r.Name, f.name, r.whole, r.Name)
+	case whole:
+		return Region{Name: r.whole, End: Unbounded}, nil
+	}
+	return r, nil
+}
+
+// unknown returns the error for a reference the file does not have.
+func (f *File) unknown(name string, names []string) error {
+	if len(names) <= 20 {
+		return fmt.Errorf("%w %q in %s: it has %s", ErrUnknownReference, name, f.name, strings.Join(names, ", "))
+	}
+	return fmt.Errorf("%w %q in %s (of its %d references)", ErrUnknownReference, name, f.name, len(names))
+}
+
+// mergeTargets sorts targets (the unmapped reads last) and merges those
+// that overlap or touch.
+func mergeTargets(ts []target) []target {
+	key := func(t target) int {
+		if t.ref < 0 {
+			return int(^uint(0) >> 1)
+		}
+		return t.ref
+	}
+	slices.SortFunc(ts, func(a, b target) int {
+		return cmp.Or(cmp.Compare(key(a), key(b)), cmp.Compare(a.start, b.start))
+	})
+	var out []target
+	for _, t := range ts {
+		if n := len(out); n > 0 && out[n-1].ref == t.ref && t.start <= out[n-1].end {
+			out[n-1].end = max(out[n-1].end, t.end)
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// chunks returns the index's chunks for the target t, unmerged. An index
+// without references (biogo/hts reads an empty BAI as nil) has none.
+func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
+	defer func() {
+		if p := recover(); p != nil { // biogo/hts gave up on the index
+			cs, err = nil, fmt.Errorf("%w: malformed index (%v)", ErrData, p)
+		}
+	}()
+	x := f.idx
+	if t.ref < 0 {
+		from := f.hdr.end
+		if from.less(x.stats.maxEnd) {
+			from = x.stats.maxEnd
+		}
+		return []bgzf.Chunk{{Begin: bgzf.Offset{File: from.file, Block: uint16(from.block)}, End: bgzf.Offset{File: f.eof}}}, nil
+	}
+	limit := int64(1 << 29)
+	if x.kind == kindCSI {
+		limit = 1 << (x.minShift + 3*x.depth)
+	}
+	start, end := t.start, min(t.end, limit)
+	if start >= end {
+		return nil, nil
+	}
+	switch {
+	case x.kind == kindBAI && x.bai == nil, x.kind == kindCSI && x.csi == nil, x.kind == kindTBI && x.tbi == nil:
+		return nil, nil
+	}
+	switch x.kind {
+	case kindBAI:
+		if t.ref >= len(f.refs) {
+			return nil, nil
+		}
+		cs, err = x.bai.Chunks(f.refs[t.ref], int(start), int(end))
+	case kindCSI:
+		cs = x.csi.Chunks(t.ref, int(start), int(end))
+	case kindTBI:
+		cs, err = x.tbi.Chunks(f.Names()[t.ref], int(start), int(end))
+	}
+	if errors.Is(err, index.ErrInvalid) || errors.Is(err, index.ErrNoReference) {
+		return nil, nil // no records there
+	}
+	return cs, err
+}

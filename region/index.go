@@ -1,0 +1,370 @@
+package region
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/biogo/hts/bam"
+	"github.com/biogo/hts/bgzf"
+	"github.com/biogo/hts/csi"
+	"github.com/biogo/hts/sam"
+	"github.com/biogo/hts/tabix"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+// maxIndex is the most an index may decompress to.
+const maxIndex = 256 << 20
+
+// ErrNoIndex is wrapped by the error of [FindIndex] when no index is found.
+var ErrNoIndex = errkind.New(errkind.Usage, "no index found")
+
+// Opener opens a file by name for [FindIndex]: a local file, an object, a
+// URL or a Crypt4GH file's plaintext, as the caller decides. It returns an
+// error for which errors.Is(err, fs.ErrNotExist) holds when there is no
+// such file.
+type Opener func(name string) (io.ReaderAt, int64, error)
+
+// Candidates returns the names under which the index of the data file
+// called data is looked for, in order: NAME.bai, NAME without .bam plus
+// .bai, NAME.csi, NAME.crai and NAME.tbi, each as it is and with .c4gh,
+// where NAME is data without its .c4gh suffix.
+func Candidates(data string) []string {
+	name := strings.TrimSuffix(data, ".c4gh")
+	bases := []string{name + ".bai"}
+	if stem, ok := strings.CutSuffix(name, ".bam"); ok {
+		bases = append(bases, stem+".bai")
+	}
+	bases = append(bases, name+".csi", name+".crai", name+".tbi")
+	var out []string
+	for _, b := range bases {
+		out = append(out, b, b+".c4gh")
+	}
+	return out
+}
+
+// FindIndex opens the index of the data file called data with open: the
+// file explicit when it is not empty, else the first of [Candidates] that
+// exists. It returns the index's name, contents and size. When none is
+// found the error wraps [ErrNoIndex] and names every path tried; any other
+// error of open is returned at once, with the name.
+func FindIndex(data, explicit string, open Opener) (string, io.ReaderAt, int64, error) {
+	names := Candidates(data)
+	if explicit != "" {
+		names = []string{explicit}
+	}
+	for _, name := range names {
+		ra, size, err := open(name)
+		if err == nil {
+			return name, ra, size, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", nil, 0, fmt.Errorf("failed to open index %s: %w", name, err)
+		}
+	}
+	return "", nil, 0, fmt.Errorf("%w for %s: tried %s", ErrNoIndex, data, strings.Join(names, ", "))
+}
+
+// indexKind tells the indexes apart.
+type indexKind uint8
+
+const (
+	kindBAI indexKind = iota + 1
+	kindCSI
+	kindTBI
+	kindCRAI
+)
+
+func (k indexKind) String() string {
+	return [...]string{"", "BAI", "CSI", "TBI", "CRAI"}[k]
+}
+
+// Index is a BAI, CSI, TBI or CRAI index, read by [ReadIndex].
+type Index struct {
+	name     string
+	kind     indexKind
+	bai      *bam.Index
+	csi      *csi.Index
+	tbi      *tabix.Index
+	crai     []craiEntry
+	names    []string // TBI, and CSI of VCF.gz: the reference names
+	minShift int      // CSI
+	depth    int      // CSI
+	stats    walked
+}
+
+// Names returns the reference names the index holds itself (TBI, and CSI
+// made for VCF.gz), or nil when it refers to them by number only.
+func (x *Index) Names() []string { return x.names }
+
+// ReadIndex reads the index called name, of size bytes, from r. Which kind
+// it is (BAI, CSI, TBI or CRAI) is told by its bytes. A malformed index
+// wraps [ErrData]. At most 256 MiB are decompressed.
+func ReadIndex(r io.ReaderAt, size int64, name string) (*Index, error) {
+	x, err := readIndex(io.NewSectionReader(r, 0, size))
+	if err != nil {
+		return nil, fmt.Errorf("%w: index %s: %v", ErrData, name, err)
+	}
+	x.name = name
+	return x, nil
+}
+
+func readIndex(r io.ReadSeeker) (x *Index, err error) {
+	defer func() {
+		if p := recover(); p != nil { // a parser of biogo/hts gave up
+			x, err = nil, fmt.Errorf("malformed index (%v)", p)
+		}
+	}()
+	var head [4]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, fmt.Errorf("too short: %w", err)
+	}
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	if string(head[:]) == "BAI\x01" {
+		return readBAI(r)
+	}
+	if head[0] != 0x1f || head[1] != 0x8b {
+		return nil, errors.New("not a BAI, CSI, TBI or CRAI index")
+	}
+	if head[3]&4 == 0 { // gzip without extra fields: not BGZF
+		return readCRAIIndex(r)
+	}
+	return readBGZFIndex(r)
+}
+
+func readBAI(r io.Reader) (*Index, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxIndex))
+	if err != nil {
+		return nil, err
+	}
+	st, err := walkBAI(b)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := bam.ReadIndex(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return &Index{kind: kindBAI, bai: idx, stats: st}, nil
+}
+
+// readBGZFIndex reads a BGZF-compressed index: CSI, TBI or, written with
+// bgzip, CRAI.
+func readBGZFIndex(r io.Reader) (*Index, error) {
+	br, err := bgzf.NewReader(r, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer br.Close()
+	b, err := io.ReadAll(io.LimitReader(br, maxIndex+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxIndex {
+		return nil, fmt.Errorf("decompresses to more than %d bytes", maxIndex)
+	}
+	switch {
+	case bytes.HasPrefix(b, []byte("CSI\x01")):
+		return readCSI(b)
+	case bytes.HasPrefix(b, []byte("TBI\x01")):
+		return readTBI(b)
+	}
+	crai, err := parseCRAI(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return &Index{kind: kindCRAI, crai: crai}, nil
+}
+
+func readCRAIIndex(r io.Reader) (*Index, error) {
+	crai, err := readCRAI(r)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{kind: kindCRAI, crai: crai}, nil
+}
+
+func readCSI(b []byte) (*Index, error) {
+	st, shift, depth, aux, err := walkCSI(b)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := csi.ReadFrom(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	x := &Index{kind: kindCSI, csi: idx, minShift: shift, depth: depth, stats: st}
+	if len(aux) >= 28 {
+		x.names = splitNames(aux[28:])
+	}
+	return x, nil
+}
+
+func readTBI(b []byte) (*Index, error) {
+	st, err := walkTBI(b)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := tabix.ReadFrom(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return &Index{kind: kindTBI, tbi: idx, names: idx.Names(), stats: st}, nil
+}
+
+// splitNames splits the NUL-terminated names of a TBI-style name block.
+func splitNames(b []byte) []string {
+	var out []string
+	for _, n := range bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0}) {
+		out = append(out, string(n))
+	}
+	return out
+}
+
+// refsFor returns n references numbered 0 to n-1, as bam.Index.Chunks
+// wants them.
+func refsFor(n int) ([]*sam.Reference, error) {
+	refs := make([]*sam.Reference, n)
+	for i := range refs {
+		r, err := sam.NewReference(fmt.Sprint("r", i), "", "", 1, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = r
+	}
+	if _, err := sam.NewHeader(nil, refs); err != nil {
+		return nil, err
+	}
+	return refs, nil
+}
+
+// walked is what a walk through an index learnt: the largest chunk end
+// (where the unplaced unmapped reads start, or later) and the largest file
+// offset it names.
+type walked struct {
+	maxEnd  voffset
+	maxFile int64
+}
+
+// walker reads an index's integers, checking every count against what
+// is left before anything is allocated.
+type walker struct {
+	b   []byte
+	err error
+	st  walked
+}
+
+func (w *walker) take(n int) []byte {
+	if w.err != nil || n < 0 || n > len(w.b) {
+		w.err = errShort
+		return nil
+	}
+	p := w.b[:n:n]
+	w.b = w.b[n:]
+	return p
+}
+
+func (w *walker) u32() uint32 {
+	if p := w.take(4); p != nil {
+		return binary.LittleEndian.Uint32(p)
+	}
+	return 0
+}
+
+func (w *walker) u64() uint64 {
+	if p := w.take(8); p != nil {
+		return binary.LittleEndian.Uint64(p)
+	}
+	return 0
+}
+
+// count reads a count of items of at least size bytes each, and fails
+// when there cannot be that many in what is left.
+func (w *walker) count(size int) int {
+	n := int32(w.u32())
+	if n < 0 || int(n) > len(w.b)/size {
+		if w.err == nil {
+			w.err = fmt.Errorf("count %d larger than the index", n)
+		}
+		return 0
+	}
+	return int(n)
+}
+
+// offset notes a virtual offset the index holds.
+func (w *walker) offset(u uint64) voffset {
+	v := makeVoffset(u)
+	w.st.maxFile = max(w.st.maxFile, v.file)
+	return v
+}
+
+// refs walks the nref references of a BAI, TBI (pseudo is the bin of the
+// statistics, linear true) or CSI (loffset true) index.
+func (w *walker) refs(nref int, pseudo uint32, loffset, linear bool) {
+	for range nref {
+		nbin := w.count(8)
+		for range nbin {
+			bin := w.u32()
+			if loffset {
+				w.offset(w.u64())
+			}
+			nchunk := w.count(16)
+			for c := range nchunk {
+				b, e := w.u64(), w.u64()
+				if bin == pseudo && c == 1 {
+					continue // mapped and unmapped counts
+				}
+				w.offset(b)
+				if end := w.offset(e); w.st.maxEnd.less(end) {
+					w.st.maxEnd = end
+				}
+			}
+		}
+		if linear {
+			for range w.count(8) {
+				w.offset(w.u64())
+			}
+		}
+	}
+}
+
+// walkBAI checks the structure of a BAI index.
+func walkBAI(b []byte) (walked, error) {
+	w := &walker{b: b}
+	w.take(4)
+	w.refs(w.count(4), 37450, false, true)
+	return w.st, w.err
+}
+
+// walkTBI checks the structure of a TBI index.
+func walkTBI(b []byte) (walked, error) {
+	w := &walker{b: b}
+	w.take(4)
+	nref := w.count(4)
+	w.take(24) // format, columns, meta, skip
+	w.take(w.count(1))
+	w.refs(nref, 37450, false, true)
+	return w.st, w.err
+}
+
+// walkCSI checks the structure of a CSI index and returns its minimum
+// shift, depth and auxiliary data.
+func walkCSI(b []byte) (walked, int, int, []byte, error) {
+	w := &walker{b: b}
+	w.take(4)
+	shift, depth := int32(w.u32()), int32(w.u32())
+	if shift < 0 || depth < 0 || depth > 7 || shift+3*depth > 50 {
+		return walked{}, 0, 0, nil, fmt.Errorf("unsupported CSI shape: min_shift %d, depth %d", shift, depth)
+	}
+	aux := w.take(w.count(1))
+	pseudo := uint32((1<<((depth+1)*3))-1)/7 + 1
+	w.refs(w.count(4), pseudo, true, false)
+	return w.st, int(shift), int(depth), aux, w.err
+}

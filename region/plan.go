@@ -1,0 +1,332 @@
+package region
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+// Piece is a part of the output of a plan: new bytes when Data is not nil,
+// else the bytes [Start, End) of the source's plaintext.
+type Piece struct {
+	Start, End int64
+	Data       []byte
+}
+
+// Len returns the number of bytes the piece adds to the output.
+func (p Piece) Len() int64 {
+	if p.Data != nil {
+		return int64(len(p.Data))
+	}
+	return p.End - p.Start
+}
+
+// Plan is how to write the part of a file that holds some regions: its
+// header, the records of the regions and its end-of-file marker, as
+// pieces to write in order.
+type Plan struct {
+	// Pieces are what to write, in order; copied ranges are sorted and
+	// disjoint.
+	Pieces []Piece
+	// Copied and New are the bytes the pieces copy from the source and
+	// the new bytes they hold (BGZF blocks cut at a region's edge).
+	Copied, New int64
+	// Read are the ranges of the source's plaintext that must be read:
+	// the copied ones and the blocks that the new pieces were cut from.
+	Read []edit.Interval
+	// spans are the merged virtual-offset spans of a BGZF plan, for the
+	// tests.
+	spans []span
+}
+
+// Size returns the length of the output.
+func (p *Plan) Size() int64 { return p.Copied + p.New }
+
+// add appends a piece, joining a copy to the copy it continues.
+func (p *Plan) add(pc Piece) {
+	if pc.Len() == 0 {
+		return
+	}
+	if pc.Data != nil {
+		p.New += int64(len(pc.Data))
+		p.Pieces = append(p.Pieces, pc)
+		return
+	}
+	p.Copied += pc.End - pc.Start
+	p.read(pc.Start, pc.End)
+	if n := len(p.Pieces); n > 0 && p.Pieces[n-1].Data == nil && p.Pieces[n-1].End == pc.Start {
+		p.Pieces[n-1].End = pc.End
+		return
+	}
+	p.Pieces = append(p.Pieces, pc)
+}
+
+// read notes that [start, end) of the source is read.
+func (p *Plan) read(start, end int64) {
+	if n := len(p.Read); n > 0 && p.Read[n-1].End >= start {
+		p.Read[n-1].End = max(p.Read[n-1].End, end)
+		return
+	}
+	p.Read = append(p.Read, edit.Interval{Start: start, End: end})
+}
+
+// Plan returns the plan for the regions (nil or empty: none, which gives
+// the header and the end-of-file marker, a valid file without records).
+// Regions are sorted and merged in the order of the index. A region on a
+// reference the file lacks wraps [ErrUnknownReference]; an index whose
+// chunks do not fit the file wraps [ErrData].
+func (f *File) Plan(regions []Region) (*Plan, error) {
+	ts, err := f.resolve(regions)
+	if err != nil {
+		return nil, err
+	}
+	if f.format == CRAM {
+		return f.planCRAM(ts)
+	}
+	return f.planBGZF(ts)
+}
+
+// span is a range of virtual offsets [begin, end).
+type span struct{ begin, end voffset }
+
+// planBGZF plans a BAM, VCF.gz or BCF file.
+func (f *File) planBGZF(ts []target) (*Plan, error) {
+	spans := []span{{voffset{}, f.hdr.end}}
+	for _, t := range ts {
+		cs, err := f.chunks(t)
+		if err != nil {
+			return nil, fmt.Errorf("index %s: %w", f.idx.name, err)
+		}
+		for _, c := range cs {
+			s := span{voffset{c.Begin.File, int64(c.Begin.Block)}, voffset{c.End.File, int64(c.End.Block)}}
+			if s.begin.less(f.hdr.end) {
+				s.begin = f.hdr.end
+			}
+			if s.begin.less(s.end) {
+				spans = append(spans, s)
+			}
+		}
+	}
+	p := &Plan{spans: mergeSpans(spans)}
+	for _, s := range p.spans {
+		if err := f.planSpan(p, s); err != nil {
+			return nil, fmt.Errorf("%w: index %s does not fit %s: %v", ErrData, f.idx.name, f.name, err)
+		}
+	}
+	if f.eof < f.size {
+		p.add(Piece{Start: f.eof, End: f.size})
+	} else {
+		p.add(Piece{Data: eofBlock})
+	}
+	return p, nil
+}
+
+// mergeSpans sorts spans and merges those that overlap or touch.
+func mergeSpans(spans []span) []span {
+	slices.SortFunc(spans, func(a, b span) int {
+		switch {
+		case a.begin.less(b.begin):
+			return -1
+		case b.begin.less(a.begin):
+			return 1
+		}
+		return 0
+	})
+	var out []span
+	for _, s := range spans {
+		if n := len(out); n > 0 && !out[n-1].end.less(s.begin) {
+			if out[n-1].end.less(s.end) {
+				out[n-1].end = s.end
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// planSpan adds the pieces of the span s: the whole blocks inside it
+// copied, the parts of the blocks at its edges compressed again.
+func (f *File) planSpan(p *Plan, s span) error {
+	if s.end.file > f.eof || (s.end.file == f.eof && s.end.block > 0) {
+		return fmt.Errorf("offset %d is past the data", s.end.file)
+	}
+	start := s.begin.file
+	if s.begin.block > 0 {
+		b, err := f.block(s.begin)
+		if err != nil {
+			return err
+		}
+		stop := int64(len(b.data))
+		if s.end.file == b.off {
+			stop = s.end.block
+		}
+		if stop < s.begin.block {
+			return fmt.Errorf("offset %d in a block of %d bytes", stop, len(b.data))
+		}
+		p.read(b.off, b.off+b.size)
+		p.add(Piece{Data: compressBlocks(b.data[s.begin.block:stop])})
+		start = b.off + b.size
+		if s.end.file == b.off {
+			return nil
+		}
+	}
+	if start < s.end.file {
+		p.add(Piece{Start: start, End: s.end.file})
+	}
+	if s.end.block > 0 {
+		b, err := f.block(s.end)
+		if err != nil {
+			return err
+		}
+		p.read(b.off, b.off+b.size)
+		p.add(Piece{Data: compressBlocks(b.data[:s.end.block])})
+	}
+	return nil
+}
+
+// block reads the block that the virtual offset v points into, and checks
+// that v is inside it.
+func (f *File) block(v voffset) (block, error) {
+	b, err := readBlock(f.src, f.size, v.file)
+	if err != nil {
+		return block{}, err
+	}
+	if v.block > int64(len(b.data)) {
+		return block{}, fmt.Errorf("offset %d in a block of %d bytes", v.block, len(b.data))
+	}
+	return b, nil
+}
+
+// planCRAM plans a CRAM file: the file definition and header container,
+// the whole containers that hold the targets, the EOF container.
+func (f *File) planCRAM(ts []target) (*Plan, error) {
+	var offs []int64
+	for _, t := range ts {
+		for _, e := range f.idx.crai {
+			if craiHolds(e, t) && e.container >= f.hdr.end.file {
+				offs = append(offs, e.container)
+			}
+		}
+	}
+	slices.Sort(offs)
+	offs = slices.Compact(offs)
+	p := &Plan{}
+	p.add(Piece{Start: 0, End: f.hdr.end.file})
+	for _, off := range offs {
+		c, err := readContainer(f.src, f.size, off, f.major)
+		if err != nil {
+			return nil, fmt.Errorf("%w: index %s does not fit %s: %v", ErrData, f.idx.name, f.name, err)
+		}
+		if n := len(p.Pieces); n > 0 && p.Pieces[n-1].End > off {
+			continue // inside a container already planned
+		}
+		p.add(Piece{Start: off, End: off + c.size})
+	}
+	p.add(Piece{Start: f.eof, End: f.size})
+	return p, nil
+}
+
+// craiHolds reports whether the CRAI slice e may hold records of t. CRAI
+// starts count from 1; a slice of span 0 is taken whenever its reference
+// matches.
+func craiHolds(e craiEntry, t target) bool {
+	if t.ref < 0 {
+		return e.ref == -1
+	}
+	if e.ref != int64(t.ref) {
+		return false
+	}
+	begin := e.start - 1
+	return e.span <= 0 || (begin < t.end && begin+e.span >= t.start)
+}
+
+// Write writes the output of pieces, copying their ranges from src (the
+// plaintext the plan was made for), and returns how many bytes it wrote.
+// When src has a CopyRange method (as [c4gh.ReaderAt] has) it is used, so
+// that no segment is decrypted twice.
+func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
+	var written int64
+	for _, pc := range pieces {
+		var n int64
+		var err error
+		if pc.Data == nil && (pc.Start < 0 || pc.End < pc.Start) {
+			return written, errkind.Errorf(errkind.Usage, "invalid piece [%d, %d)", pc.Start, pc.End)
+		}
+		if pc.Data != nil {
+			var m int
+			m, err = dst.Write(pc.Data)
+			n = int64(m)
+		} else {
+			n, err = copyRange(dst, src, pc.Start, pc.End)
+		}
+		written += n
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// rangeCopier is implemented by c4gh.ReaderAt.
+type rangeCopier interface {
+	CopyRange(dst io.Writer, start, end int64) (int64, error)
+}
+
+// copyRange writes [start, end) of src to dst.
+func copyRange(dst io.Writer, src io.ReaderAt, start, end int64) (int64, error) {
+	if rc, ok := src.(rangeCopier); ok {
+		n, err := rc.CopyRange(dst, start, end)
+		if err == nil && n < end-start {
+			err = io.ErrUnexpectedEOF
+		}
+		return n, err
+	}
+	n, err := io.CopyBuffer(dst, io.NewSectionReader(src, start, end-start), make([]byte, body.SegmentSize))
+	if err == nil && n < end-start {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// Cost is what a plan costs in a Crypt4GH file: the stored segments that
+// hold what it reads.
+type Cost struct {
+	// Segments are the indices of the stored segments that must be read
+	// and decrypted, increasing.
+	Segments []int64
+	// Stored is their length as stored, nonces and tags included.
+	Stored int64
+}
+
+// Cost returns the segments of a Crypt4GH body of encrypted bytes (the
+// file without its header), whose edit list is list (nil for none), that
+// hold the plaintext the plan reads. The plan's offsets are of the
+// plaintext the file stands for, after its edit list.
+func (p *Plan) Cost(list edit.List, encrypted int64) (Cost, error) {
+	plain, err := body.PlaintextSize(encrypted)
+	if err != nil {
+		return Cost{}, err
+	}
+	kept := edit.StandsFor(list, plain).Kept
+	var c Cost
+	if len(p.Read) == 0 {
+		return c, nil
+	}
+	for _, iv := range edit.Compose(kept, p.Read) {
+		if iv.End > plain {
+			iv.End = plain
+		}
+		for s := body.SegmentOf(iv.Start); iv.Start < iv.End && s <= body.SegmentOf(iv.End-1); s++ {
+			if n := len(c.Segments); n == 0 || c.Segments[n-1] < s {
+				c.Segments = append(c.Segments, s)
+				c.Stored += body.StoredLength(encrypted, s)
+			}
+		}
+	}
+	return c, nil
+}

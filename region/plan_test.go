@@ -1,0 +1,311 @@
+package region
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+// openFixture opens a fixture and its index.
+func openFixture(t *testing.T, dir, data, index string) *File {
+	t.Helper()
+	src, err := os.Open(filepath.Join(dir, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	st, _ := src.Stat()
+	ix, err := os.Open(filepath.Join(dir, index))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	ist, _ := ix.Stat()
+	idx, err := ReadIndex(ix, ist.Size(), index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(src, st.Size(), data, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// writeRegions writes the plan of regions of f to out in dir.
+func writeRegions(t *testing.T, f *File, dir, out string, regions []string) *Plan {
+	t.Helper()
+	rs, err := ParseAll(regions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Plan(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	n, err := Write(&buf, f.src, p.Pieces)
+	if err != nil || n != p.Size() {
+		t.Fatalf("Write: %d bytes of %d, %v", n, p.Size(), err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, out), buf.Bytes(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// regionArgs formats regions for samtools and bcftools.
+func regionArgs(t *testing.T, regions []string) []string {
+	var out []string
+	for _, s := range regions {
+		r, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r.String())
+	}
+	return out
+}
+
+var alignmentCases = []struct {
+	name    string
+	regions []string
+}{
+	{"one block", []string{"chr1:1000-1100"}},
+	{"many blocks", []string{"chr1:10,000-150,000"}},
+	{"first record", []string{"chr2:1-1"}},
+	{"last record", []string{"chr2:149901-150000"}},
+	{"whole reference", []string{"chr2"}},
+	{"colon in name", []string{"{chr:3}:100-5000"}},
+	{"empty", []string{"chrE"}},
+	{"none", nil},
+	{"unmapped", []string{"*"}},
+	{"several", []string{"chr2:100-1000", "chr1:5000-6000", "chr1:5500-7000", "*"}},
+}
+
+func TestAlignments(t *testing.T) {
+	dir := fixtures(t)
+	for _, fx := range []struct{ data, index string }{
+		{"reads.bam", "reads.bam.bai"},
+		{"csi.bam", "csi.bam.csi"},
+		{"reads.cram", "reads.cram.crai"},
+	} {
+		f := openFixture(t, dir, fx.data, fx.index)
+		ref := []string{"-T", filepath.Join(dir, "ref.fa")}
+		wantHeader := run(t, dir, "samtools", append([]string{"view", "--no-PG", "-H", fx.data}, ref...)...)
+		for i, tc := range alignmentCases {
+			t.Run(fx.index+"/"+tc.name, func(t *testing.T) {
+				out := "out" + string(rune('a'+i)) + filepath.Ext(fx.data)
+				p := writeRegions(t, f, dir, out, tc.regions)
+				run(t, dir, "samtools", "quickcheck", out)
+				run(t, dir, "samtools", "index", out)
+				if got := run(t, dir, "samtools", append([]string{"view", "--no-PG", "-H", out}, ref...)...); got != wantHeader {
+					t.Errorf("header differs:\n%s\nwant\n%s", got, wantHeader)
+				}
+				args := append(append([]string{"view", "-c"}, ref...), "FILE")
+				args = append(args, regionArgs(t, tc.regions)...)
+				if len(tc.regions) == 0 {
+					args = append(args, "chr1") // nothing: check the file is empty
+				}
+				args[len(ref)+2] = fx.data
+				want := run(t, dir, "samtools", args...)
+				if len(tc.regions) == 0 {
+					want = "0\n"
+				}
+				args[len(ref)+2] = out
+				if got := run(t, dir, "samtools", args...); got != want {
+					t.Errorf("%v: %s records, want %s (plan copies %d, new %d)", tc.regions, strings.TrimSpace(got), strings.TrimSpace(want), p.Copied, p.New)
+				}
+			})
+		}
+	}
+}
+
+var variantCases = []struct {
+	name    string
+	regions []string
+}{
+	{"one block", []string{"chr1:1000-1100"}},
+	{"many blocks", []string{"chr1:10,000-150,000"}},
+	{"first record", []string{"chr2:1-1"}},
+	{"last record", []string{"chr3:29000-200000"}},
+	{"whole reference", []string{"chr2"}},
+	{"empty", []string{"chrE"}},
+	{"several", []string{"chr2:100-1000", "chr1:5000-6000", "chr1:5500-7000", "chr3"}},
+}
+
+func TestVariants(t *testing.T) {
+	dir := fixtures(t)
+	for _, fx := range []struct{ data, index, ext string }{
+		{"calls.vcf.gz", "calls.vcf.gz.tbi", ".vcf.gz"},
+		{"csi.vcf.gz", "csi.vcf.gz.csi", ".vcf.gz"},
+		{"bcftools.vcf.gz", "bcftools.vcf.gz.tbi", ".vcf.gz"},
+		{"calls.bcf", "calls.bcf.csi", ".bcf"},
+	} {
+		f := openFixture(t, dir, fx.data, fx.index)
+		wantHeader := run(t, dir, "bcftools", "view", "--no-version", "-h", fx.data)
+		for i, tc := range variantCases {
+			t.Run(fx.index+"/"+tc.name, func(t *testing.T) {
+				out := "var" + string(rune('a'+i)) + fx.ext
+				p := writeRegions(t, f, dir, out, tc.regions)
+				run(t, dir, "bcftools", "index", "-f", out)
+				if got := run(t, dir, "bcftools", "view", "--no-version", "-h", out); got != wantHeader {
+					t.Errorf("header differs")
+				}
+				want := run(t, dir, "bcftools", "view", "-H", "-r", strings.Join(regionArgs(t, tc.regions), ","), fx.data)
+				got := run(t, dir, "bcftools", "view", "-H", "-r", strings.Join(regionArgs(t, tc.regions), ","), out)
+				if got != want {
+					t.Errorf("%v: %d records, want %d (plan copies %d, new %d)", tc.regions, strings.Count(got, "\n"), strings.Count(want, "\n"), p.Copied, p.New)
+				}
+				if all := run(t, dir, "bcftools", "view", "-H", out); strings.Count(all, "\n") < strings.Count(want, "\n") {
+					t.Errorf("output holds fewer records than the regions")
+				}
+			})
+		}
+	}
+}
+
+// TestEdgeBlocks checks that a VCF region of bgzip's output, whose records
+// run across blocks, is cut inside blocks and compressed again.
+func TestEdgeBlocks(t *testing.T) {
+	dir := fixtures(t)
+	f := openFixture(t, dir, "calls.vcf.gz", "calls.vcf.gz.tbi")
+	p := writeRegions(t, f, dir, "edge.vcf.gz", []string{"chr1:50000-60000"})
+	if p.New == 0 {
+		t.Errorf("no new blocks for a region inside bgzip's blocks")
+	}
+	if p.Size() >= f.size/2 {
+		t.Errorf("plan of %d bytes for a file of %d", p.Size(), f.size)
+	}
+}
+
+func TestUnknownReference(t *testing.T) {
+	dir := fixtures(t)
+	f := openFixture(t, dir, "reads.bam", "reads.bam.bai")
+	_, err := f.Plan([]Region{{Name: "chrX", End: Unbounded}})
+	if !errors.Is(err, ErrUnknownReference) || errkind.Of(err) != errkind.Usage {
+		t.Fatalf("got %v", err)
+	}
+	if !strings.Contains(err.Error(), "chr1, chr2, chr:3, chrE") {
+		t.Errorf("the names are not listed: %v", err)
+	}
+	v := openFixture(t, dir, "calls.bcf", "calls.bcf.csi")
+	if _, err := v.Plan([]Region{{Name: Unmapped}}); errkind.Of(err) != errkind.Usage {
+		t.Errorf("unmapped reads of a BCF: %v", err)
+	}
+}
+
+func TestWrongIndex(t *testing.T) {
+	dir := fixtures(t)
+	// The BAM's index names offsets past the end of the VCF-sized file:
+	// a BAI of another, larger BAM.
+	small := filepath.Join(t.TempDir(), "small.bam")
+	run(t, dir, "samtools", "view", "-b", "-o", small, "reads.bam", "chr2:1-100")
+	src, _ := os.Open(small)
+	defer src.Close()
+	st, _ := src.Stat()
+	ix, _ := os.ReadFile(filepath.Join(dir, "reads.bam.bai"))
+	idx, err := ReadIndex(bytes.NewReader(ix), int64(len(ix)), "reads.bam.bai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(src, st.Size(), "small.bam", idx); !errors.Is(err, ErrData) || errkind.Of(err) != errkind.Data {
+		t.Errorf("index of another file: %v", err)
+	}
+	tbi, _ := os.ReadFile(filepath.Join(dir, "calls.vcf.gz.tbi"))
+	tidx, err := ReadIndex(bytes.NewReader(tbi), int64(len(tbi)), "calls.vcf.gz.tbi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(src, st.Size(), "small.bam", tidx); errkind.Of(err) != errkind.Usage {
+		t.Errorf("TBI for a BAM: %v", err)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	dir := fixtures(t)
+	for name, want := range map[string]Format{
+		"reads.bam": BAM, "reads.cram": CRAM, "calls.vcf.gz": VCF, "bcftools.vcf.gz": VCF, "calls.bcf": BCF,
+	} {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		if got, err := Detect(bytes.NewReader(b), int64(len(b))); got != want || err != nil {
+			t.Errorf("%s: %v, %v", name, got, err)
+		}
+	}
+	for _, b := range [][]byte{nil, []byte("hello"), eofBlock, compressBlocks([]byte("@HD\tVN:1.6\n"))} {
+		if _, err := Detect(bytes.NewReader(b), int64(len(b))); !errors.Is(err, ErrFormat) {
+			t.Errorf("%q: %v", b, err)
+		}
+	}
+}
+
+func TestFindIndex(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string) (r *os.File, size int64, err error) {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			return nil, 0, err
+		}
+		st, _ := f.Stat()
+		return f, st.Size(), nil
+	}
+	o := Opener(func(name string) (io.ReaderAt, int64, error) {
+		f, n, err := open(name)
+		if err != nil {
+			return nil, 0, err
+		}
+		t.Cleanup(func() { f.Close() })
+		return f, n, nil
+	})
+	_, _, _, err := FindIndex("x.bam.c4gh", "", o)
+	if !errors.Is(err, ErrNoIndex) || errkind.Of(err) != errkind.Usage {
+		t.Fatalf("got %v", err)
+	}
+	for _, c := range Candidates("x.bam.c4gh") {
+		if !strings.Contains(err.Error(), c) {
+			t.Errorf("%s not named in %v", c, err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "x.bai.c4gh"), []byte("x"), 0o666)
+	os.WriteFile(filepath.Join(dir, "x.bam.csi"), []byte("x"), 0o666)
+	if name, _, _, err := FindIndex("x.bam.c4gh", "", o); name != "x.bai.c4gh" || err != nil {
+		t.Errorf("found %q, %v", name, err)
+	}
+	if name, _, _, err := FindIndex("x.bam.c4gh", "x.bam.csi", o); name != "x.bam.csi" || err != nil {
+		t.Errorf("explicit: found %q, %v", name, err)
+	}
+}
+
+// TestBEDPlan checks that regions from a BED file plan as the same regions
+// given on the command line (BED counts from 0, the command line from 1).
+func TestBEDPlan(t *testing.T) {
+	dir := fixtures(t)
+	f := openFixture(t, dir, "reads.bam", "reads.bam.bai")
+	bed, err := ReadBED(strings.NewReader("track x\nchr2\t99\t1000\nchr1\t4999\t6000\n"), "x.bed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := ParseAll([]string{"chr1:5000-6000", "chr2:100-1000"})
+	a, err := f.Plan(bed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Plan(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Pieces) != len(b.Pieces) || a.Size() != b.Size() {
+		t.Fatalf("BED plan %d pieces, %d bytes; command line %d, %d", len(a.Pieces), a.Size(), len(b.Pieces), b.Size())
+	}
+	for i := range a.Pieces {
+		if a.Pieces[i].Start != b.Pieces[i].Start || a.Pieces[i].End != b.Pieces[i].End || !bytes.Equal(a.Pieces[i].Data, b.Pieces[i].Data) {
+			t.Errorf("piece %d differs", i)
+		}
+	}
+}
