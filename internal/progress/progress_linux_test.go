@@ -58,4 +58,3 @@ func TestProgressTerminal(t *testing.T) {
 		t.Errorf("the last line is not the ended, finished bar: %q", got)
 	}
 }
-
