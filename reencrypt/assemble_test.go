@@ -397,3 +397,71 @@ func TestAssembleErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzAssemble assembles pieces decoded from the input out of a small
+// source, with or without an edit list, and decrypts the result: it must
+// be the concatenation of the pieces, or an error of the usage kind for a
+// piece that the source cannot give.
+func FuzzAssemble(f *testing.F) {
+	a, err := keys.Generate(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, err := keys.Generate(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	alice, bob := &a, &b
+	sizes := []int{0, 1, 100, seg - 1, seg, seg + 1, 2*seg + 77, 3 * seg}
+	f.Add(uint8(6), []byte{}, []byte{1, 0, 0, 0, 255, 255, 0})
+	f.Add(uint8(7), []byte{3, 10, 0, 0, 200, 0, 0}, []byte{1, 5, 0, 0, 9, 0, 1, 0, 9, 0, 0, 3, 0, 0, 2, 0, 0, 1, 0, 0, 0, 4, 255, 255, 2})
+	f.Add(uint8(2), []byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, sizeIndex uint8, list, piecesIn []byte) {
+		if len(piecesIn) > 7*16 || len(list) > 16 {
+			return
+		}
+		plain := plaintext(sizes[int(sizeIndex)%len(sizes)], uint64(sizeIndex))
+		var el []uint64
+		if len(list) > 0 {
+			el = make([]uint64, int(list[0])%5)
+			for i := range el {
+				if 1+i < len(list) {
+					el[i] = uint64(list[1+i]) * 1021
+				}
+			}
+		}
+		file := encrypt(t, plain, el, alice, alice.Public())
+		stands := modelOf(t, file, alice).output()
+		size := int64(len(stands))
+		var pieces []reencrypt.Piece
+		valid := true
+		for b := piecesIn; len(b) >= 7; b = b[7:] {
+			x := int64(b[1]) | int64(b[2])<<8 | int64(b[3])<<16
+			y := int64(b[4]) | int64(b[5])<<8 | int64(b[6])<<16
+			switch b[0] % 4 {
+			case 0:
+				pieces = append(pieces, reencrypt.Piece{Data: plaintext(int(x%(2*seg+3)), uint64(y))})
+			case 1: // a range that may go past the end
+				pieces = append(pieces, reencrypt.Piece{Start: x, End: x + y})
+				valid = valid && x+y <= size
+			default:
+				s := x % (size + 1)
+				pieces = append(pieces, reencrypt.Piece{Start: s, End: s + y%(size-s+1)})
+			}
+		}
+		out, err := assembleBytes(file, pieces, reencrypt.AssembleOptions{Reader: alice, Recipients: []keys.PublicKey{bob.Public()}})
+		if !valid {
+			if err == nil || errkind.Of(err) != errkind.Usage {
+				t.Fatalf("pieces %v of %d bytes: got %v, want a usage error", pieces, size, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("pieces %v of %d bytes: %v", pieces, size, err)
+		}
+		want := concat(stands, pieces)
+		if got := decrypt(t, out, bob); !bytes.Equal(got, want) {
+			t.Fatalf("pieces %v of %d bytes: got %d bytes, want %d; first difference at %d", pieces, size, len(got), len(want), firstDiff(got, want))
+		}
+	})
+}
