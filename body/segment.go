@@ -258,14 +258,43 @@ func (k keyring) openScratch(scratch, seg []byte, index int64, last *int) ([]byt
 // too short to hold a nonce and a tag, [ErrAuth] when no key opens it. seg
 // is not changed.
 func Authenticate(seg []byte, index int64, keys [][32]byte) error {
-	if len(seg) < Overhead || len(seg) > EncryptedSegmentSize {
-		return &SegmentError{Index: index, Err: ErrTruncated}
-	}
-	k, err := newKeyring(keys)
+	o, err := NewOpener(keys)
 	if err != nil {
 		return err
 	}
-	var last int
-	_, err = k.open(make([]byte, 0, len(seg)-Overhead), seg, index, &last)
+	_, err = o.Open(seg, index)
 	return err
+}
+
+// Opener opens stored segments one at a time, out of the order of a body,
+// as a caller that copies some segments and checks each needs: it builds
+// the ciphers once and owns one plaintext buffer. Create it with
+// [NewOpener]. An Opener is not safe for concurrent use.
+type Opener struct {
+	k    keyring
+	last int // the key that opened the previous segment
+	buf  []byte
+}
+
+// NewOpener returns an Opener for the data keys of a file.
+func NewOpener(keys [][32]byte) (*Opener, error) {
+	k, err := newKeyring(keys)
+	if err != nil {
+		return nil, err
+	}
+	return &Opener{k: k}, nil
+}
+
+// Open authenticates and decrypts the stored segment seg, segment index of
+// a body, and returns its plaintext in a buffer of the Opener that the
+// next call overwrites. It fails as [Authenticate] does; seg is not
+// changed.
+func (o *Opener) Open(seg []byte, index int64) ([]byte, error) {
+	if len(seg) < Overhead || len(seg) > EncryptedSegmentSize {
+		return nil, &SegmentError{Index: index, Err: ErrTruncated}
+	}
+	if o.buf == nil {
+		o.buf = make([]byte, 0, SegmentSize)
+	}
+	return o.k.open(o.buf[:0], seg, index, &o.last)
 }

@@ -1,6 +1,7 @@
 // Package reencrypt gives a Crypt4GH file to new readers, or cuts parts out
 // of it, by writing a new header and copying the encrypted segments byte
-// for byte: the body is never decrypted nor encrypted again.
+// for byte: what is copied is never decrypted into a new body nor
+// encrypted again.
 //
 // # Re-encrypting a header
 //
@@ -14,6 +15,13 @@
 // an edit list that selects exactly those ranges. It composes with an edit
 // list the file already has: ranges are taken over the plaintext that the
 // file stands for.
+//
+// # Assembling
+//
+// [Assemble] writes a file whose plaintext is a sequence of pieces, each a
+// range of what a file stands for or new bytes: the segments that the
+// ranges touch are copied unchanged, the new bytes are sealed into new
+// segments, and an edit list cuts what is not wanted.
 package reencrypt
 
 import (
