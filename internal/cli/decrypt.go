@@ -22,6 +22,7 @@ type decryptOptions struct {
 	keyOptions
 	streamOptions
 	store    storeOptions
+	region   regionOptions
 	Range    string // --range START-END
 	Jobs     int
 	Checksum bool
@@ -42,12 +43,19 @@ func decryptCommand(e *env) command {
 			"that the range needs are read. Given FILE.c4gh arguments (flags first),\n" +
 			"writes FILE beside each. A file whose edit list describes more data than\n" +
 			"its body holds is valid: what is there is written, with a warning (whole\n" +
-			"segments may have been lost in a transfer); --strict makes it exit 4." +
+			"segments may have been lost in a transfer); --strict makes it exit 4.\n\n" +
+			"With --region (or --regions-file), the input is a BAM, CRAM, VCF.gz or BCF\n" +
+			"file, and the output a valid file of the same format that holds its header\n" +
+			"and every record of the regions (and perhaps some records near them), read\n" +
+			"through its index: FILE.bai, FILE.csi, FILE.crai or FILE.tbi beside it, each\n" +
+			"plain or encrypted (.c4gh) for the same key, or --index. Only the segments\n" +
+			"that the regions need are read." +
 			objectHelp("-i and -o") + resumeHelp + batchFolderHelp,
 		Flags: slices.Concat([]cli.Flag{
 			skFlag(&o.SK),
 			senderFlag(&o.Sender),
 			rangeFlag(&o.Range, "output only bytes [START, END) (`START-END`, or START for the rest)"),
+		}, o.region.flags(), []cli.Flag{
 			passphraseFileFlag(&o.PassphraseFile),
 		}, o.streamOptions.flags(), []cli.Flag{
 			jobsFlag(&o.Jobs), checksumFlag(&o.Checksum), quietFlag(&o.Quiet, true),
@@ -59,15 +67,29 @@ func decryptCommand(e *env) command {
 		env: withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{
 			"crypt4gh decrypt --sk bob.sec -i reads.bam.c4gh -o reads.bam",
-			"crypt4gh decrypt --sk bob.sec --range 1000000-2000000 -i reads.bam.c4gh > part",
+			"crypt4gh decrypt --sk bob.sec --region chr20:1-100000 -i reads.bam.c4gh -o chr20.bam",
 		},
 	}}
 }
 
 func decrypt(e *env, o *decryptOptions) error {
-	files, err := batchArgs(e, o.streamOptions, given{"range", o.Range != ""}, given{"continue", o.Continue})
+	files, err := batchArgs(e, o.streamOptions, given{"range", o.Range != ""}, given{"continue", o.Continue},
+		given{"region", o.region.given()}, given{"index", o.region.Index != ""})
 	if err != nil {
 		return err
+	}
+	if err := o.region.check(); err != nil {
+		return err
+	}
+	if o.region.given() {
+		switch {
+		case o.Range != "":
+			return usagef("--range and --region cannot be used together")
+		case o.Continue:
+			return usagef("--continue cannot be used with --region")
+		case o.Checksum:
+			return usagef("--checksum cannot be used with --region")
+		}
 	}
 	if files != nil {
 		return decryptBatch(e, o, files)
@@ -88,14 +110,14 @@ func decrypt(e *env, o *decryptOptions) error {
 		return err
 	}
 	defer in.Close()
-	if rng == nil {
+	if rng == nil && !o.region.given() {
 		keepTime(out, in)
 	}
 	lines, err := decryptOne(e, o, in, out, rng)
 	if err := out.Finish(err); err != nil {
 		return err
 	}
-	if rng == nil {
+	if rng == nil && !o.region.given() {
 		removeResumeFiles(e, o.Output)
 	}
 	_, err = io.WriteString(e.stdout, lines)
@@ -106,6 +128,9 @@ func decrypt(e *env, o *decryptOptions) error {
 // The key is loaded, and its passphrase asked, only once the input is
 // known to start like a crypt4gh file.
 func decryptOne(e *env, o *decryptOptions, in *input, out *outfile.Output, rng *edit.Range) (string, error) {
+	if o.region.given() {
+		return "", decryptRegion(e, o, in, out)
+	}
 	if rng != nil && (in.regular() || in.obj != nil) {
 		return "", decryptRangeAt(e, o, in, out, *rng)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/mount"
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
+	"github.com/c4gh-go/crypt4gh/region"
 )
 
 // sentinelCodes is the exit code of every exported sentinel error of the
@@ -57,6 +58,11 @@ var sentinelCodes = map[string]struct {
 	"keys.ErrPassphraseRequired":    {keys.ErrPassphraseRequired, exitKey},
 	"keys.ErrMultipleKeys":          {keys.ErrMultipleKeys, exitKey},
 	"mount.ErrNotSupported":         {mount.ErrNotSupported, exitError},
+	"region.ErrUnknownReference":    {region.ErrUnknownReference, exitUsage},
+	"region.ErrFormat":              {region.ErrFormat, exitUsage},
+	"region.ErrData":                {region.ErrData, exitData},
+	"region.ErrNoIndex":             {region.ErrNoIndex, exitUsage},
+	"region.ErrInvalidRegion":       {region.ErrInvalidRegion, exitUsage},
 	"objstore.ErrInvalidURL":        {objstore.ErrInvalidURL, exitUsage},
 	"objstore.ErrNotFound":          {objstore.ErrNotFound, exitUsage},
 	"objstore.ErrNoBucket":          {objstore.ErrNoBucket, exitUsage},

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +24,7 @@ import (
 type inspectOptions struct {
 	keyOptions // Sender is not used
 	store      storeOptions
+	region     regionOptions
 	Input      string
 	JSON       bool
 	Quiet      bool
@@ -44,6 +47,10 @@ func inspectCommand(e *env) command {
 			"FILEs (or a prefix, s3://BUCKET/PREFIX/, for the .c4gh objects under it),\n" +
 			"each is described in turn, the key read once; a failure is reported and\n" +
 			"does not stop the others.\n" +
+			"\n" +
+			"With --region (and --sk), prints instead what decrypt --region and splice\n" +
+			"--region would read of the file: the ranges of its plaintext copied, the\n" +
+			"bytes made anew, and the segments read, without writing any data.\n" +
 			"\n" +
 			"With --json the same facts are printed as one JSON object a file. Fields\n" +
 			"(stable; null when unknown, or when they need --sk and none was given):\n" +
@@ -80,11 +87,14 @@ func inspectCommand(e *env) command {
 			skFlag(&o.SK),
 			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)", Destination: &o.JSON},
 			passphraseFileFlag(&o.PassphraseFile), inputFlag(&o.Input), quietFlag(&o.Quiet, false),
-		}, o.store.flags()...),
+		}, slices.Concat(o.region.flags(), o.store.flags())...),
 		Action: func(c *cli.Context) error { return inspect(e.start(c, o.Quiet, &o.store), o) },
 	}, page: page{
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh inspect reads.bam.c4gh", "crypt4gh inspect --sk bob.sec --json reads.bam.c4gh"},
+		env: withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{
+			"crypt4gh inspect reads.bam.c4gh", "crypt4gh inspect --sk bob.sec --json reads.bam.c4gh",
+			"crypt4gh inspect --sk bob.sec --region chr20:1-100000 reads.bam.c4gh",
+		},
 	}}
 }
 
@@ -148,6 +158,18 @@ func inspect(e *env, o *inspectOptions) error {
 	path := o.Input
 	if len(e.args) > 0 && path != "" {
 		return usagef("give the input once: as FILE arguments or with -i, not both")
+	}
+	if err := o.region.check(); err != nil {
+		return err
+	}
+	if o.region.given() {
+		if len(e.args) > 1 {
+			return usagef("--region describes one file: got %s", plural(int64(len(e.args)), "argument"))
+		}
+		if len(e.args) == 1 {
+			path = e.args[0]
+		}
+		return inspectRegion(e, o, path)
 	}
 	key := &lazyKey{k: o.keyOptions}
 	defer key.zero()
@@ -478,4 +500,35 @@ func plural(n int64, unit string) string {
 func keyStrings(pk keys.PublicKey) (b64, hexKey *string) {
 	b, h := pk.String(), hex.EncodeToString(pk[:])
 	return &b, &h
+}
+
+// inspectRegion prints what the regions of the file at path cost (see
+// printRegionPlan), without writing any data.
+func inspectRegion(e *env, o *inspectOptions, path string) error {
+	if o.secretKeyPath() == "" {
+		return withHint(usagef("--region needs the key that opens the file"), "add --sk KEY")
+	}
+	if o.JSON {
+		return usagef("--json cannot be used with --region")
+	}
+	in, err := e.openSource(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	file, size, err := randomRegionInput(in)
+	if err != nil {
+		return err
+	}
+	sk, err := readSecretKey(e, o.keyOptions)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	rp, err := e.planRegions(&o.region, inputPathOrStdin(path), file, size, sk, &c4gh.DecryptOptions{})
+	if err != nil {
+		return err
+	}
+	defer rp.plain.Close()
+	return printRegionPlan(e.stdout, inputName(path), rp, size-rp.plain.HeaderSize())
 }

@@ -17,6 +17,7 @@ type spliceOptions struct {
 	keyOptions
 	streamOptions
 	store      storeOptions
+	region     regionOptions   // splice's regions, instead of ranges
 	Range      string          // rearrange's one range
 	Ranges     cli.StringSlice // splice's ranges
 	Recipients cli.StringSlice
@@ -60,22 +61,54 @@ func spliceCommand(e *env) command {
 		Usage: "keep several ranges of a file in one output, for new recipients, without decrypting the body",
 		Description: "Like rearrange, for several ranges at once: the output stands for the ranges\n" +
 			"in increasing order, overlapping or adjacent ranges merged. The header is\n" +
-			"for the --recipient_pk keys, or for the public key of --sk when none is given." + spliceObjectsHelp,
-		Flags: o.flags(
-			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (required, repeatable)", Destination: &o.Ranges},
+			"for the --recipient_pk keys, or for the public key of --sk when none is given.\n\n" +
+			"With --region (BAM, CRAM, VCF.gz, BCF; see decrypt), the output holds the\n" +
+			"file's header, the regions' records and its end marker: the segments that\n" +
+			"hold them copied as they are, the blocks cut at a region's edge compressed\n" +
+			"again in new segments, so that the recipient decrypts a valid file." + spliceObjectsHelp,
+		Flags: o.flags(slices.Concat([]cli.Flag{
+			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (repeatable; or --region)", Destination: &o.Ranges},
+		}, o.region.flags(), []cli.Flag{
 			recipientFlag(&o.Recipients, "write the header for the public key(s) in the file at `PATH` (repeatable)"),
 			dropSelfFlag(&o.DropSelf),
-		),
+		})...),
 		Action: func(c *cli.Context) error {
-			if len(o.Ranges.Value()) == 0 {
-				return usagef("no range: use --range START-END or --range START (repeatable)")
+			e := e.start(c, o.Quiet, &o.store)
+			if err := o.region.check(); err != nil {
+				return err
 			}
-			return splice(e.start(c, o.Quiet, &o.store), o, o.Ranges.Value(), o.Recipients.Value())
+			switch {
+			case o.region.given() && len(o.Ranges.Value()) > 0:
+				return usagef("--range and --region cannot be used together")
+			case o.region.given():
+				return spliceRegions(e, o)
+			case len(o.Ranges.Value()) == 0:
+				return usagef("no range: use --range START-END or --range START (repeatable), or --region")
+			}
+			return splice(e, o, o.Ranges.Value(), o.Recipients.Value())
 		},
 	}, page: page{
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh splice --sk archive.sec --range 0-5000 --range 1000000-2000000 --recipient_pk requester.pub -i f.c4gh -o slice.c4gh"},
+		env: withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{
+			"crypt4gh splice --sk archive.sec --region chr20:1-100000 --recipient_pk requester.pub -i reads.bam.c4gh -o chr20.bam.c4gh",
+			"crypt4gh splice --sk archive.sec --range 0-5000 --range 1000000-2000000 --recipient_pk requester.pub -i f.c4gh -o slice.c4gh",
+		},
 	}}
+}
+
+// spliceRegions is splice --region: see spliceRegion.
+func spliceRegions(e *env, o *spliceOptions) error {
+	if len(e.args) > 0 {
+		return usagef("unexpected argument %q (use -i for the input file)", e.args[0])
+	}
+	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {
+		return err
+	}
+	recipients, err := readPublicKeys(o.Recipients.Value())
+	if err != nil {
+		return err
+	}
+	return spliceRegion(e, o, recipients)
 }
 
 func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error {

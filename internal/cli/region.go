@@ -1,0 +1,310 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/objstore"
+	"github.com/c4gh-go/crypt4gh/reencrypt"
+	"github.com/c4gh-go/crypt4gh/region"
+	"github.com/urfave/cli/v2"
+)
+
+// Genomic regions of BAM, CRAM, VCF.gz and BCF files: decrypt --region
+// writes the plaintext of the regions as a valid file, splice --region a
+// crypt4gh file of them for recipients, inspect --region what either
+// costs. The index is found beside the data (or named with --index) and
+// may itself be a crypt4gh file for the same key; the region package
+// plans, this file finds what it plans from.
+
+// regionOptions are the flags that name regions.
+type regionOptions struct {
+	Regions     cli.StringSlice // --region, repeatable
+	RegionsFile string          // --regions-file BED
+	Index       string          // --index PATH
+}
+
+func (r *regionOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "region", Aliases: []string{"r"}, Destination: &r.Regions,
+			Usage: "only the records of the region `REGION` (chr20, chr20:1000-2000, {chr:x}:1-2, * for unplaced reads; repeatable) of a BAM, CRAM, VCF.gz or BCF file, found with its index"},
+		&cli.StringFlag{Name: "regions-file", Destination: &r.RegionsFile,
+			Usage: "the regions of the BED file at `PATH` (0-based, end excluded), as --region"},
+		&cli.StringFlag{Name: "index", Destination: &r.Index,
+			Usage: "the index at `PATH` (BAI, CSI, CRAI or TBI, plain or crypt4gh), instead of the one beside the input"},
+	}
+}
+
+// given reports whether any region is asked for.
+func (r *regionOptions) given() bool {
+	return len(r.Regions.Value()) > 0 || r.RegionsFile != ""
+}
+
+// check refuses --index without a region.
+func (r *regionOptions) check() error {
+	if r.Index != "" && !r.given() {
+		return usagef("--index is for --region and --regions-file")
+	}
+	return nil
+}
+
+// parse returns the regions of --region and --regions-file.
+func (r *regionOptions) parse() ([]region.Region, error) {
+	regions, err := region.ParseAll(r.Regions.Value())
+	if err != nil {
+		return nil, err
+	}
+	if r.RegionsFile == "" {
+		return regions, nil
+	}
+	f, err := os.Open(r.RegionsFile)
+	if err != nil {
+		return nil, usagef("failed to read --regions-file %s: %v", quoteName(r.RegionsFile), pathErr(err))
+	}
+	defer f.Close()
+	bed, err := region.ReadBED(bufio.NewReader(f), r.RegionsFile)
+	if err != nil {
+		return nil, err
+	}
+	return append(regions, bed...), nil
+}
+
+// regionPlan is the plan of the regions of one crypt4gh file.
+type regionPlan struct {
+	plain *c4gh.ReaderAt // the file's plaintext
+	plan  *region.Plan
+}
+
+// planRegions plans the regions of ro in the crypt4gh file of size bytes
+// at src, named name (its path or URL, beside which the index is
+// looked for), opened with sk.
+func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size int64, sk *keys.SecretKey, opts *c4gh.DecryptOptions) (*regionPlan, error) {
+	regions, err := ro.parse()
+	if err != nil {
+		return nil, err
+	}
+	if ro.Index == "" && objstore.IsURL(name) && strings.Contains(name, "?") {
+		return nil, withHint(usagef("no index beside a URL with a query"), "name the index with --index URL")
+	}
+	plain, err := c4gh.NewReaderAt(src, size, sk, opts)
+	if err != nil {
+		return nil, noPacketHint(err, sk, opts.Sender)
+	}
+	// The format first: a file that has none has no index either.
+	if _, err := region.Detect(plain, plain.Size()); err != nil {
+		plain.Close()
+		return nil, fmt.Errorf("%s: %w", quoteName(shownName(name)), err)
+	}
+	idx, err := e.readIndex(ro, name, sk, opts)
+	if err != nil {
+		plain.Close()
+		return nil, err
+	}
+	f, err := region.Open(plain, plain.Size(), shownName(name), idx)
+	if err != nil {
+		plain.Close()
+		return nil, err
+	}
+	plan, err := f.Plan(regions)
+	if err != nil {
+		plain.Close()
+		return nil, err
+	}
+	return &regionPlan{plain: plain, plan: plan}, nil
+}
+
+// readIndex finds and reads the index of the data at name.
+func (e *env) readIndex(ro *regionOptions, name string, sk *keys.SecretKey, opts *c4gh.DecryptOptions) (*region.Index, error) {
+	var opened []io.Closer
+	defer func() {
+		for _, c := range opened {
+			c.Close()
+		}
+	}()
+	open := func(p string) (io.ReaderAt, int64, error) {
+		ra, size, c, err := e.openIndexFile(p, sk, opts)
+		if c != nil {
+			opened = append(opened, c)
+		}
+		return ra, size, err
+	}
+	idxName, ra, size, err := region.FindIndex(name, ro.Index, open)
+	if err != nil {
+		return nil, err
+	}
+	return region.ReadIndex(ra, size, shownName(idxName))
+}
+
+// openIndexFile opens the index at p: a local file, an object or a URL;
+// one whose name ends in .c4gh is decrypted with sk. A file that does not
+// exist is an error for which errors.Is(err, fs.ErrNotExist) holds.
+func (e *env) openIndexFile(p string, sk *keys.SecretKey, opts *c4gh.DecryptOptions) (io.ReaderAt, int64, io.Closer, error) {
+	var (
+		ra   io.ReaderAt
+		size int64
+		c    io.Closer
+	)
+	if objstore.IsURL(p) {
+		o, err := e.openObject(p)
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil, 0, nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+		}
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		ra, size = o, o.Size()
+	} else {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			f.Close()
+			return nil, 0, nil, usagef("index %s is not a regular file", quoteName(p))
+		}
+		ra, size, c = f, fi.Size(), f
+	}
+	if !strings.HasSuffix(p, c4ghSuffix) {
+		return ra, size, c, nil
+	}
+	r, err := c4gh.NewReaderAt(ra, size, sk, &c4gh.DecryptOptions{Sender: opts.Sender, Strict: opts.Strict})
+	if err != nil {
+		return nil, 0, c, fmt.Errorf("index %s: %w", quoteName(shownName(p)), noPacketHint(err, sk, opts.Sender))
+	}
+	return r, r.Size(), closers{r, c}, nil
+}
+
+// closers closes each of its closers that is not nil.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	for _, c := range cs {
+		if c != nil {
+			c.Close()
+		}
+	}
+	return nil
+}
+
+// randomRegionInput returns the crypt4gh file of in as an io.ReaderAt of
+// size bytes, checked to start like one: regions need a file or an
+// object, not a pipe.
+func randomRegionInput(in *input) (io.ReaderAt, int64, error) {
+	if !in.regular() && in.obj == nil {
+		return nil, 0, withHint(usagef("--region needs a file or an object, not a pipe"), "give the input with -i PATH or -i s3://BUCKET/KEY")
+	}
+	file, size, err := in.randomAccess()
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := checkMagic(bufio.NewReader(io.NewSectionReader(file, 0, 16))); err != nil {
+		return nil, 0, err
+	}
+	return file, size, nil
+}
+
+// decryptRegion writes the plaintext of the regions of in to out: a
+// valid file of the input's format that holds every record of the
+// regions.
+func decryptRegion(e *env, o *decryptOptions, in *input, out io.Writer) error {
+	file, size, err := randomRegionInput(in)
+	if err != nil {
+		return err
+	}
+	sk, sender, err := readReaderKeys(e, o.keyOptions)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	rp, err := e.planRegions(&o.region, inputPathOrStdin(o.Input), file, size, sk, &c4gh.DecryptOptions{Sender: sender, Strict: o.Strict})
+	if err != nil {
+		return err
+	}
+	defer rp.plain.Close()
+	if _, err := region.Write(out, rp.plain, rp.plan.Pieces); err != nil {
+		return decryptError(err, rp.plain.HeaderSize(), size)
+	}
+	return nil
+}
+
+// inputPathOrStdin is the name of the input for messages and for the
+// index beside it.
+func inputPathOrStdin(p string) string {
+	if p == "" || p == "-" {
+		return "-"
+	}
+	return p
+}
+
+// spliceRegion writes a crypt4gh file for the recipients (the reader's
+// own key when none) that holds the regions of the input: its segments
+// copied as they are, only the edge blocks of the regions made anew.
+func spliceRegion(e *env, o *spliceOptions, recipients []keys.PublicKey) error {
+	if sameObject(o.Input, o.Output) {
+		return usagef("-o %s is the input object: splice --region writes a new file", o.Output)
+	}
+	in, err := e.openSource(o.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	file, size, err := randomRegionInput(in)
+	if err != nil {
+		return err
+	}
+	sk, err := readSecretKey(e, o.keyOptions)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	rp, err := e.planRegions(&o.region, inputPathOrStdin(o.Input), file, size, sk, &c4gh.DecryptOptions{})
+	if err != nil {
+		return err
+	}
+	defer rp.plain.Close()
+	out, err := e.openDest(o.Output, rp.plan.Size()+headerRoom,
+		outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
+	if err != nil {
+		return err
+	}
+	pieces := make([]reencrypt.Piece, len(rp.plan.Pieces))
+	for i, p := range rp.plan.Pieces {
+		pieces[i] = reencrypt.Piece(p)
+	}
+	err = reencrypt.Assemble(out, io.NewSectionReader(file, 0, size), pieces, reencrypt.AssembleOptions{Reader: sk, Recipients: recipients})
+	return out.Finish(noPacketHint(bodyError(err, rp.plain.HeaderSize(), size), sk, nil))
+}
+
+// printRegionPlan prints what the regions of the file cost: the ranges
+// of its plaintext that are copied, the bytes made anew, and the
+// segments read.
+func printRegionPlan(w io.Writer, name string, rp *regionPlan, bodySize int64) error {
+	list, _ := rp.plain.EditList()
+	cost, err := rp.plan.Cost(list, bodySize)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Regions of %s:\n", name)
+	for _, p := range rp.plan.Pieces {
+		if p.Data != nil {
+			fmt.Fprintf(&b, "  new     %s (an edge block made anew)\n", plural(int64(len(p.Data)), "byte"))
+			continue
+		}
+		fmt.Fprintf(&b, "  copy    bytes [%d, %d) of the plaintext (%s)\n", p.Start, p.End, plural(p.End-p.Start, "byte"))
+	}
+	fmt.Fprintf(&b, "  output     %s: %s copied, %s new\n", plural(rp.plan.Size(), "byte"), plural(rp.plan.Copied, "byte"), plural(rp.plan.New, "byte"))
+	fmt.Fprintf(&b, "  segments   %s read: %s of the %s body\n", plural(int64(len(cost.Segments)), "segment"),
+		plural(cost.Stored, "byte"), plural(bodySize, "byte"))
+	_, err = io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,364 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
+)
+
+// The region tests make BAM, CRAM, VCF.gz and BCF files with samtools,
+// bcftools and bgzip, encrypt them with the command, and check what
+// decrypt --region and splice --region give with the same tools: a file
+// they read, whose records in the regions are those of the original.
+
+// regionRefs are the references of the test files.
+var regionRefs = []struct {
+	name string
+	len  int
+}{{"chr1", 300000}, {"chr2", 200000}}
+
+// tool runs the program name with args in dir and returns its stdout.
+func tool(t *testing.T, dir, name string, args ...string) string {
+	t.Helper()
+	clitest.Tool(t, name)
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// writeSAM writes a SAM file of n reads of 100 bases at random places
+// of the references, and the FASTA of the references.
+func writeSAM(t *testing.T, dir string, n int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	bases := func(k int) string {
+		b := make([]byte, k)
+		for i := range b {
+			b[i] = "ACGT"[r.IntN(4)]
+		}
+		return string(b)
+	}
+	var fa, sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:unsorted\n")
+	for _, ref := range regionRefs {
+		fmt.Fprintf(&fa, ">%s\n", ref.name)
+		seq := bases(ref.len)
+		for i := 0; i < len(seq); i += 60 {
+			fa.WriteString(seq[i:min(i+60, len(seq))] + "\n")
+		}
+		fmt.Fprintf(&sam, "@SQ\tSN:%s\tLN:%d\n", ref.name, ref.len)
+	}
+	for i := range n {
+		ref := regionRefs[r.IntN(len(regionRefs))]
+		fmt.Fprintf(&sam, "r%d\t0\t%s\t%d\t60\t100M\t*\t0\t0\t%s\t%s\n", i, ref.name, 1+r.IntN(ref.len-100), bases(100), strings.Repeat("I", 100))
+	}
+	for i := range 50 { // unplaced, unmapped
+		fmt.Fprintf(&sam, "u%d\t4\t*\t0\t0\t*\t*\t0\t0\t%s\t%s\n", i, bases(100), strings.Repeat("I", 100))
+	}
+	for name, s := range map[string]string{"ref.fa": fa.String(), "reads.sam": sam.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// writeVCF writes a VCF of n variants at random places of the
+// references, sorted.
+func writeVCF(t *testing.T, dir string, n int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(3, 4))
+	var b strings.Builder
+	b.WriteString("##fileformat=VCFv4.2\n")
+	for _, ref := range regionRefs {
+		fmt.Fprintf(&b, "##contig=<ID=%s,length=%d>\n", ref.name, ref.len)
+	}
+	b.WriteString("##INFO=<ID=DP,Number=1,Type=Integer,Description=\"Depth\">\n")
+	b.WriteString("#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n")
+	for _, ref := range regionRefs {
+		pos := make([]int, n/len(regionRefs))
+		for i := range pos {
+			pos[i] = 1 + r.IntN(ref.len-1)
+		}
+		slices.Sort(pos)
+		for i, p := range pos {
+			fmt.Fprintf(&b, "%s\t%d\tv%d_%s\tA\tG\t50\tPASS\tDP=%d\n", ref.name, p, i, strings.Repeat("x", r.IntN(40)), r.IntN(100))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "calls.vcf"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// regionCase is a data file of the tests, with its index and how to
+// count the records of a region.
+type regionCase struct {
+	name   string // the data file
+	index  string // its index, beside it
+	count  func(t *testing.T, dir, file, region string) int
+	head   func(t *testing.T, dir, file string) string
+	index2 func(t *testing.T, dir, file string)
+}
+
+func samCount(t *testing.T, dir, file, region string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(tool(t, dir, "samtools", "view", "-c", "-T", "ref.fa", file, region)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func samHeader(t *testing.T, dir, file string) string {
+	return tool(t, dir, "samtools", "view", "-H", "--no-PG", file)
+}
+
+func samIndex(t *testing.T, dir, file string) { tool(t, dir, "samtools", "index", file) }
+
+func bcfCount(t *testing.T, dir, file, region string) int {
+	return strings.Count(tool(t, dir, "bcftools", "view", "-H", file, region), "\n")
+}
+
+func bcfHeader(t *testing.T, dir, file string) string {
+	return tool(t, dir, "bcftools", "view", "-h", "--no-version", file)
+}
+
+func bcfIndex(t *testing.T, dir, file string) { tool(t, dir, "bcftools", "index", "-f", file) }
+
+// regionFixtures makes the data files of the tests in dir, encrypted for
+// me.pub (made there too), with their indexes beside them: plain for
+// some, encrypted for others.
+func regionFixtures(t *testing.T, dir string) []regionCase {
+	t.Helper()
+	writeSAM(t, dir, 30000)
+	writeVCF(t, dir, 20000)
+	tool(t, dir, "samtools", "sort", "-o", "reads.bam", "reads.sam")
+	tool(t, dir, "samtools", "index", "reads.bam")
+	tool(t, dir, "samtools", "sort", "-o", "csi.bam", "reads.sam")
+	tool(t, dir, "samtools", "index", "-c", "csi.bam")
+	tool(t, dir, "samtools", "faidx", "ref.fa")
+	tool(t, dir, "samtools", "view", "-C", "-T", "ref.fa", "-o", "reads.cram", "reads.bam")
+	tool(t, dir, "samtools", "index", "reads.cram")
+	tool(t, dir, "bgzip", "-k", "calls.vcf")
+	tool(t, dir, "tabix", "-p", "vcf", "calls.vcf.gz")
+	tool(t, dir, "bcftools", "view", "-Ob", "-o", "calls.bcf", "calls.vcf")
+	tool(t, dir, "bcftools", "index", "calls.bcf")
+	if code, _, stderr := runIn(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt"); code != 0 {
+		t.Fatal(stderr)
+	}
+	cases := []regionCase{
+		{"reads.bam", "reads.bam.bai", samCount, samHeader, samIndex},
+		{"csi.bam", "csi.bam.csi", samCount, samHeader, samIndex},
+		{"reads.cram", "reads.cram.crai", samCount, samHeader, samIndex},
+		{"calls.vcf.gz", "calls.vcf.gz.tbi", bcfCount, bcfHeader, bcfIndex},
+		{"calls.bcf", "calls.bcf.csi", bcfCount, bcfHeader, bcfIndex},
+	}
+	for i, c := range cases {
+		mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", c.name, "-o", c.name+".c4gh")
+		if i%2 == 1 { // every other index encrypted too
+			mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", c.index, "-o", c.index+".c4gh")
+			os.Rename(filepath.Join(dir, c.index), filepath.Join(dir, c.index+".plain"))
+		}
+	}
+	return cases
+}
+
+// mustRun runs the command in dir and fails the test unless it succeeds.
+func mustRun(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	code, stdout, stderr := runIn(t, dir, args...)
+	if code != 0 {
+		t.Fatalf("crypt4gh %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+	}
+	return stdout
+}
+
+// plainIndex puts the plain index of c back beside the plain data, for
+// the counts on the original.
+func plainIndex(t *testing.T, dir string, c regionCase) {
+	if _, err := os.Stat(filepath.Join(dir, c.index+".plain")); err == nil {
+		if err := os.Link(filepath.Join(dir, c.index+".plain"), filepath.Join(dir, c.index)); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRegions decrypts regions of every format, and splices them for a
+// recipient; samtools and bcftools read each output, which holds every
+// record of the regions and the file's header.
+func TestRegions(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	cases := regionFixtures(t, dir)
+	mustRun(t, dir, "keygen", "--sk", "them.sec", "--pk", "them.pub", "--nocrypt")
+	regionSets := [][]string{
+		{"chr1:150000-150200"}, // inside a block or two
+		{"chr2:20000-90000"},   // many blocks and segments
+		{"chr1:1-50"},          // the first records of a reference
+		{"chr2:199000-200000"}, // its last ones
+		{"chr2"},               // a whole reference
+		{"chr1:100000-100010", "chr2:5000-9000", "chr1:200000-210000"}, // several, out of order
+		{"chr1:299990-300000"}, // likely empty
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i, regions := range regionSets {
+				var flags []string
+				for _, r := range regions {
+					flags = append(flags, "--region", r)
+				}
+				out := fmt.Sprintf("out%d-%s", i, c.name)
+				mustRun(t, dir, append([]string{"decrypt", "--sk", "me.sec", "-i", c.name + ".c4gh", "-o", out}, flags...)...)
+				spliced := fmt.Sprintf("spliced%d-%s", i, c.name)
+				mustRun(t, dir, append([]string{"splice", "--sk", "me.sec", "--recipient_pk", "them.pub", "-i", c.name + ".c4gh", "-o", spliced + ".c4gh"}, flags...)...)
+				mustRun(t, dir, "decrypt", "--sk", "them.sec", "-i", spliced+".c4gh", "-o", spliced)
+				plainIndex(t, dir, c)
+				for _, got := range []string{out, spliced} {
+					if strings.HasSuffix(c.name, "bam") || strings.HasSuffix(c.name, "cram") {
+						tool(t, dir, "samtools", "quickcheck", got)
+					}
+					c.index2(t, dir, got)
+					if h, want := c.head(t, dir, got), c.head(t, dir, c.name); h != want {
+						t.Errorf("%s %v: the header differs:\n%s\nwant\n%s", got, regions, h, want)
+					}
+					for _, r := range regions {
+						if n, want := c.count(t, dir, got, r), c.count(t, dir, c.name, r); n != want {
+							t.Errorf("%s: %d records in %s, want %d", got, n, r, want)
+						}
+					}
+				}
+				// The spliced file holds the segments the plan reads, and
+				// new segments for the edge blocks: not the whole file.
+				plan := mustRun(t, dir, append(append([]string{"inspect", "--sk", "me.sec"}, flags...), c.name+".c4gh")...)
+				m := regexp.MustCompile(`read: (\d+) bytes`).FindStringSubmatch(plan)
+				if m == nil {
+					t.Fatalf("inspect --region printed:\n%s", plan)
+				}
+				stored, _ := strconv.ParseInt(m[1], 10, 64)
+				fi, err := os.Stat(filepath.Join(dir, spliced+".c4gh"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				newRuns := int64(strings.Count(plan, "  new "))
+				if limit := stored + newRuns*65564 + 4096; fi.Size() > limit {
+					t.Errorf("%v: the spliced file is %d bytes, more than the %d bytes of the segments read and the new ones", regions, fi.Size(), limit)
+				}
+			}
+		})
+	}
+}
+
+// TestRegionUnplaced: * gives the unmapped reads that have no place.
+func TestRegionUnplaced(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	writeSAM(t, dir, 2000)
+	tool(t, dir, "samtools", "sort", "-o", "reads.bam", "reads.sam")
+	tool(t, dir, "samtools", "index", "reads.bam")
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam", "-o", "reads.bam.c4gh")
+	os.Rename(filepath.Join(dir, "reads.bam.bai"), filepath.Join(dir, "reads.bam.c4gh.bai"))
+	mustRun(t, dir, "decrypt", "--sk", "me.sec", "--region", "*", "--index", "reads.bam.c4gh.bai", "-i", "reads.bam.c4gh", "-o", "u.bam")
+	tool(t, dir, "samtools", "quickcheck", "u.bam")
+	if got := strings.Count(tool(t, dir, "samtools", "view", "-f", "4", "u.bam"), "\n"); got != 50 {
+		t.Errorf("%d unmapped reads, want 50", got)
+	}
+}
+
+// TestRegionInspect: inspect --region tells what a request costs, and
+// writes nothing.
+func TestRegionInspect(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	writeVCF(t, dir, 4000)
+	tool(t, dir, "bgzip", "calls.vcf")
+	tool(t, dir, "tabix", "-p", "vcf", "calls.vcf.gz")
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "calls.vcf.gz", "-o", "calls.vcf.gz.c4gh")
+	got := mustRun(t, dir, "inspect", "--sk", "me.sec", "--region", "chr1:1000-2000", "calls.vcf.gz.c4gh")
+	m := regexp.MustCompile(`segments +(\d+) segments? read: (\d+) bytes`).FindStringSubmatch(got)
+	if m == nil || !strings.Contains(got, "output ") {
+		t.Fatalf("inspect --region printed:\n%s", got)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 1 {
+		t.Errorf("%s segments read", m[1])
+	}
+}
+
+// TestRegionErrors: each bad request gets its error and exit code, and
+// no output.
+func TestRegionErrors(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	writeSAM(t, dir, 2000)
+	writeVCF(t, dir, 2000)
+	tool(t, dir, "samtools", "sort", "-o", "reads.bam", "reads.sam")
+	tool(t, dir, "samtools", "index", "reads.bam")
+	tool(t, dir, "bgzip", "calls.vcf")
+	tool(t, dir, "tabix", "-p", "vcf", "calls.vcf.gz")
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	for _, f := range []string{"reads.bam", "calls.vcf.gz", "reads.sam"} {
+		mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", f, "-o", f+".c4gh")
+	}
+	os.WriteFile(filepath.Join(dir, "reads.sam.c4gh.bai"), []byte("BAI\x01"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--region", "chrX", "-i", "reads.bam.c4gh"}, 2, `unknown reference "chrX"`},
+		{[]string{"--region", "chr1:20-10", "-i", "reads.bam.c4gh"}, 2, "region"},
+		{[]string{"--region", "chr1", "--index", "none.bai", "-i", "reads.bam.c4gh"}, 2, "none.bai"},
+		{[]string{"--region", "chr1", "-i", "calls.vcf.gz.c4gh", "--index", "reads.bam.bai"}, 2, "index"},
+		{[]string{"--region", "chr1", "--index", "calls.vcf.gz.tbi", "-i", "reads.bam.c4gh"}, 2, "index"},
+		{[]string{"--region", "chr1", "-i", "reads.sam.c4gh"}, 2, "not BAM, CRAM, VCF.gz or BCF"},
+		{[]string{"--region", "chr1", "--range", "0-10", "-i", "reads.bam.c4gh"}, 2, "--range and --region"},
+		{[]string{"--index", "reads.bam.bai", "-i", "reads.bam.c4gh"}, 2, "--index is for --region"},
+		{[]string{"--regions-file", "none.bed", "-i", "reads.bam.c4gh"}, 2, "none.bed"},
+	}
+	for _, tc := range cases {
+		args := append([]string{"decrypt", "--sk", "me.sec", "-o", "out"}, tc.args...)
+		code, _, stderr := runIn(t, dir, args...)
+		if code != tc.code || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%s: exit %d, %q; want exit %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.msg)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+			t.Errorf("%s: an output was left", strings.Join(tc.args, " "))
+			os.Remove(filepath.Join(dir, "out"))
+		}
+	}
+	// A BAI of another file: offsets past the end of this one.
+	big := t.TempDir()
+	writeSAM(t, big, 60000)
+	tool(t, big, "samtools", "sort", "-o", "big.bam", "reads.sam")
+	tool(t, big, "samtools", "index", "big.bam")
+	code, _, stderr := runIn(t, dir, "decrypt", "--sk", "me.sec", "--region", "chr2", "--index", filepath.Join(big, "big.bam.bai"), "-i", "reads.bam.c4gh", "-o", "out")
+	if code != 4 {
+		t.Errorf("an index of another file: exit %d, %q; want 4", code, stderr)
+	}
+	// From a pipe: regions need random access.
+	var stdout, errOut bytes.Buffer
+	f, _ := os.Open(filepath.Join(dir, "reads.bam.c4gh"))
+	defer f.Close()
+	t.Chdir(dir)
+	if code := Run([]string{"crypt4gh", "decrypt", "--sk", "me.sec", "--region", "chr1"}, struct{ *os.File }{f}, &stdout, &errOut); code != 2 || !strings.Contains(errOut.String(), "not a pipe") {
+		t.Errorf("from stdin: exit %d, %q", code, errOut.String())
+	}
+}
