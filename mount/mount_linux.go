@@ -40,6 +40,8 @@ var maxRead = 512 << 10
 // take as the size of their reads.
 var blksize uint32 = 128 << 10
 
+var directIO = false
+
 // readObserver, when set by a test, sees the length of every read that
 // the kernel sends.
 var readObserver func(n int)
@@ -360,12 +362,20 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	}
 	// The kernel may keep what it read across opens: the source does not
 	// change while it is mounted.
-	return &handle{file: file}, fuse.FOPEN_KEEP_CACHE, 0
+	h := &handle{file: file}
+	if file.enc != nil {
+		h.rd = &reader{f: file}
+	}
+	if directIO && file.enc != nil {
+		return h, fuse.FOPEN_DIRECT_IO, 0
+	}
+	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // handle is an open file.
 type handle struct {
 	file *file
+	rd   *reader // read-ahead, of an encrypted file
 }
 
 var (
@@ -378,7 +388,7 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if readObserver != nil {
 		readObserver(len(dest))
 	}
-	n, err := h.file.readAt(dest, off)
+	n, err := h.file.readAt(dest, off, h.rd)
 	if err != nil {
 		return nil, syscall.EIO
 	}
@@ -394,6 +404,9 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	if h.rd != nil {
+		h.rd.close()
+	}
 	h.file.release()
 	return 0
 }
