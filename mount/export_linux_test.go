@@ -13,10 +13,6 @@ func ObserveReads(f func(n int)) { readObserver = f }
 // next.
 func SetBlksize(n int) { blksize = uint32(n) }
 
-// SetDirectIO makes the mounts made next open encrypted files with
-// FOPEN_DIRECT_IO.
-func SetDirectIO(on bool) { directIO = on }
-
 // ReadAhead returns how many blocks s may still read ahead (the budget
 // of all its handles) and how many blocks that were read ahead reads
 // have used.

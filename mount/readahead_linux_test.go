@@ -234,3 +234,58 @@ func TestConcurrentSequential(t *testing.T) {
 		t.Errorf("log:\n%s", log)
 	}
 }
+
+// TestDirectIO mounts with Options.DirectIO: encrypted files read right
+// sequentially, at random and through mmap (where the kernel allows it),
+// stat reports blocks of 512 KiB for them, and plain files are served as
+// before.
+func TestDirectIO(t *testing.T) {
+	alice := newKey(t)
+	src := t.TempDir()
+	plain := random(20*seg+4321, 36)
+	writeFile(t, filepath.Join(src, "f.c4gh"), encrypt(t, plain, nil, alice))
+	writeFile(t, filepath.Join(src, "notes.txt"), []byte("plain\n"))
+	srv, mp, log := mountServer(t, src, mount.Options{Key: alice, DirectIO: true})
+	p := filepath.Join(mp, "f")
+	if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, plain) {
+		t.Errorf("ReadFile: %d bytes, %v", len(got), err)
+	}
+	if got, err := os.ReadFile(filepath.Join(mp, "notes.txt")); err != nil || string(got) != "plain\n" {
+		t.Errorf("the plain file: %q, %v", got, err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs := fi.Sys().(*syscall.Stat_t).Blksize; bs != 512<<10 {
+		t.Errorf("blksize %d, want 512 KiB", bs)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, step := range []int{4096, seg + 1, 512 << 10} {
+		readSteps(t, f, plain, 0, step)
+	}
+	r := rand.New(rand.NewPCG(37, 38))
+	for range 200 {
+		preadCheck(t, f, plain, r.Int64N(int64(len(plain))+10), 1+r.IntN(3*seg))
+	}
+	m, err := syscall.Mmap(int(f.Fd()), 0, len(plain), syscall.PROT_READ, syscall.MAP_SHARED)
+	if errors.Is(err, syscall.ENODEV) {
+		t.Logf("mmap: %v (a kernel before 6.6)", err)
+	} else if err != nil {
+		t.Errorf("mmap: %v", err)
+	} else {
+		if !bytes.Equal(m, plain) {
+			t.Error("mmap: wrong bytes")
+		}
+		syscall.Munmap(m)
+	}
+	f.Close()
+	waitBudget(t, srv)
+	if log.String() != "" {
+		t.Errorf("log:\n%s", log)
+	}
+}
