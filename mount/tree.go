@@ -81,7 +81,9 @@ func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
 	}
 	names := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		names[e.Name] = true
+		if e.Other == "" {
+			names[e.Name] = true
+		}
 	}
 	out := make([]node, 0, len(entries))
 	var enc []Entry
@@ -91,6 +93,8 @@ func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
 		switch {
 		case !validName(e.Name):
 			t.log.printf("%s: left out: not a valid file name", quote(p))
+		case e.Other != "":
+			t.log.printf("%s: left out: %s", quote(p), e.Other)
 		case e.Dir || shown == e.Name || shown == "":
 			f := (*file)(nil)
 			if !e.Dir {
