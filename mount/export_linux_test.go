@@ -22,3 +22,6 @@ func ReadAhead(s *Server) (free, used int64) {
 
 // ReadAheadBudget is the budget of a mount with no file open.
 const ReadAheadBudget = raBudget
+
+// SetReadAhead turns the read-ahead of the mounts made next on or off.
+func SetReadAhead(on bool) { readAhead = on }

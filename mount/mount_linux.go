@@ -371,7 +371,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		return nil, 0, syscall.EIO
 	}
 	h := &handle{file: file}
-	if file.enc != nil {
+	if file.enc != nil && f.fsys.directIO && readAhead {
 		h.rd = &reader{f: file}
 	}
 	if f.fsys.directIO && file.enc != nil {

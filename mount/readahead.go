@@ -16,11 +16,21 @@ import (
 // doubles with every sequential read up to raMax blocks; a read anywhere
 // else forgets it. Blocks of all handles together are bounded by
 // raBudget, so memory stays bounded however many files are read.
+//
+// It serves the handles of Options.DirectIO only, where the kernel reads
+// nothing ahead itself. Through the page cache the kernel's own copy into
+// new pages of its cache took most of the time (perf: 48% of the
+// mounter's CPU, decryption 20%) and reading ahead as well made a first
+// cat slower, not faster, in every run on a shared 2-core machine
+// (scripts/bench-mount.sh: 0.97-1.33 of the time without it).
 const (
 	raFirst  = 4   // blocks read ahead after the first sequential read
 	raMax    = 16  // blocks read ahead by one handle: 1 MiB
 	raBudget = 128 // blocks read ahead by all handles together: 8 MiB
 )
+
+// readAhead turns read-ahead on; the benchmarks turn it off to compare.
+var readAhead = true
 
 // raBlock is a block of plaintext read ahead. refs counts its holders
 // (the window of a handle, the worker until it is done, each read copying

@@ -84,6 +84,8 @@ func waitBudget(t *testing.T, srv *mount.Server) {
 	}
 }
 
+// The read-ahead serves the handles of mounts with Options.DirectIO.
+
 // TestSequential reads a mounted file from start to end in steps of many
 // lengths, around the page cache and through it, from the start and from
 // the middle: the reads find the blocks read ahead and every byte is
@@ -93,7 +95,7 @@ func TestSequential(t *testing.T) {
 	src := t.TempDir()
 	plain := random(40*seg+1234, 31)
 	writeFile(t, filepath.Join(src, "f.c4gh"), encrypt(t, plain, nil, alice))
-	srv, mp, log := mountServer(t, src, mount.Options{Key: alice})
+	srv, mp, log := mountServer(t, src, mount.Options{Key: alice, DirectIO: true})
 	p := filepath.Join(mp, "f")
 	for _, step := range []int{1000, 4096, seg - 1, seg, seg + 1, 3*seg + 5, 256 << 10} {
 		t.Run(fmt.Sprint(step), func(t *testing.T) {
@@ -126,7 +128,7 @@ func TestSequentialEdited(t *testing.T) {
 	enc := encrypt(t, plain, nil, alice)
 	ranges := []edit.Range{{Start: 5, End: 6}, {Start: seg - 2, End: 3*seg + 2}, {Start: 5*seg + 11, End: 20*seg + 77}, {Start: 25*seg + 1, End: edit.Unbounded}}
 	writeFile(t, filepath.Join(src, "e.c4gh"), splice(t, enc, alice, ranges...))
-	srv, mp, log := mountServer(t, src, mount.Options{Key: alice})
+	srv, mp, log := mountServer(t, src, mount.Options{Key: alice, DirectIO: true})
 	want := pick(plain, ranges...)
 	for _, step := range []int{4096, seg - 3, seg, 2*seg + 7, 256 << 10} {
 		f := openDirect(t, filepath.Join(mp, "e"))
@@ -150,7 +152,7 @@ func TestSequentialTampered(t *testing.T) {
 	bodyStart := len(enc) - int(body.EncryptedSize(int64(len(plain))))
 	enc[bodyStart+9*body.EncryptedSegmentSize+77] ^= 1 // in segment 9
 	writeFile(t, filepath.Join(src, "t.c4gh"), enc)
-	srv, mp, log := mountServer(t, src, mount.Options{Key: alice})
+	srv, mp, log := mountServer(t, src, mount.Options{Key: alice, DirectIO: true})
 	for _, step := range []int{seg / 2, seg, 3 * seg} {
 		f := openDirect(t, filepath.Join(mp, "t"))
 		buf := make([]byte, step)
@@ -184,7 +186,7 @@ func TestConcurrentSequential(t *testing.T) {
 	src := t.TempDir()
 	plain := random(48*seg+555, 34)
 	writeFile(t, filepath.Join(src, "f.c4gh"), encrypt(t, plain, nil, alice))
-	srv, mp, log := mountServer(t, src, mount.Options{Key: alice})
+	srv, mp, log := mountServer(t, src, mount.Options{Key: alice, DirectIO: true})
 	p := filepath.Join(mp, "f")
 	shared := openDirect(t, p)
 	var wg sync.WaitGroup
@@ -272,20 +274,33 @@ func TestDirectIO(t *testing.T) {
 	for range 200 {
 		preadCheck(t, f, plain, r.Int64N(int64(len(plain))+10), 1+r.IntN(3*seg))
 	}
-	m, err := syscall.Mmap(int(f.Fd()), 0, len(plain), syscall.PROT_READ, syscall.MAP_SHARED)
-	if errors.Is(err, syscall.ENODEV) {
-		t.Logf("mmap: %v (a kernel before 6.6)", err)
-	} else if err != nil {
-		t.Errorf("mmap: %v", err)
-	} else {
-		if !bytes.Equal(m, plain) {
-			t.Error("mmap: wrong bytes")
-		}
-		syscall.Munmap(m)
-	}
 	f.Close()
 	waitBudget(t, srv)
 	if log.String() != "" {
 		t.Errorf("log:\n%s", log)
 	}
+
+	// mmap, from a mount in another process: a page fault on a mount
+	// that this process serves would stop it (the Go runtime cannot
+	// stop a thread in a fault to collect garbage).
+	cmd, mp2, stderr := startMounter(t, src, alice, "C4GH_TEST_DIRECTIO=1")
+	g, err := os.Open(filepath.Join(mp2, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := syscall.Mmap(int(g.Fd()), 0, len(plain), syscall.PROT_READ, syscall.MAP_SHARED)
+	switch {
+	case errors.Is(err, syscall.ENODEV):
+		t.Logf("mmap: %v (a kernel before 6.6)", err)
+	case err != nil:
+		t.Errorf("mmap: %v", err)
+	default:
+		if !bytes.Equal(m, plain) {
+			t.Error("mmap: wrong bytes")
+		}
+		syscall.Munmap(m)
+	}
+	g.Close()
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitExit(t, cmd, mp2, stderr)
 }

@@ -63,6 +63,9 @@ func mounter() (code int) {
 	if n, err := strconv.Atoi(os.Getenv("C4GH_TEST_BLKSIZE")); err == nil {
 		mount.SetBlksize(n)
 	}
+	if os.Getenv("C4GH_TEST_NOREADAHEAD") == "1" {
+		mount.SetReadAhead(false)
+	}
 	if os.Getenv("C4GH_TEST_READSIZES") == "1" {
 		// For the benchmarks: how long are the reads that the kernel
 		// sends? Printed on stderr at the end.
