@@ -12,3 +12,16 @@ func ObserveReads(f func(n int)) { readObserver = f }
 // SetBlksize sets the block size that stat reports in the mounts made
 // next.
 func SetBlksize(n int) { blksize = uint32(n) }
+
+// ReadAhead returns how many blocks s may still read ahead (the budget
+// of all its handles) and how many blocks that were read ahead reads
+// have used.
+func ReadAhead(s *Server) (free, used int64) {
+	return s.tree.raBudget.Load(), s.tree.raUsed.Load()
+}
+
+// ReadAheadBudget is the budget of a mount with no file open.
+const ReadAheadBudget = raBudget
+
+// SetReadAhead turns the read-ahead of the mounts made next on or off.
+func SetReadAhead(on bool) { readAhead = on }

@@ -40,6 +40,11 @@ var maxRead = 512 << 10
 // take as the size of their reads.
 var blksize uint32 = 128 << 10
 
+// directBlksize is the block size reported with Options.DirectIO: with no
+// kernel read-ahead, each read of cat reaches the mount as it is, and
+// reads of 512 KiB (max_read) took 0.6 of the time of reads of 128 KiB.
+var directBlksize uint32 = 512 << 10
+
 // readObserver, when set by a test, sees the length of every read that
 // the kernel sends.
 var readObserver func(n int)
@@ -93,7 +98,10 @@ func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
 	}
 
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	fsys := &fsys{tree: t, uid: uid, gid: gid, fileMode: 0o400, dirMode: 0o500}
+	fsys := &fsys{tree: t, uid: uid, gid: gid, fileMode: 0o400, dirMode: 0o500, blksize: blksize, directIO: opts.DirectIO}
+	if opts.DirectIO {
+		fsys.blksize = directBlksize
+	}
 	if opts.AllowOther {
 		fsys.fileMode, fsys.dirMode = 0o444, 0o555
 	}
@@ -107,6 +115,8 @@ func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
 		MaxWrite:      maxRead,
 		MaxReadAhead:  maxRead,
 		DisableXAttrs: true,
+		// With DirectIO, mmap still works where the kernel can (6.6).
+		ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP,
 		// What go-fuse has to say goes where the caller wants our lines.
 		Logger: log.New(logw, "crypt4gh: mount: fuse: ", 0),
 	}
@@ -199,13 +209,15 @@ type fsys struct {
 	tree              *tree
 	uid, gid          uint32
 	fileMode, dirMode uint32
+	blksize           uint32 // reported by stat
+	directIO          bool   // encrypted files around the page cache
 }
 
 // attr fills in the attributes of n.
 func (f *fsys) attr(n *node, out *fuse.Attr) {
 	out.Uid, out.Gid = f.uid, f.gid
 	out.SetTimes(nil, &n.modTime, &n.modTime)
-	out.Blksize = blksize
+	out.Blksize = f.blksize
 	if n.dir {
 		out.Mode = syscall.S_IFDIR | f.dirMode
 		out.Nlink = 2
@@ -326,8 +338,8 @@ func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOu
 }
 
 func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	out.Bsize = blksize
-	out.Frsize = blksize
+	out.Bsize = d.fsys.blksize
+	out.Frsize = d.fsys.blksize
 	out.NameLen = 255
 	return 0
 }
@@ -358,14 +370,22 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		file.report(err)
 		return nil, 0, syscall.EIO
 	}
+	h := &handle{file: file}
+	if file.enc != nil && f.fsys.directIO && readAhead {
+		h.rd = &reader{f: file}
+	}
+	if f.fsys.directIO && file.enc != nil {
+		return h, fuse.FOPEN_DIRECT_IO, 0
+	}
 	// The kernel may keep what it read across opens: the source does not
 	// change while it is mounted.
-	return &handle{file: file}, fuse.FOPEN_KEEP_CACHE, 0
+	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // handle is an open file.
 type handle struct {
 	file *file
+	rd   *reader // read-ahead, of an encrypted file
 }
 
 var (
@@ -378,7 +398,7 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if readObserver != nil {
 		readObserver(len(dest))
 	}
-	n, err := h.file.readAt(dest, off)
+	n, err := h.file.readAt(dest, off, h.rd)
 	if err != nil {
 		return nil, syscall.EIO
 	}
@@ -394,6 +414,9 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 }
 
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	if h.rd != nil {
+		h.rd.close()
+	}
 	h.file.release()
 	return 0
 }

@@ -135,13 +135,14 @@ func TestTree(t *testing.T) {
 		{"for-bob.c4gh", "left out", "no header packet"},
 		{"junk.c4gh", "left out", "not a crypt4gh file"},
 		{"x.vcf.gz.tbi.c4gh", "left out", "x.vcf.gz.tbi is beside it"},
+		{"pipe", "left out", "a named pipe"},
 	} {
 		if n := log.count(c...); n != 1 {
 			t.Errorf("%d log lines with %q, want 1; log:\n%s", n, c, log)
 		}
 	}
-	if n := strings.Count(log.String(), "\n"); n != 3 {
-		t.Errorf("%d log lines, want 3:\n%s", n, log)
+	if n := strings.Count(log.String(), "\n"); n != 4 {
+		t.Errorf("%d log lines, want 4:\n%s", n, log)
 	}
 
 	// Read-only, default_permissions, not for others.
@@ -534,10 +535,15 @@ func TestLinkOutOfSource(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(src, "outdir")); err != nil {
 		t.Fatal(err)
 	}
-	mp, _ := mountDir(t, src, mount.Options{Key: alice})
+	mp, log := mountDir(t, src, mount.Options{Key: alice})
 	entries, err := os.ReadDir(mp)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range []string{"out.c4gh", "outdir"} {
+		if n := log.count(name, "left out", "points out of the mounted folder"); n != 1 {
+			t.Errorf("%d log lines for %s, want 1:\n%s", n, name, log)
+		}
 	}
 	var names []string
 	for _, e := range entries {

@@ -22,6 +22,16 @@ type Options struct {
 	// 0500, and the mount is made with allow_other, which an unprivileged
 	// user may ask for only when /etc/fuse.conf has user_allow_other.
 	AllowOther bool
+	// DirectIO serves the decrypted files around the kernel's page cache
+	// (FOPEN_DIRECT_IO): every read reaches the mount, which decrypts it
+	// again unless its own small cache or read-ahead holds it, and stat
+	// reports blocks of 512 KiB, so that tools such as cat read that much
+	// at a time. A file read once, from start to end, is then read
+	// faster and with less CPU (no page cache to fill); a file read many
+	// times, or the same parts again, is read slower. mmap of such a
+	// file needs Linux 6.6 or later. Plain files of the source are
+	// served through the page cache either way.
+	DirectIO bool
 	// Log receives one line for each entry of the source that is left out
 	// and for each read error (once per damaged segment). Nil means
 	// os.Stderr.

@@ -27,6 +27,8 @@ import (
 // C4GH_TEST_MOUNTER set it mounts the folder C4GH_TEST_SOURCE at
 // C4GH_TEST_MOUNTPOINT with the secret key C4GH_TEST_KEY (hex), prints
 // "mounted", and waits as a command would: until unmounted or a signal.
+// C4GH_TEST_KEYFILE may name an unlocked key file instead, and
+// C4GH_TEST_DIRECTIO=1 sets Options.DirectIO.
 func TestMain(m *testing.M) {
 	if os.Getenv("C4GH_TEST_MOUNTER") == "1" {
 		os.Exit(mounter())
@@ -36,7 +38,18 @@ func TestMain(m *testing.M) {
 
 func mounter() (code int) {
 	var sk keys.SecretKey
-	if b, err := hex.DecodeString(os.Getenv("C4GH_TEST_KEY")); err != nil || len(b) != len(sk) {
+	if kf := os.Getenv("C4GH_TEST_KEYFILE"); kf != "" {
+		// An unlocked key file: scripts/bench-mount.sh runs this
+		// mounter for the options that the command has no flag for.
+		data, err := os.ReadFile(kf)
+		if err == nil {
+			sk, err = keys.ParseSecretKey(data, nil)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mounter:", err)
+			return 2
+		}
+	} else if b, err := hex.DecodeString(os.Getenv("C4GH_TEST_KEY")); err != nil || len(b) != len(sk) {
 		fmt.Fprintln(os.Stderr, "mounter: bad C4GH_TEST_KEY")
 		return 2
 	} else {
@@ -49,6 +62,9 @@ func mounter() (code int) {
 	}
 	if n, err := strconv.Atoi(os.Getenv("C4GH_TEST_BLKSIZE")); err == nil {
 		mount.SetBlksize(n)
+	}
+	if os.Getenv("C4GH_TEST_NOREADAHEAD") == "1" {
+		mount.SetReadAhead(false)
 	}
 	if os.Getenv("C4GH_TEST_READSIZES") == "1" {
 		// For the benchmarks: how long are the reads that the kernel
@@ -70,7 +86,7 @@ func mounter() (code int) {
 			fmt.Fprintln(os.Stderr)
 		}()
 	}
-	srv, err := mount.Mount(mount.Dir(os.Getenv("C4GH_TEST_SOURCE")), os.Getenv("C4GH_TEST_MOUNTPOINT"), mount.Options{Key: &sk})
+	srv, err := mount.Mount(mount.Dir(os.Getenv("C4GH_TEST_SOURCE")), os.Getenv("C4GH_TEST_MOUNTPOINT"), mount.Options{Key: &sk, DirectIO: os.Getenv("C4GH_TEST_DIRECTIO") == "1"})
 	sk.Zero()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mounter:", err)

@@ -36,6 +36,10 @@ type Entry struct {
 	Dir     bool      // a folder; otherwise a regular file
 	Size    int64     // of a file, in bytes
 	ModTime time.Time // shown as the time of the file or folder
+	// Other, when not "", says what the entry is when it is neither a
+	// regular file nor a folder ("a named pipe", "a device"): the mount
+	// leaves it out, and logs it as it logs every entry left out.
+	Other string
 }
 
 // File is an open file of a [Source]. ReadAt may be called from several
@@ -49,7 +53,8 @@ type File interface {
 // [Source]. Symbolic links are followed when they lead to a place inside
 // root: one that points outside it (which another user of a shared folder
 // could plant) is left out, as are entries that are neither regular files
-// nor folders (devices, pipes, sockets, broken links).
+// nor folders (devices, pipes, sockets), and listed with [Entry.Other]
+// set so that the mount logs them; broken links are left out silently.
 func Dir(root string) Source {
 	return dirSource{root: root}
 }
@@ -75,17 +80,28 @@ func (d dirSource) ReadDir(ctx context.Context, dir string) ([]Entry, error) {
 		}
 		p := d.path(path.Join(dir, de.Name()))
 		if de.Type()&fs.ModeSymlink != 0 && !d.inside(p) {
-			continue // a link out of the folder
+			if _, err := os.Stat(p); err == nil {
+				out = append(out, Entry{Name: de.Name(), Other: errOutside.Error()})
+			}
+			continue
 		}
 		fi, err := os.Stat(p)
 		if err != nil {
 			continue // a link to nowhere, or removed since
 		}
-		switch {
+		switch m := fi.Mode(); {
 		case fi.IsDir():
 			out = append(out, Entry{Name: de.Name(), Dir: true, ModTime: fi.ModTime()})
-		case fi.Mode().IsRegular():
+		case m.IsRegular():
 			out = append(out, Entry{Name: de.Name(), Size: fi.Size(), ModTime: fi.ModTime()})
+		case m&fs.ModeNamedPipe != 0:
+			out = append(out, Entry{Name: de.Name(), Other: "a named pipe"})
+		case m&fs.ModeSocket != 0:
+			out = append(out, Entry{Name: de.Name(), Other: "a socket"})
+		case m&fs.ModeDevice != 0:
+			out = append(out, Entry{Name: de.Name(), Other: "a device"})
+		default:
+			out = append(out, Entry{Name: de.Name(), Other: "not a regular file"})
 		}
 	}
 	return out, nil

@@ -42,6 +42,10 @@ type tree struct {
 	log    *logger
 	budget atomic.Int64 // cache blocks that may still be taken, all files together
 
+	raBudget atomic.Int64 // blocks that may still be read ahead, all handles together
+	workers  *workers     // decrypt the blocks read ahead
+	raUsed   atomic.Int64 // blocks read ahead that a read used (for the tests)
+
 	mu     sync.Mutex
 	opened []*file // encrypted files whose header was opened
 	closed bool
@@ -54,6 +58,8 @@ func newTree(src Source, key *keys.SecretKey, sender *keys.PublicKey, log io.Wri
 		t.opts.Sender = &s
 	}
 	t.budget.Store(maxBlocks)
+	t.raBudget.Store(raBudget)
+	t.workers = newWorkers()
 	return t
 }
 
@@ -75,7 +81,9 @@ func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
 	}
 	names := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		names[e.Name] = true
+		if e.Other == "" {
+			names[e.Name] = true
+		}
 	}
 	out := make([]node, 0, len(entries))
 	var enc []Entry
@@ -85,6 +93,8 @@ func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
 		switch {
 		case !validName(e.Name):
 			t.log.printf("%s: left out: not a valid file name", quote(p))
+		case e.Other != "":
+			t.log.printf("%s: left out: %s", quote(p), e.Other)
 		case e.Dir || shown == e.Name || shown == "":
 			f := (*file)(nil)
 			if !e.Dir {
@@ -216,6 +226,7 @@ func standsFor(r *c4gh.ReaderAt, size int64) int64 {
 
 // close erases the data keys of every file and the secret key.
 func (t *tree) close() {
+	t.workers.stop()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, f := range t.opened {
@@ -262,8 +273,9 @@ func (f *file) release() {
 
 // readAt reads the bytes of f at off into p, as far as f goes, and returns
 // how many it read: len(p) unless f ends first. An error is logged (once
-// for each segment) and means that no byte of p can be trusted.
-func (f *file) readAt(p []byte, off int64) (int, error) {
+// for each segment) and means that no byte of p can be trusted. r, the
+// read-ahead of the handle, may be nil.
+func (f *file) readAt(p []byte, off int64, r *reader) (int, error) {
 	if off >= f.size || len(p) == 0 {
 		return 0, nil
 	}
@@ -275,6 +287,8 @@ func (f *file) readAt(p []byte, off int64) (int, error) {
 		if err == io.EOF || err == nil {
 			return n, nil // shorter now than when it was listed
 		}
+	} else if r != nil {
+		err = r.read(p, off)
 	} else {
 		err = f.readPlain(p, off)
 	}

@@ -39,7 +39,9 @@
 # version's, and the writes to a file once more
 # against the previous version followed by "sync out ." (the fsync of the
 # output and its folder that this version does itself). With MOUNT=1 the
-# mount benchmark runs too (it needs FUSE and 2 GiB in $TMPDIR); with S3=1,
+# mount benchmarks run too (they need FUSE and 2 GiB in $TMPDIR):
+# scripts/bench-mount.sh (fresh mounts, the mounted file cold, PREV too)
+# and the mount's go test benchmark (the page cache warm); with S3=1,
 # scripts/bench-s3.sh (object storage against a local versitygw).
 # Each timing is the best (least) of RUNS runs (default 5) with the files in
 # the page cache. It takes two to three minutes on a 2-core machine; set
@@ -278,6 +280,8 @@ if [[ -n $PREV ]]; then
 fi
 
 if [[ $MOUNT != 0 ]]; then
+	echo
+	RUNS=$RUNS PREV=$PREV bash "$root/scripts/bench-mount.sh"
 	echo
 	echo "mount (go test -bench Mount ./mount/): cat of a mounted 1 GiB file against decrypt, random 4 KiB reads, RSS"
 	(cd "$root" && go test -run '^$' -bench Mount -benchtime 1x ./mount/) | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
