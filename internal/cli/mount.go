@@ -19,6 +19,7 @@ type mountOptions struct {
 	keyOptions
 	store      storeOptions
 	AllowOther bool
+	DirectIO   bool
 	Quiet      bool
 }
 
@@ -38,6 +39,7 @@ func mountCommand(e *env) command {
 			skFlag(&o.SK),
 			senderFlag(&o.Sender),
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
+			&cli.BoolFlag{Name: "direct-io", Usage: "serve the decrypted files around the page cache, in large reads with read-ahead: a first read costs less CPU, a second one decrypts again", Destination: &o.DirectIO},
 			passphraseFileFlag(&o.PassphraseFile), quietFlag(&o.Quiet, false),
 		}, o.store.flags()...),
 		Action: func(c *cli.Context) error { return mountAction(e.start(c, o.Quiet, &o.store), o) },
@@ -105,7 +107,7 @@ func mountAction(e *env, o *mountOptions) error {
 		cancel()
 	}()
 	srv, err := mount.Mount(src, mountpoint, mount.Options{
-		Key: sk, Sender: sender, AllowOther: o.AllowOther, Log: e.stderr,
+		Key: sk, Sender: sender, AllowOther: o.AllowOther, DirectIO: o.DirectIO, Log: e.stderr,
 	})
 	if err != nil {
 		return err
