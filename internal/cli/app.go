@@ -6,7 +6,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 )
 
 // Run runs the command line args (args[0] is the program name) with the

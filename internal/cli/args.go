@@ -2,11 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 )
 
 // Before urfave/cli parses a command line, three things are settled here

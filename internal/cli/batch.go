@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
-	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"hash"
 	"io"
 	"os"
@@ -17,6 +15,8 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
 

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
-	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"io"
 	"slices"
 
@@ -13,6 +11,8 @@ import (
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/urfave/cli/v2"
 )

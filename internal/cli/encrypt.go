@@ -3,14 +3,14 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
-	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"io"
 	"slices"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/urfave/cli/v2"
 )

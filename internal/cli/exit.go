@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -42,20 +42,9 @@ func usage(err error) error { return errkind.Wrap(errkind.Usage, err) }
 // keyError gives err the key kind (exit 3).
 func keyError(err error) error { return errkind.Wrap(errkind.Key, err) }
 
-// hinted attaches a hint for the user to an error.
-type hinted struct {
-	err  error
-	hint string
-}
-
-func (e hinted) Error() string { return e.err.Error() }
-func (e hinted) Unwrap() error { return e.err }
-
+// withHint returns err with a hint for the user, printed after it.
 func withHint(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	return hinted{err, fmt.Sprintf(format, args...)}
+	return errkind.WithHint(err, format, args...)
 }
 
 // exitCoder is an error that carries its own exit code, such as the end
@@ -82,11 +71,8 @@ func report(w io.Writer, err error) {
 
 // hintFor returns the hint to print after err, if any.
 func hintFor(err error) string {
-	var h hinted
-	var advice interface{ Hint() string } // errors of objstore
+	var advice interface{ Hint() string } // withHint, and errors of objstore
 	switch {
-	case errors.As(err, &h):
-		return h.hint
 	case errors.As(err, &advice) && advice.Hint() != "":
 		return advice.Hint()
 	case errors.Is(err, keys.ErrWrongPassphrase):

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"io"
 	"strings"
 	"sync"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 )
 
 // The help pages, the manual page and the completion are made from the

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 )
 
 // TestHelpPages renders the help page of every command and of the app, as

@@ -3,11 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"os"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
 

@@ -3,10 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path/filepath"
 
+	"github.com/c4gh-go/crypt4gh/internal/keyfile"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/urfave/cli/v2"
 )
@@ -199,7 +200,7 @@ func newSecretKey(e *env, o *keygenOptions) (*newKey, error) {
 		kdf = keys.KDFNone
 	} else {
 		var err error
-		pass, err = newPassphrase(e, newKeyPassphrase(o.PassphraseFile), "Passphrase for the new secret key: ")
+		pass, err = e.keyLoader().NewPassphrase(keyfile.NewKey(o.PassphraseFile), "Passphrase for the new secret key: ")
 		if err != nil {
 			return nil, err
 		}
@@ -456,7 +457,7 @@ func marshalRelocked(e *env, o *keygenOptions, sk *keys.SecretKey, info keys.Sec
 			kdf = keys.KDFScrypt
 		}
 		var err error
-		if pass, err = newPassphrase(e, relockPassphrase(o.NewPassphraseFile), "New passphrase for the secret key: "); err != nil {
+		if pass, err = e.keyLoader().NewPassphrase(keyfile.Relock(o.NewPassphraseFile), "New passphrase for the secret key: "); err != nil {
 			return nil, err
 		}
 		defer clear(pass)

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/internal/kdfcost"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 )
 
 // childEnv makes the test binary run the command line of its arguments

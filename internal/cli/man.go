@@ -2,11 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 )
 
 func manCommand(e *env) command {

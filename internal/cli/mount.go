@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/mount"
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"

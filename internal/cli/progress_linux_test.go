@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"github.com/c4gh-go/crypt4gh/internal/ptytest"
 )
 

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/c4gh-go/crypt4gh/internal/progress"
 )
 
 // TestRunNoBarWhenStderrIsAFile runs encrypt and decrypt in-process with a

@@ -1,9 +1,10 @@
 package cli
 
 import (
+	"github.com/urfave/cli/v2"
+
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
-	"github.com/urfave/cli/v2"
 )
 
 // pubkeyOptions are the flags of pubkey.

@@ -2,11 +2,12 @@ package cli
 
 import (
 	"bytes"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 )
 
 // TestS3Batch runs batch mode to and from prefixes: local files to an

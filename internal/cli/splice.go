@@ -2,12 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
 	"github.com/urfave/cli/v2"
 )

@@ -94,3 +94,24 @@ func Of(err error) Kind {
 	}
 	return Other
 }
+
+// hinted attaches advice for the user to an error; the command prints it
+// on a line of its own after the error.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (e *hinted) Error() string { return e.err.Error() }
+func (e *hinted) Unwrap() error { return e.err }
+func (e *hinted) Hint() string  { return e.hint }
+
+// WithHint returns err with the advice of format, which errors.As finds
+// as an error with a Hint method; nil stays nil. The message and the kind
+// of err are unchanged.
+func WithHint(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return &hinted{err, fmt.Sprintf(format, args...)}
+}

@@ -1,8 +1,6 @@
 package outfile
 
 import (
-	"fmt"
-
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
@@ -15,21 +13,7 @@ func usagef(format string, args ...any) error {
 	return errkind.Errorf(errkind.Usage, format, args...)
 }
 
-// hinted attaches advice for the user to an error; the command prints it
-// after the error (it asks for Hint).
-type hinted struct {
-	err  error
-	hint string
-}
-
-func (e hinted) Error() string { return e.err.Error() }
-func (e hinted) Unwrap() error { return e.err }
-func (e hinted) Hint() string  { return e.hint }
-
-// withHint returns err with the advice of format.
+// withHint returns err with the advice of format for the user.
 func withHint(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	return hinted{err, fmt.Sprintf(format, args...)}
+	return errkind.WithHint(err, format, args...)
 }

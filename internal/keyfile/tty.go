@@ -1,14 +1,15 @@
-package cli
+package keyfile
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"io"
 	"os"
 
 	"golang.org/x/term"
+
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 )
 
 // errMismatch means that the two passphrases typed differ.
