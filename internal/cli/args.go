@@ -2,7 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"sort"
+	"github.com/c4gh-go/crypt4gh/internal/clidoc"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -47,7 +47,7 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 	if name == "__complete" && len(args) >= 4 {
 		// The completion scripts: __complete SHELL WORDS… CURRENT.
 		words := args[3 : len(args)-1]
-		for _, w := range complete(app, args[2], words, args[len(args)-1]) {
+		for _, w := range doc().Complete(app, args[2], words, args[len(args)-1]) {
 			fmt.Fprintln(app.Writer, w)
 		}
 		return nil, quietExit(exitOK)
@@ -59,7 +59,7 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 		if n := len(words); n > 0 && strings.HasPrefix(words[n-1], "-") {
 			words, cur = words[:n-1], words[n-1]
 		}
-		for _, w := range complete(app, "bash", words, cur) {
+		for _, w := range doc().Complete(app, "bash", words, cur) {
 			fmt.Fprintln(app.Writer, w)
 		}
 		return nil, quietExit(exitOK)
@@ -96,14 +96,14 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 			name, _, _ := strings.Cut(a[1:], "=")
 			typed[name] = "-"
 			out = append(out, a)
-			if f, _ := findFlag(cmd, a[1:], false); f != nil && takesValue(f) && !strings.Contains(a, "=") && i+1 < len(rest) {
+			if f, _ := clidoc.FindFlag(cmd, a[1:], false); f != nil && clidoc.TakesValue(f) && !strings.Contains(a, "=") && i+1 < len(rest) {
 				i++
 				out = append(out, rest[i])
 			}
 			continue
 		}
 		flagName, value, hasValue := strings.Cut(a[2:], "=")
-		f, err := findFlag(cmd, flagName, true)
+		f, err := clidoc.FindFlag(cmd, flagName, true)
 		if err != nil {
 			return nil, withHint(err, "run 'crypt4gh %s --help' for its flags", cmd.Name)
 		}
@@ -118,7 +118,7 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 			continue
 		}
 		out = append(out, full)
-		if takesValue(f) && i+1 < len(rest) {
+		if clidoc.TakesValue(f) && i+1 < len(rest) {
 			i++
 			out = append(out, rest[i])
 		}
@@ -142,46 +142,6 @@ func endFlags(e *env, rest []string) []string {
 		}
 	}
 	return rest
-}
-
-// findFlag returns the flag of cmd that name names or, with prefix, that
-// name is an unambiguous prefix of a long name of; nil when none does, and
-// an error when several do.
-func findFlag(cmd *cli.Command, name string, prefix bool) (cli.Flag, error) {
-	var matches []cli.Flag
-	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return f, nil
-			}
-		}
-	}
-	if !prefix || name == "" {
-		return nil, nil
-	}
-	var names []string
-	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
-			if len(n) > 1 && strings.HasPrefix(n, name) {
-				matches = append(matches, f)
-				names = append(names, "--"+f.Names()[0])
-				break
-			}
-		}
-	}
-	switch len(matches) {
-	case 0:
-		return nil, nil
-	case 1:
-		return matches[0], nil
-	}
-	sort.Strings(names)
-	return nil, usagef("--%s is ambiguous: %s", name, strings.Join(names, ", "))
-}
-
-func takesValue(f cli.Flag) bool {
-	d, ok := f.(cli.DocGenerationFlag)
-	return ok && d.TakesValue()
 }
 
 func commandNames(app *cli.App) []string {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -35,9 +34,11 @@ func completionCommand(e *env) command {
 				script = zshCompletion
 			case "fish":
 				var err error
-				if script, err = fishCompletion(c.App); err != nil {
+				if script, err = doc().FishCompletion(c.App); err != nil {
 					return fmt.Errorf("failed to write the fish completion: %w", err)
 				}
+				// The keygen link completes as "crypt4gh keygen".
+				script += "complete -c crypt4gh-keygen --wraps 'crypt4gh keygen'\n"
 			default:
 				return usagef("unknown shell %q: use bash, zsh or fish", shell)
 			}
@@ -91,121 +92,3 @@ fi
 var flagValues = map[string][]string{
 	"kdf": {"scrypt", "bcrypt", "pbkdf2_hmac_sha256"},
 }
-
-// complete returns the words that may stand at the place of cur after
-// words (without the program name), for shell ("bash", "zsh" or "fish";
-// zsh gets "word:description").
-func complete(app *cli.App, shell string, words []string, cur string) []string {
-	// bash passes --kdf=b as "--kdf", "=", "b": the "=" goes.
-	if n := len(words); n >= 2 && words[n-1] == "=" && strings.HasPrefix(words[n-2], "--") {
-		words = words[:n-1]
-	}
-	var cmd *cli.Command
-	for _, w := range words {
-		if c := app.Command(w); c != nil && !c.Hidden {
-			cmd = c
-			break
-		}
-	}
-	var out []string
-	add := func(word, desc string) {
-		if !strings.HasPrefix(word, cur) {
-			return
-		}
-		if shell == "zsh" {
-			word = strings.ReplaceAll(word, ":", `\:`) + ":" + desc
-		}
-		out = append(out, word)
-	}
-	if cmd == nil {
-		if strings.HasPrefix(cur, "-") {
-			add("--help", "show help")
-			add("--version", "print the version")
-			return out
-		}
-		for _, c := range app.VisibleCommands() {
-			if c.Name != "help" {
-				add(c.Name, c.Usage)
-			}
-		}
-		return out
-	}
-	if len(words) > 1 && !strings.HasPrefix(cur, "-") {
-		prev := words[len(words)-1]
-		if strings.HasPrefix(prev, "--") && !strings.Contains(prev, "=") {
-			if f, err := findFlag(cmd, prev[2:], true); err == nil && f != nil && takesValue(f) {
-				for _, v := range flagValues[f.Names()[0]] {
-					add(v, "")
-				}
-				return out // file names, or nothing to offer
-			}
-		}
-	}
-	if name, _, ok := strings.Cut(strings.TrimPrefix(cur, "--"), "="); ok && strings.HasPrefix(cur, "--") {
-		// zsh passes --kdf=b as one word: the values, with the flag.
-		if f, err := findFlag(cmd, name, true); err == nil && f != nil {
-			for _, v := range flagValues[f.Names()[0]] {
-				add("--"+name+"="+v, "")
-			}
-		}
-		return out
-	}
-	if strings.HasPrefix(cur, "-") {
-		for _, f := range cmd.VisibleFlags() {
-			hf := describeFlag(f)
-			for _, n := range hf.names {
-				if len(n) > 1 {
-					add("--"+n, hf.usage)
-				}
-			}
-		}
-		return out
-	}
-	if cmd.Name == "completion" {
-		for _, s := range []string{"bash", "zsh", "fish"} {
-			add(s, s+" script")
-		}
-	}
-	return out
-}
-
-// fishCompletion returns the fish script that urfave/cli generates, with
-// three of its faults mended: flags that take a path get file completion
-// (urfave/cli adds -f, "no files", unless a flag sets TakesFile), a long
-// alias such as --recipient-pk is written with -l, not as the short
-// option -s that fish refuses, and the backticks that mark a placeholder
-// in a flag's usage are dropped.
-func fishCompletion(app *cli.App) (string, error) {
-	for _, cmd := range app.Commands {
-		for _, f := range cmd.Flags {
-			switch f := f.(type) {
-			case *cli.StringFlag:
-				f.TakesFile = f.TakesFile || strings.Contains(f.Usage, "`PATH`")
-			case *cli.StringSliceFlag:
-				f.TakesFile = f.TakesFile || strings.Contains(f.Usage, "`PATH`")
-			}
-		}
-	}
-	script, err := app.ToFishCompletion()
-	if err != nil {
-		return "", err
-	}
-	script = fishLongAlias().ReplaceAllString(script, " -l $1")
-	script = strings.ReplaceAll(script, "Shows a list of commands or help for one command", helpUsage)
-	// The keygen link completes as "crypt4gh keygen".
-	script += "complete -c crypt4gh-keygen --wraps 'crypt4gh keygen'\n"
-	// Flags with a fixed set of values offer them.
-	var lines []string
-	for _, line := range strings.Split(script, "\n") {
-		for name, values := range flagValues {
-			if strings.Contains(line, " -l "+name+" ") {
-				line = strings.Replace(line, " -l "+name+" ", " -l "+name+" -xa '"+strings.Join(values, " ")+"' ", 1)
-			}
-		}
-		lines = append(lines, line)
-	}
-	return strings.ReplaceAll(strings.Join(lines, "\n"), "`", ""), nil
-}
-
-// fishLongAlias matches a -s option of more than one character.
-var fishLongAlias = lazyRegexp(` -s ([A-Za-z0-9][A-Za-z0-9_-]+)`)

@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/c4gh-go/crypt4gh/internal/textfmt"
+	"github.com/c4gh-go/crypt4gh/internal/clidoc"
 )
 
 // The help pages, the manual page and the completion are made from the
@@ -25,25 +23,48 @@ func init() {
 	cli.HelpPrinter = func(w io.Writer, _ string, data any) {
 		switch d := data.(type) {
 		case *cli.Command:
-			io.WriteString(w, commandPage(d))
+			io.WriteString(w, doc().CommandPage(d))
 		case *cli.App:
-			io.WriteString(w, appPage(d))
+			io.WriteString(w, doc().AppPage(d))
 		}
 	}
 }
 
+// doc is what the pages say besides what the commands hold.
+func doc() *clidoc.Doc {
+	return &clidoc.Doc{
+		Program: "crypt4gh", Width: helpWidth, Env: envDoc, Exit: exitCodes,
+		Page: func(name string) ([]string, []string) { p := pages()[name]; return p.env, p.examples },
+		Intro: "Encrypt and decrypt files in the GA4GH Crypt4GH format, for named recipients: keys, encryption, decryption, " +
+			"new recipients and ranges without touching the encrypted data.",
+		Examples: []string{
+			"crypt4gh keygen --sk alice.sec --pk alice.pub",
+			"crypt4gh encrypt --recipient_pk bob.pub -i reads.bam -o reads.bam.c4gh",
+			"crypt4gh decrypt --sk bob.sec -i reads.bam.c4gh -o reads.bam",
+		},
+		HelpUsage: helpUsage, Date: manDate(), Version: version(),
+		ManDescription: manDescription, Files: manFiles,
+		SeeAlso:    "The GA4GH Crypt4GH specification: https://samtools.github.io/hts-specs/crypt4gh.pdf",
+		BlockWidth: manBlockWidth, ExampleWidth: manExampleWidth,
+		FlagValues: flagValues,
+	}
+}
+
+// helpUsage describes the help command that urfave/cli adds.
+const helpUsage = "show the commands, or the help page of one"
+
 // envDoc says what each variable is for.
-var envDoc = []struct{ name, doc string }{
-	{secretKeyEnv, "your secret key, when --sk is not given (keygen: where to write it)"},
-	{publicKeyEnv, "keygen: where to write the public key, when --pk is not given"},
-	{passphraseEnv, "the passphrase of the secret key (keygen: of the new key); a warning says that other processes can read it"},
-	{newPassphraseEnv, "keygen --convert and --relock: the passphrase of the new key"},
-	{"C4GH_LOG", "accepted for the reference tool's logging configuration; not read (messages go to stderr)"},
-	{"AWS_ENDPOINT_URL_S3", "s3:// paths: the S3 endpoint of a store that is not AWS (http://127.0.0.1:7070, https://s3.example.org), path-style; or --s3-config"},
-	{"AWS_ACCESS_KEY_ID", "s3:// paths: the access key, with AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); else ~/.aws/credentials and the rest of the AWS chain"},
-	{"AWS_PROFILE", "s3:// paths: the profile of ~/.aws/config and ~/.aws/credentials to use"},
-	{"AWS_REGION", "s3:// paths: the region (default us-east-1 for an endpoint of AWS_ENDPOINT_URL_S3)"},
-	{"AWS_SHARED_CREDENTIALS_FILE", "s3:// paths: another file for ~/.aws/credentials (AWS_CONFIG_FILE for ~/.aws/config)"},
+var envDoc = []clidoc.Entry{
+	{Name: secretKeyEnv, Doc: "your secret key, when --sk is not given (keygen: where to write it)"},
+	{Name: publicKeyEnv, Doc: "keygen: where to write the public key, when --pk is not given"},
+	{Name: passphraseEnv, Doc: "the passphrase of the secret key (keygen: of the new key); a warning says that other processes can read it"},
+	{Name: newPassphraseEnv, Doc: "keygen --convert and --relock: the passphrase of the new key"},
+	{Name: "C4GH_LOG", Doc: "accepted for the reference tool's logging configuration; not read (messages go to stderr)"},
+	{Name: "AWS_ENDPOINT_URL_S3", Doc: "s3:// paths: the S3 endpoint of a store that is not AWS (http://127.0.0.1:7070, https://s3.example.org), path-style; or --s3-config"},
+	{Name: "AWS_ACCESS_KEY_ID", Doc: "s3:// paths: the access key, with AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); else ~/.aws/credentials and the rest of the AWS chain"},
+	{Name: "AWS_PROFILE", Doc: "s3:// paths: the profile of ~/.aws/config and ~/.aws/credentials to use"},
+	{Name: "AWS_REGION", Doc: "s3:// paths: the region (default us-east-1 for an endpoint of AWS_ENDPOINT_URL_S3)"},
+	{Name: "AWS_SHARED_CREDENTIALS_FILE", Doc: "s3:// paths: another file for ~/.aws/credentials (AWS_CONFIG_FILE for ~/.aws/config)"},
 }
 
 // awsEnv are the variables of the commands that read or write objects.
@@ -95,50 +116,12 @@ var (
 )
 
 // exitCodes are the table of docs/exit-codes.md, in short.
-var exitCodes = []struct {
-	code int
-	doc  string
-}{
-	{exitOK, "success"},
-	{exitError, "I/O and other errors"},
-	{exitUsage, "usage: bad flags, arguments or ranges, an existing output"},
-	{exitKey, "keys: wrong passphrase, unreadable key, no packet for the key"},
-	{exitData, "data: not crypt4gh, corrupt, truncated or tampered"},
-}
-
-// commandPage is the --help page of a command.
-func commandPage(cmd *cli.Command) string {
-	var b strings.Builder
-	for i, line := range strings.Split(usageLine(cmd), "\n") {
-		first := "Usage: "
-		if i > 0 {
-			first = "       "
-		}
-		b.WriteString(textfmt.Wrap(line, helpWidth, first, "           "))
-	}
-	b.WriteString("\n")
-	b.WriteString(textfmt.Wrap(textfmt.Capitalize(cmd.Usage)+".", helpWidth, "", ""))
-	if cmd.Description != "" {
-		b.WriteString("\n")
-		b.WriteString(textfmt.Paragraphs(cmd.Description, helpWidth))
-	}
-	b.WriteString("\nFlags:\n")
-	b.WriteString(flagTable(visibleFlags(cmd), helpWidth))
-	ex := pages()[cmd.Name]
-	if len(ex.env) > 0 {
-		b.WriteString("\nEnvironment:\n")
-		b.WriteString(envTable(ex.env, helpWidth))
-	}
-	if len(ex.examples) > 0 {
-		b.WriteString("\nExamples:\n")
-		for _, e := range ex.examples {
-			for _, l := range textfmt.ShellLines(e, helpWidth-2) {
-				b.WriteString("  " + l + "\n")
-			}
-		}
-	}
-	b.WriteString("\n" + exitLine())
-	return b.String()
+var exitCodes = []clidoc.ExitCode{
+	{Code: exitOK, Doc: "success"},
+	{Code: exitError, Doc: "I/O and other errors"},
+	{Code: exitUsage, Doc: "usage: bad flags, arguments or ranges, an existing output"},
+	{Code: exitKey, Doc: "keys: wrong passphrase, unreadable key, no packet for the key"},
+	{Code: exitData, Doc: "data: not crypt4gh, corrupt, truncated or tampered"},
 }
 
 // usageLine is the synopsis of a command.
@@ -151,134 +134,4 @@ func usageLine(cmd *cli.Command) string {
 		line += " " + cmd.ArgsUsage
 	}
 	return line
-}
-
-// helpUsage describes the help command that urfave/cli adds.
-const helpUsage = "show the commands, or the help page of one"
-
-// appPage is the page of "crypt4gh --help".
-func appPage(app *cli.App) string {
-	var b strings.Builder
-	b.WriteString("Usage: crypt4gh COMMAND [flags] [ARGUMENTS]\n\n")
-	b.WriteString(textfmt.Wrap(textfmt.Capitalize(app.Usage)+", for named recipients: keys, encryption, decryption, "+
-		"new recipients and ranges without touching the encrypted data.", helpWidth, "", ""))
-	b.WriteString("\nCommands:\n")
-	var rows [][2]string
-	for _, c := range app.VisibleCommands() {
-		usage := c.Usage
-		if c.Name == "help" {
-			usage = helpUsage // urfave/cli's own command, in its words
-		}
-		rows = append(rows, [2]string{c.Name, usage})
-	}
-	b.WriteString(textfmt.Table(rows, helpWidth, 12))
-	b.WriteString("\n")
-	b.WriteString(textfmt.Wrap("Run 'crypt4gh COMMAND --help' for the flags of a command, 'crypt4gh man' for the manual page, "+
-		"'crypt4gh --version' for the version.", helpWidth, "", ""))
-	b.WriteString("\nEnvironment:\n")
-	var names []string
-	for _, e := range envDoc {
-		names = append(names, e.name)
-	}
-	b.WriteString(envTable(names, helpWidth))
-	b.WriteString("\nExamples:\n")
-	for _, e := range []string{
-		"crypt4gh keygen --sk alice.sec --pk alice.pub",
-		"crypt4gh encrypt --recipient_pk bob.pub -i reads.bam -o reads.bam.c4gh",
-		"crypt4gh decrypt --sk bob.sec -i reads.bam.c4gh -o reads.bam",
-	} {
-		b.WriteString("  " + e + "\n")
-	}
-	b.WriteString("\n" + exitLine())
-	return b.String()
-}
-
-func exitLine() string {
-	var parts []string
-	for _, e := range exitCodes {
-		parts = append(parts, fmt.Sprintf("%d %s", e.code, e.doc))
-	}
-	return "Exit status:\n" + textfmt.Wrap(strings.Join(parts, "; ")+".", helpWidth, "  ", "  ")
-}
-
-// helpFlag describes one flag for a page.
-type helpFlag struct {
-	left  string // "-i, --input PATH"
-	usage string
-	names []string // every name, long first
-	value string   // the placeholder, "" for a switch
-	env   []string
-}
-
-func visibleFlags(cmd *cli.Command) []helpFlag {
-	var out []helpFlag
-	for _, f := range cmd.VisibleFlags() {
-		out = append(out, describeFlag(f))
-	}
-	return out
-}
-
-func describeFlag(f cli.Flag) helpFlag {
-	hf := helpFlag{names: f.Names()}
-	var usage string
-	takesValue := false
-	if d, ok := f.(cli.DocGenerationFlag); ok {
-		usage = d.GetUsage()
-		takesValue = d.TakesValue()
-		hf.env = d.GetEnvVars()
-	}
-	placeholder, text := textfmt.UnquoteUsage(usage)
-	if takesValue && placeholder == "" {
-		placeholder = "VALUE"
-	}
-	if takesValue {
-		hf.value = placeholder
-	}
-	hf.usage = text
-	var short, long, aliases []string
-	for _, n := range hf.names {
-		if len(n) == 1 {
-			short = append(short, "-"+n)
-		} else {
-			long = append(long, "--"+n)
-		}
-	}
-	if len(long) > 1 {
-		aliases = long[1:]
-		long = long[:1]
-	}
-	hf.left = strings.Join(append(short, long...), ", ")
-	if len(short) == 0 {
-		hf.left = "    " + hf.left
-	}
-	if hf.value != "" {
-		hf.left += " " + hf.value
-	}
-	if len(aliases) > 0 {
-		hf.usage += " (also " + strings.Join(aliases, ", ") + ")"
-	}
-	if len(hf.env) > 0 {
-		hf.usage += " [$" + strings.Join(hf.env, ", $") + "]"
-	}
-	return hf
-}
-
-func flagTable(flags []helpFlag, width int) string {
-	rows := make([][2]string, len(flags))
-	for i, f := range flags {
-		rows[i] = [2]string{f.left, f.usage}
-	}
-	return textfmt.Table(rows, width, 26)
-}
-
-func envTable(names []string, width int) string {
-	var rows [][2]string
-	for _, n := range names {
-		for _, e := range envDoc {
-			if e.name == n {
-				rows = append(rows, [2]string{e.name, e.doc})
-			}
-		}
-	}
-	return textfmt.Table(rows, width, 20)
 }

@@ -3,11 +3,10 @@ package cli
 import (
 	"fmt"
 	"runtime/debug"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/c4gh-go/crypt4gh/internal/textfmt"
+	"github.com/c4gh-go/crypt4gh/internal/clidoc"
 )
 
 func manCommand(e *env) command {
@@ -22,7 +21,7 @@ func manCommand(e *env) command {
 			if len(e.args) > 0 {
 				return usagef("unexpected argument %q", e.args[0])
 			}
-			_, err := fmt.Fprint(e.stdout, manPage(c.App))
+			_, err := fmt.Fprint(e.stdout, doc().ManPage(c.App))
 			return err
 		},
 	}, page: page{
@@ -30,64 +29,14 @@ func manCommand(e *env) command {
 	}}
 }
 
-// manPage renders the whole manual page.
-func manPage(app *cli.App) string {
-	var b strings.Builder
-	b.WriteString(".TH CRYPT4GH 1 " + manDate() + " \"crypt4gh " + textfmt.Roff(version()) + "\" \"User Commands\"\n")
-	b.WriteString(".SH NAME\ncrypt4gh \\- " + textfmt.Roff(app.Usage) + "\n")
-	b.WriteString(".SH SYNOPSIS\n")
-	first := true
-	for _, c := range app.VisibleCommands() {
-		if c.Name == "help" {
-			continue
-		}
-		for _, line := range strings.Split(usageLine(c), "\n") {
-			if !first {
-				b.WriteString(".PP\n")
-			}
-			first = false
-			b.WriteString(".B " + textfmt.Roff(line) + "\n")
-		}
-	}
-	b.WriteString(".SH DESCRIPTION\n")
-	b.WriteString(strings.TrimPrefix(textfmt.RoffParagraphs(manDescription, manBlockWidth), ".PP\n"))
-	b.WriteString(".SH COMMANDS\n")
-	for _, c := range app.VisibleCommands() {
-		if c.Name == "help" {
-			continue
-		}
-		b.WriteString(".SS " + textfmt.Roff(c.Name) + "\n")
-		b.WriteString(textfmt.Roff(textfmt.Capitalize(c.Usage)) + ".\n")
-		if c.Description != "" {
-			b.WriteString(textfmt.RoffParagraphs(c.Description, manBlockWidth))
-		}
-		for _, f := range visibleFlags(c) {
-			if f.names[0] == "help" {
-				continue
-			}
-			b.WriteString(".TP\n.B " + textfmt.Roff(strings.TrimSpace(f.left)) + "\n" + textfmt.Roff(f.usage) + "\n")
-		}
-		for _, e := range pages()[c.Name].examples {
-			b.WriteString(".PP\nExample:\n.PP\n.RS\n.nf\n" + textfmt.Roff(strings.Join(textfmt.ShellLines(e, manExampleWidth), "\n")) + "\n.fi\n.RE\n")
-		}
-	}
-	b.WriteString(".SH ENVIRONMENT\n")
-	for _, e := range envDoc {
-		b.WriteString(".TP\n.B " + e.name + "\n" + textfmt.Roff(e.doc) + "\n")
-	}
-	b.WriteString(".SH EXIT STATUS\n")
-	for _, e := range exitCodes {
-		b.WriteString(fmt.Sprintf(".TP\n.B %d\n%s\n", e.code, textfmt.Roff(e.doc)))
-	}
-	b.WriteString(".SH FILES\n" +
-		".TP\n.I ~/.c4gh/key\n" + textfmt.Roff("the secret key that keygen writes when neither --sk nor C4GH_SECRET_KEY is given (mode 0600)") + "\n" +
-		".TP\n.I ~/.c4gh/key.pub\n" + textfmt.Roff("its public key") + "\n" +
-		".TP\n.I .NAME.partial-XXXXXXXXXXXXXXXX\n" + textfmt.Roff("the temporary file of an output NAME, in its folder, until it is complete; removed on failure and on every signal that can be caught") + "\n" +
-		".TP\n.I .NAME.c4gh-resume\n" + textfmt.Roff("decrypt --continue: the plaintext written so far of the download to NAME (mode 0600), kept when the run fails or is interrupted; it becomes NAME when the download is complete") + "\n" +
-		".TP\n.I .NAME.c4gh-resume.json\n" + textfmt.Roff("decrypt --continue: the record of that download (the object, its ETag and size, how much was written)") + "\n" +
-		".TP\n.I ~/.aws/credentials, ~/.aws/config\n" + textfmt.Roff("s3:// paths: the AWS credentials and profiles, unless --s3-config names an s3cmd file; see AWS_SHARED_CREDENTIALS_FILE and AWS_PROFILE") + "\n")
-	b.WriteString(".SH SEE ALSO\n" + textfmt.Roff("The GA4GH Crypt4GH specification: https://samtools.github.io/hts-specs/crypt4gh.pdf") + "\n")
-	return b.String()
+// manFiles are the FILES of the manual page.
+var manFiles = []clidoc.Entry{
+	{Name: "~/.c4gh/key", Doc: "the secret key that keygen writes when neither --sk nor C4GH_SECRET_KEY is given (mode 0600)"},
+	{Name: "~/.c4gh/key.pub", Doc: "its public key"},
+	{Name: ".NAME.partial-XXXXXXXXXXXXXXXX", Doc: "the temporary file of an output NAME, in its folder, until it is complete; removed on failure and on every signal that can be caught"},
+	{Name: ".NAME.c4gh-resume", Doc: "decrypt --continue: the plaintext written so far of the download to NAME (mode 0600), kept when the run fails or is interrupted; it becomes NAME when the download is complete"},
+	{Name: ".NAME.c4gh-resume.json", Doc: "decrypt --continue: the record of that download (the object, its ETag and size, how much was written)"},
+	{Name: "~/.aws/credentials, ~/.aws/config", Doc: "s3:// paths: the AWS credentials and profiles, unless --s3-config names an s3cmd file; see AWS_SHARED_CREDENTIALS_FILE and AWS_PROFILE"},
 }
 
 // manDescription is the DESCRIPTION section of the manual page.
