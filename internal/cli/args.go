@@ -2,11 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"github.com/c4gh-go/crypt4gh/internal/clidoc"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/c4gh-go/crypt4gh/internal/clidoc"
 	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 )
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
+	"github.com/c4gh-go/crypt4gh/internal/resume"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
@@ -38,9 +39,9 @@ func TestContinueOwnFiles(t *testing.T) {
 	planted := append([]byte("chosen by another user!"), make([]byte, 2*65536)...)
 
 	// A partial output readable by others.
-	e.write(t, ".out"+resumeSuffix, planted)
-	os.Chmod(filepath.Join(e.dir, ".out"+resumeSuffix), 0o644)
-	e.write(t, ".out"+recordSuffix, record(2*65536))
+	e.write(t, ".out"+resume.Suffix, planted)
+	os.Chmod(filepath.Join(e.dir, ".out"+resume.Suffix), 0o644)
+	e.write(t, ".out"+resume.RecordSuffix, record(2*65536))
 	code, _, stderr := e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", url("f.c4gh"), "-o", "out")
 	if code == 0 || !strings.Contains(stderr, "not a private file of yours") || !strings.Contains(stderr, "hint: remove it") {
 		t.Errorf("a partial output of mode 0644: exit %d\n%s", code, stderr)
@@ -48,7 +49,7 @@ func TestContinueOwnFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.dir, "out")); err == nil {
 		t.Error("an output was committed")
 	}
-	if got := e.read(t, ".out"+resumeSuffix); string(got) != string(planted) {
+	if got := e.read(t, ".out"+resume.Suffix); string(got) != string(planted) {
 		t.Error("the refused partial output was written to")
 	}
 
@@ -56,8 +57,8 @@ func TestContinueOwnFiles(t *testing.T) {
 	if os.Geteuid() != 0 {
 		clitest.Missing(t, "root, to make a file of another user")
 	}
-	os.Chmod(filepath.Join(e.dir, ".out"+resumeSuffix), 0o600)
-	if err := os.Chown(filepath.Join(e.dir, ".out"+resumeSuffix), 65534, 65534); err != nil {
+	os.Chmod(filepath.Join(e.dir, ".out"+resume.Suffix), 0o600)
+	if err := os.Chown(filepath.Join(e.dir, ".out"+resume.Suffix), 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
 	code, _, stderr = e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", url("f.c4gh"), "-o", "out")
@@ -69,10 +70,10 @@ func TestContinueOwnFiles(t *testing.T) {
 	}
 
 	// Our partial output, but a record another user made: not trusted.
-	os.Remove(filepath.Join(e.dir, ".out"+resumeSuffix))
-	e.write(t, ".out"+resumeSuffix, planted)
-	e.write(t, ".out"+recordSuffix, record(2*65536))
-	if err := os.Chown(filepath.Join(e.dir, ".out"+recordSuffix), 65534, 65534); err != nil {
+	os.Remove(filepath.Join(e.dir, ".out"+resume.Suffix))
+	e.write(t, ".out"+resume.Suffix, planted)
+	e.write(t, ".out"+resume.RecordSuffix, record(2*65536))
+	if err := os.Chown(filepath.Join(e.dir, ".out"+resume.RecordSuffix), 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
 	_, _, stderr = e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", url("f.c4gh"), "-o", "out")
@@ -106,11 +107,11 @@ func TestContinueComplete(t *testing.T) {
 	}
 
 	// What an interrupted run left goes with a complete download.
-	e.write(t, ".new"+resumeSuffix, plain[:65536])
-	e.write(t, ".new"+recordSuffix, []byte("{}"))
+	e.write(t, ".new"+resume.Suffix, plain[:65536])
+	e.write(t, ".new"+resume.RecordSuffix, []byte("{}"))
 	_, _, stderr = e.run(t, "decrypt", "--sk", "me.sec", "-i", url("f.c4gh"), "-o", "new")
 	sameBytes(t, "new", e.read(t, "new"), plain)
-	for _, s := range []string{resumeSuffix, recordSuffix} {
+	for _, s := range []string{resume.Suffix, resume.RecordSuffix} {
 		if _, err := os.Lstat(filepath.Join(e.dir, ".new"+s)); err == nil {
 			t.Errorf(".new%s is left after the complete download", s)
 		}
@@ -135,12 +136,12 @@ func resumeRecordFor(t *testing.T, dir, src string, enc, plain []byte, sk *keys.
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(src))
-	rec, _ := json.Marshal(resumeRecord{Source: loc.String(), URL: hex.EncodeToString(sum[:]), ETag: validator, Strong: strong,
+	rec, _ := json.Marshal(resume.Record{Source: loc.String(), URL: hex.EncodeToString(sum[:]), ETag: validator, Strong: strong,
 		KeyID: res.KeyID(), Size: int64(len(enc)), HeaderSize: res.HeaderSize(), Plaintext: int64(kept)})
-	if err := os.WriteFile(filepath.Join(dir, ".out"+resumeSuffix), plain[:kept], 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ".out"+resume.Suffix), plain[:kept], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ".out"+recordSuffix), rec, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ".out"+resume.RecordSuffix), rec, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/resume"
 	"github.com/c4gh-go/crypt4gh/internal/s3test"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -404,9 +405,9 @@ func TestS3ResumeComplete(t *testing.T) {
 	enc := encryptBytes(t, plain, e.sk)
 	etag := e.put(t, "full.c4gh", enc)
 	h := len(enc) - (len(plain)/65536)*65564
-	e.write(t, ".out"+resumeSuffix, plain)
+	e.write(t, ".out"+resume.Suffix, plain)
 	urlSum := sha256.Sum256([]byte(url("full.c4gh")))
-	e.write(t, ".out"+recordSuffix, []byte(fmt.Sprintf(`{"source":%q,"url_sha256":"%x","etag":%q,"strong":true,"size":%d,"header_size":%d,"plaintext":%d,"boot_id":""}`,
+	e.write(t, ".out"+resume.RecordSuffix, []byte(fmt.Sprintf(`{"source":%q,"url_sha256":"%x","etag":%q,"strong":true,"size":%d,"header_size":%d,"plaintext":%d,"boot_id":""}`,
 		url("full.c4gh"), urlSum, etag, len(enc), h, len(plain))))
 	e.px.Zero()
 	_, _, stderr := e.run(t, "decrypt", "--sk", "me.sec", "--continue", "-i", url("full.c4gh"), "-o", "out")

@@ -21,6 +21,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/resume"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
 )
 
@@ -132,7 +133,7 @@ func TestS3InterruptUpload(t *testing.T) {
 // kills the child with SIGKILL. It returns the size of the partial output.
 func (e *s3env) killedDownload(t *testing.T, key, out string, stallAt int64) int64 {
 	t.Helper()
-	partial := filepath.Join(e.dir, "."+out+resumeSuffix)
+	partial := filepath.Join(e.dir, "."+out+resume.Suffix)
 	cmd := e.child("decrypt", "--sk", "me.sec", "--continue", "-i", url(key), "-o", out)
 	cmd.Env = append(cmd.Env, sequentialEnv+"=1")
 	var stderr bytes.Buffer
@@ -163,7 +164,7 @@ func (e *s3env) killedDownload(t *testing.T, key, out string, stallAt int64) int
 	if fi.Mode().Perm() != outfile.ModeSecret {
 		t.Errorf("partial output mode %v", fi.Mode())
 	}
-	if _, err := os.Stat(filepath.Join(e.dir, "."+out+recordSuffix)); err != nil {
+	if _, err := os.Stat(filepath.Join(e.dir, "."+out+resume.RecordSuffix)); err != nil {
 		t.Errorf("no record: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, out)); !errors.Is(err, os.ErrNotExist) {
@@ -199,7 +200,7 @@ func TestS3Resume(t *testing.T) {
 		t.Errorf("the resumed run fetched %d bytes, more than %d", e.px.Down(), max)
 	}
 	t.Logf("resumed run: %d bytes down of %d", e.px.Down(), len(enc))
-	for _, suffix := range []string{resumeSuffix, recordSuffix} {
+	for _, suffix := range []string{resume.Suffix, resume.RecordSuffix} {
 		if _, err := os.Stat(filepath.Join(e.dir, ".out"+suffix)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf(".out%s left after the resumed run: %v", suffix, err)
 		}
@@ -284,7 +285,7 @@ func TestS3InterruptResumable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	partial := filepath.Join(e.dir, ".out"+resumeSuffix)
+	partial := filepath.Join(e.dir, ".out"+resume.Suffix)
 	waitFor(t, "the partial output", func() bool {
 		fi, err := os.Stat(partial)
 		return err == nil && fi.Size() >= 16*MiB
@@ -294,7 +295,7 @@ func TestS3InterruptResumable(t *testing.T) {
 		t.Errorf("exit %d after SIGINT", code)
 	}
 	e.px.StallDownAfter(-1)
-	rec, err := os.ReadFile(filepath.Join(e.dir, ".out"+recordSuffix))
+	rec, err := os.ReadFile(filepath.Join(e.dir, ".out"+resume.RecordSuffix))
 	if err != nil || !bytes.Contains(rec, []byte(`"plaintext":16777216`)) {
 		t.Errorf("record after SIGINT: %s, %v", rec, err)
 	}
