@@ -204,7 +204,7 @@ func writerKey(e *env, k keyOptions) (*keys.SecretKey, error) {
 // (Start > 0) is an error wrapping edit.ErrBeyondEnd.
 func selectRange(in *input, r edit.Range) (io.Reader, error) {
 	if in.obj != nil {
-		return in.obj.section(r)
+		return in.obj.Section(r)
 	}
 	if size := in.size(); size >= 0 {
 		if r.Start > 0 && r.Start >= size {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
@@ -17,7 +18,7 @@ type input struct {
 	name string        // for messages: the path, or "stdin"
 	file *os.File      // the file (or stdin when it is one), nil for other readers
 	own  bool          // the file was opened here and is closed by Close
-	obj  *objectStream // an object, read through Reader; nil for files and stdin
+	obj  *objio.Stream // an object, read through Reader; nil for files and stdin
 }
 
 // openInput opens path for reading ("" or "-" is stdin). The caller must
@@ -65,7 +66,7 @@ func (in *input) regular() bool {
 // not a regular file.
 func (in *input) size() int64 {
 	if in.obj != nil {
-		return in.obj.remaining()
+		return in.obj.Remaining()
 	}
 	if in.file == nil {
 		return -1

@@ -94,7 +94,7 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 		}
 	}
 	if in.obj != nil && objstore.IsURL(o.Output) && !o.HeaderOnly {
-		return rekeyObject(e, o, h, in.obj.o, recipients)
+		return rekeyObject(e, o, h, in.obj.Object(), recipients)
 	}
 	out, err := e.openDest(o.Output, max(in.size(), 0)+headerRoom,
 		outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})

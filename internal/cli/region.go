@@ -8,11 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"sync"
 
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
-	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -121,94 +119,16 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 		plain.Close()
 		return nil, err
 	}
-	if po, ok := src.(*plannedObject); ok {
+	if po, ok := src.(*objio.Planned); ok {
 		list, _ := plain.EditList()
 		cost, err := plan.Cost(list, size-plain.HeaderSize())
 		if err != nil {
 			plain.Close()
 			return nil, err
 		}
-		po.plan(plain.HeaderSize(), size-plain.HeaderSize(), cost.Segments)
+		po.Plan(plain.HeaderSize(), size-plain.HeaderSize(), cost.Segments)
 	}
 	return &regionPlan{plain: plain, plan: plan}, nil
-}
-
-// runWindow is the most that one request of a plannedObject fetches.
-const runWindow = 4 << 20
-
-// plannedObject reads an object for a region. A read is one ranged
-// request for what it asks (the object's own read-ahead would fetch past
-// what the plan needs, at every range of it), but within a run of the
-// segments that the plan reads it fetches ahead, to the end of the run and
-// at most runWindow, in one request.
-type plannedObject struct {
-	o    *objstore.Object
-	head []byte          // the first bytes of the object, fetched already
-	runs []edit.Interval // the byte ranges of the planned segments
-	mu   sync.Mutex
-	win  []byte // what was fetched ahead, at winOff
-	at   int64
-}
-
-// plan notes the segments that the plan reads, of a body of bodySize
-// bytes after a header of headerSize.
-func (p *plannedObject) plan(headerSize, bodySize int64, segments []int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.runs = nil
-	for _, s := range segments {
-		iv := edit.Interval{Start: headerSize + body.EncryptedOffset(s)}
-		iv.End = iv.Start + body.StoredLength(bodySize, s)
-		if n := len(p.runs); n > 0 && p.runs[n-1].End == iv.Start {
-			p.runs[n-1].End = iv.End
-			continue
-		}
-		p.runs = append(p.runs, iv)
-	}
-}
-
-func (p *plannedObject) ReadAt(b []byte, off int64) (int, error) {
-	end := off + int64(len(b))
-	if off >= 0 && end <= int64(len(p.head)) {
-		return copy(b, p.head[off:]), nil
-	}
-	end = min(end, p.o.Size())
-	if off >= end {
-		return 0, io.EOF
-	}
-	p.mu.Lock()
-	if off >= p.at && end <= p.at+int64(len(p.win)) {
-		n := copy(b, p.win[off-p.at:])
-		p.mu.Unlock()
-		return n, nil
-	}
-	fetch := end
-	for _, r := range p.runs {
-		if off >= r.Start && off < r.End {
-			fetch = max(end, min(r.End, off+runWindow))
-		}
-	}
-	p.mu.Unlock()
-	buf := make([]byte, fetch-off)
-	r, err := p.o.NewReader(off, fetch-off, &objstore.ReaderOptions{ChunkSize: fetch - off, Concurrency: 1})
-	if err != nil {
-		return 0, err
-	}
-	_, err = io.ReadFull(r, buf)
-	r.Close()
-	if err != nil {
-		return 0, err
-	}
-	if fetch > end {
-		p.mu.Lock()
-		p.win, p.at = buf, off
-		p.mu.Unlock()
-	}
-	n := copy(b, buf)
-	if n < len(b) {
-		return n, io.EOF
-	}
-	return n, nil
 }
 
 // readIndex finds and reads the index of the data at name.
@@ -306,14 +226,14 @@ func randomRegionInput(in *input) (io.ReaderAt, int64, error) {
 		return nil, 0, withHint(usagef("--region needs a file or an object, not a pipe"), "give the input with -i PATH or -i s3://BUCKET/KEY")
 	}
 	if in.obj != nil {
-		if err := in.obj.fetchHead(); err != nil {
+		po, err := in.obj.Planned()
+		if err != nil {
 			return nil, 0, err
 		}
-		po := &plannedObject{o: in.obj.o, head: in.obj.head}
 		if err := checkMagic(bufio.NewReader(io.NewSectionReader(po, 0, 16))); err != nil {
 			return nil, 0, err
 		}
-		return po, po.o.Size(), nil
+		return po, po.Size(), nil
 	}
 	file, size, err := in.randomAccess()
 	if err != nil {

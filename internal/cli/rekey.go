@@ -10,6 +10,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -116,7 +117,7 @@ func objectDest(dest string) (objstore.Location, error) {
 func readObjectHeader(e *env, o *objstore.Object) (*header.Header, error) {
 	in := e.objectInput(o)
 	defer in.Close()
-	ra, err := in.obj.readerAt()
+	ra, err := in.obj.ReaderAt()
 	if err != nil {
 		return nil, err
 	}
@@ -265,9 +266,9 @@ func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, st objstore.Stor
 // spliceObject writes what rearrange and splice keep of the object of s:
 // to an object of the same store, the segments copied by the server; else
 // fetched, segment runs in parallel ranged GETs.
-func spliceObject(e *env, so *spliceOptions, s *objectStream, opts reencrypt.SpliceOptions) error {
-	o := s.o
-	ra, err := s.readerAt()
+func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.SpliceOptions) error {
+	o := s.Object()
+	ra, err := s.ReaderAt()
 	if err != nil {
 		return err
 	}

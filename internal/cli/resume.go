@@ -13,6 +13,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/resume"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -77,7 +78,7 @@ func decryptResume(e *env, d *decryptOptions, rng *edit.Range) error {
 		return err
 	}
 	defer in.Close()
-	o := in.obj.o
+	o := in.obj.Object()
 	ra, size, err := in.randomAccess()
 	if err != nil {
 		return err
@@ -123,7 +124,7 @@ func decryptResume(e *env, d *decryptOptions, rng *edit.Range) error {
 	defer rw.Close()
 
 	from := res.Offset(rw.Start())
-	rest := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return e.readerOptions() }, fetched: true, pos: min(from, size)}
+	rest := objio.NewStreamAt(o, e.readerOptions, from)
 	defer rest.Close()
 	prog := e.newProgress(size-from, "decrypting")
 	r := res.From(rw.Start(), prog.Reader(rest), d.Jobs)

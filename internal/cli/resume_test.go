@@ -16,6 +16,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
+	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/resume"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -208,7 +209,7 @@ func TestContinueAfterRekey(t *testing.T) {
 	sameBytes(t, "out", e.read(t, "out"), plain)
 	// The head (header and first bytes, one request), then the body
 	// from segment 3, and the answers' own bytes.
-	if down := e.px.Down(); down > int64(len(enc)-3*65564+headSize+8<<10) {
+	if down := e.px.Down(); down > int64(len(enc)-3*65564+objio.HeadSize+8<<10) {
 		t.Errorf("%d bytes fetched: the kept segments were fetched again", down)
 	}
 }

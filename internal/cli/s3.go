@@ -1,19 +1,16 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/body"
-	"github.com/c4gh-go/crypt4gh/edit"
-	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/mount"
 	"github.com/c4gh-go/crypt4gh/mount/storesource"
@@ -42,12 +39,6 @@ const (
 	// (and checksums what it copies).
 	copyPart = 1 << 30
 	copyJobs = 2
-	// headSize is what is fetched first of an object, in one request:
-	// enough for any usual header.
-	headSize = 64 << 10
-	// abortTimeout is how long an interrupted command waits for its
-	// uploads to be aborted before it exits anyway.
-	abortTimeout = 15 * time.Second
 )
 
 // stores is the object storage of one run: one store a scheme, made when
@@ -198,7 +189,7 @@ func encryptedSize(in *input) int64 {
 // or what is left of an object.
 func (in *input) reservable() int64 {
 	if in.obj != nil {
-		return in.obj.remaining()
+		return in.obj.Remaining()
 	}
 	return reservable(in.file)
 }
@@ -207,8 +198,8 @@ func (in *input) reservable() int64 {
 // not read yet, as an io.ReaderAt of size bytes.
 func (in *input) randomAccess() (io.ReaderAt, int64, error) {
 	if in.obj != nil {
-		ra, err := in.obj.readerAt()
-		return ra, in.obj.o.Size(), err
+		ra, err := in.obj.ReaderAt()
+		return ra, in.obj.Object().Size(), err
 	}
 	off, err := in.file.Seek(0, io.SeekCurrent)
 	if err != nil {
@@ -287,175 +278,8 @@ func (e *env) openSource(path string) (*input, error) {
 // objectInput is the input that reads o.
 func (e *env) objectInput(o *objstore.Object) *input {
 	e.stores.uses(false)
-	s := &objectStream{o: o, opts: func() *objstore.ReaderOptions { return e.readerOptions() }}
+	s := objio.NewStream(o, e.readerOptions)
 	return &input{Reader: s, name: o.Location().String(), obj: s}
-}
-
-// objectStream reads an object from the start, as a file is read. Its
-// first bytes come in one small request; when they start a crypt4gh
-// header, the rest (the body) is streamed from the end of the header, in
-// parallel ranged GETs of whole segments, only once something reads past
-// the header. So inspecting an object costs its header, and decrypting
-// one costs its bytes once.
-type objectStream struct {
-	o    *objstore.Object
-	opts func() *objstore.ReaderOptions // when the body starts: the output is open by then
-
-	head    []byte // the first bytes
-	prefix  int64  // how many of them are served from head
-	fetched bool
-	pos     int64
-	body    *objstore.Reader
-	err     error
-}
-
-// fetchHead reads the first bytes of the object, once.
-func (s *objectStream) fetchHead() error {
-	if s.fetched {
-		return s.err
-	}
-	s.fetched = true
-	if s.head, s.err = s.o.Head(headSize); s.err != nil {
-		return s.err
-	}
-	s.prefix = int64(len(s.head))
-	if s.prefix == s.o.Size() {
-		return nil // all of it
-	}
-	if h, err := header.Parse(bytes.NewReader(s.head)); err == nil {
-		s.prefix = h.Size()
-	}
-	return nil
-}
-
-func (s *objectStream) Read(p []byte) (int, error) {
-	if err := s.fetchHead(); err != nil {
-		return 0, err
-	}
-	if s.pos < s.prefix {
-		n := copy(p, s.head[s.pos:s.prefix])
-		s.pos += int64(n)
-		return n, nil
-	}
-	if err := s.startBody(); err != nil {
-		return 0, err
-	}
-	n, err := s.body.Read(p)
-	s.pos += int64(n)
-	return n, err
-}
-
-// WriteTo writes the rest of the object to w, the body without a copy of
-// its own.
-func (s *objectStream) WriteTo(w io.Writer) (int64, error) {
-	if err := s.fetchHead(); err != nil {
-		return 0, err
-	}
-	var total int64
-	if s.pos < s.prefix {
-		n, err := w.Write(s.head[s.pos:s.prefix])
-		s.pos += int64(n)
-		total += int64(n)
-		if err != nil {
-			return total, err
-		}
-	}
-	if err := s.startBody(); err == io.EOF {
-		return total, nil
-	} else if err != nil {
-		return total, err
-	}
-	n, err := s.body.WriteTo(w)
-	s.pos += n
-	return total + n, err
-}
-
-// startBody starts the parallel stream from the current position.
-func (s *objectStream) startBody() error {
-	if s.body != nil {
-		return nil
-	}
-	if s.pos >= s.o.Size() {
-		return io.EOF
-	}
-	r, err := s.o.NewReader(s.pos, -1, s.opts())
-	if err != nil {
-		return err
-	}
-	s.body = r
-	return nil
-}
-
-// remaining is the number of bytes left to read.
-func (s *objectStream) remaining() int64 { return s.o.Size() - s.pos }
-
-// section returns a reader of bytes [r.Start, r.End) of the object, which
-// must not have been read yet, as selectRange does for a file.
-func (s *objectStream) section(r edit.Range) (io.Reader, error) {
-	size := s.o.Size()
-	if r.Start > 0 && r.Start >= size {
-		return nil, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, size)
-	}
-	end := min(r.End, size)
-	if r.Start >= end {
-		return bytes.NewReader(nil), nil
-	}
-	body, err := s.o.NewReader(r.Start, end-r.Start, s.opts())
-	if err != nil {
-		return nil, err
-	}
-	s.body, s.fetched, s.pos = body, true, r.Start
-	return body, nil
-}
-
-// readerAt returns the object as an io.ReaderAt whose first bytes come
-// from the head fetched in one request, for c4gh.NewReaderAt: a header
-// costs the head, and each segment what it is (with the read-ahead of
-// objstore.Object for sequential reads).
-func (s *objectStream) readerAt() (io.ReaderAt, error) {
-	if err := s.fetchHead(); err != nil {
-		return nil, err
-	}
-	return headReaderAt{o: s.o, head: s.head}, nil
-}
-
-// Close stops the stream.
-func (s *objectStream) Close() error {
-	if s.body != nil {
-		s.body.Close()
-	}
-	return nil
-}
-
-// headReaderAt serves the reads within head from memory.
-type headReaderAt struct {
-	o    *objstore.Object
-	head []byte
-}
-
-func (h headReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if off >= 0 && off+int64(len(p)) <= int64(len(h.head)) {
-		return copy(p, h.head[off:]), nil
-	}
-	return h.o.ReadAt(p, off)
-}
-
-// objectSink uploads what a command writes to an object. Every call into
-// the objstore.ObjectWriter holds sem, so that an interruption, which cancels
-// the upload's context and then takes sem for good, aborts the upload
-// itself when the command is not inside the Writer (it may be waiting for
-// stdin), and else waits for the Writer to return: then no multipart
-// upload is left pending.
-type objectSink struct {
-	w          objstore.ObjectWriter
-	name       string // the s3:// URL, for messages
-	cancel     context.CancelFunc
-	sem        chan struct{}
-	forget     func()
-	committing atomic.Bool // commit was called
-	// Under sem: commit returned, and what.
-	committed bool
-	err       error
 }
 
 // openDest opens path for writing as openOutput does, and also an object
@@ -490,106 +314,7 @@ func (e *env) openDest(path string, size int64, opts outfile.Options) (*outfile.
 		}
 		return nil, err
 	}
-	s := &objectSink{w: w, name: loc.String(), cancel: cancel, sem: make(chan struct{}, 1)}
-	s.forget = outfile.Signals.OnInterrupt(s.interrupted)
-	return outfile.NewSink(path, s), nil
-}
-
-func (s *objectSink) Write(p []byte) (int, error) {
-	s.sem <- struct{}{}
-	defer func() { <-s.sem }()
-	return s.w.Write(p)
-}
-
-// commit completes the upload.
-func (s *objectSink) Commit() error {
-	s.sem <- struct{}{}
-	s.committing.Store(true)
-	err := s.w.Close()
-	s.committed, s.err = true, err
-	<-s.sem
-	s.forget()
-	s.cancel()
-	if errors.Is(err, objstore.ErrExists) {
-		return withHint(err, "use --force to replace it")
-	}
-	return err
-}
-
-// abort abandons the upload.
-func (s *objectSink) Abort() {
-	s.sem <- struct{}{}
-	s.w.Abort()
-	<-s.sem
-	s.forget()
-	s.cancel()
-}
-
-// interrupted runs on a signal: it stops the upload and aborts it, within
-// abortTimeout. An upload that was being completed cannot be stopped
-// (the store may commit it whatever the client does): its answer is
-// waited for, and the message says when the object was written.
-func (s *objectSink) interrupted() {
-	s.cancel()
-	aborted := make(chan struct{})
-	go func() {
-		s.sem <- struct{}{} // never given back: the process exits
-		if s.committed && s.err == nil {
-			writtenAtInterrupt(s.name)
-		}
-		s.w.Abort()
-		close(aborted)
-	}()
-	select {
-	case <-aborted:
-	case <-time.After(abortTimeout):
-		if s.committing.Load() {
-			mayCommit(s.name)
-		}
-	}
-}
-
-// writtenAtInterrupt says that an object was committed although the
-// process was interrupted: its upload was being completed.
-func writtenAtInterrupt(name string) {
-	fmt.Fprintf(os.Stderr, "crypt4gh: %s was written before the interrupt\n", name)
-}
-
-// mayCommit says, on an interrupt that did not wait long enough, that an
-// upload under way may still be committed by the store.
-func mayCommit(name string) {
-	fmt.Fprintf(os.Stderr, "crypt4gh: warning: %s may still be written, if its upload was being completed\n", name)
-}
-
-// interruptible runs fn with a context that a signal cancels, and makes
-// the exit on that signal wait (up to abortTimeout) for fn to return, so
-// that what fn has under way on a server (a Compose) is aborted.
-//
-// An object whose upload was being completed when the signal came may be
-// written all the same (see objectSink.interrupted): when fn returns nil
-// after the signal, the message says that dest (when not "") was written.
-func (e *env) interruptible(dest string, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	var result error
-	finished := make(chan struct{})
-	forget := outfile.Signals.OnInterrupt(func() {
-		cancel()
-		select {
-		case <-finished:
-			if result == nil && dest != "" {
-				writtenAtInterrupt(dest)
-			}
-		case <-time.After(abortTimeout):
-			if dest != "" {
-				mayCommit(dest)
-			}
-		}
-	})
-	result = fn(ctx)
-	close(finished)
-	forget()
-	return result
+	return outfile.NewSink(path, objio.NewSink(w, loc.String(), cancel)), nil
 }
 
 // objectSource is the mount.Source of the objects under the s3:// prefix
@@ -607,4 +332,10 @@ func (e *env) objectSource(source string) (mount.Source, error) {
 		return nil, err
 	}
 	return storesource.New(st, loc), nil
+}
+
+// interruptible runs fn with a context that a signal cancels, and makes
+// the exit on that signal wait for fn to return (see objio.Interruptible).
+func (e *env) interruptible(dest string, fn func(ctx context.Context) error) error {
+	return objio.Interruptible(e.ctx, dest, fn)
 }

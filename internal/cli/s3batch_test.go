@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 )
 
@@ -143,7 +144,7 @@ func TestS3InspectVerify(t *testing.T) {
 	if !strings.Contains(out, `"file": "`+url("v/good.c4gh")+`"`) || !strings.Contains(out, `"body_size": `) {
 		t.Errorf("inspect --json printed\n%s", out)
 	}
-	if d := e.px.Down(); d > headSize+16<<10 {
+	if d := e.px.Down(); d > objio.HeadSize+16<<10 {
 		t.Errorf("inspect fetched %d bytes of a %d-byte object", d, len(good))
 	}
 	code, stdout, stderr := e.run(t, "verify", "--sk", "me.sec", url("v/"))

@@ -18,6 +18,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
@@ -186,9 +187,9 @@ func TestS3Costs(t *testing.T) {
 	sameBytes(t, "--range", e.read(t, "range"), patternRange(start, start+n))
 	touched := int64((start+n-1)/body.SegmentSize - start/body.SegmentSize + 1)
 	requests := int64(len(e.px.Requests()))
-	bound := int64(headSize) + touched*body.EncryptedSegmentSize + objstore.ReadAheadSize + requests*4096
+	bound := int64(objio.HeadSize) + touched*body.EncryptedSegmentSize + objstore.ReadAheadSize + requests*4096
 	t.Logf("decrypt --range of 1 MiB from 256 MiB: %d bytes down in %d requests (bound %d: head %d + %d segments + read-ahead %d + headers)",
-		e.px.Down(), requests, bound, headSize, touched, objstore.ReadAheadSize)
+		e.px.Down(), requests, bound, objio.HeadSize, touched, objstore.ReadAheadSize)
 	if e.px.Down() > bound {
 		t.Errorf("decrypt --range fetched %d bytes, more than %d", e.px.Down(), bound)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/resume"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
@@ -146,7 +147,7 @@ func (e *s3env) killedDownload(t *testing.T, key, out string, stallAt int64) int
 	}
 	// The chunks before the stalled one, decrypted: whole chunks of
 	// 128 segments; and the child waits for the rest of the stalled one.
-	want := (stallAt - headSize) / readChunk * 128 * body.SegmentSize
+	want := (stallAt - objio.HeadSize) / readChunk * 128 * body.SegmentSize
 	waitFor(t, "the partial output", func() bool {
 		fi, err := os.Stat(partial)
 		return err == nil && fi.Size() >= want
