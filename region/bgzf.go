@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync"
 )
 
 // eofBlock is the empty BGZF block that ends a BGZF file.
@@ -95,8 +96,9 @@ func inflate(comp []byte, isize uint32) ([]byte, error) {
 		return nil, fmt.Errorf("BGZF block of %d bytes", isize)
 	}
 	out := make([]byte, isize)
-	fr := flate.NewReader(bytes.NewReader(comp))
-	defer fr.Close()
+	fr := inflaters.Get().(io.ReadCloser)
+	defer inflaters.Put(fr)
+	fr.(flate.Resetter).Reset(bytes.NewReader(comp), nil)
 	if _, err := io.ReadFull(fr, out); err != nil {
 		return nil, fmt.Errorf("bad BGZF block: %w", err)
 	}
@@ -110,19 +112,33 @@ func inflate(comp []byte, isize uint32) ([]byte, error) {
 // each; nothing for no data.
 func compressBlocks(data []byte) []byte {
 	var out bytes.Buffer
+	fw := deflaters.Get().(*flate.Writer)
+	defer deflaters.Put(fw)
 	for len(data) > 0 {
 		n := min(len(data), blockPayload)
-		appendBlock(&out, data[:n])
+		appendBlock(&out, fw, data[:n])
 		data = data[n:]
 	}
 	return out.Bytes()
 }
 
-// appendBlock appends data, at most blockPayload bytes, as one BGZF block.
-func appendBlock(out *bytes.Buffer, data []byte) {
+// The compressors and decompressors of blocks, kept between blocks: a
+// flate.Writer holds about a MiB of state, which would cost more to
+// clear than a block costs to compress.
+var (
+	deflaters = sync.Pool{New: func() any {
+		fw, _ := flate.NewWriter(nil, flate.DefaultCompression) // the level is valid
+		return fw
+	}}
+	inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+)
+
+// appendBlock appends data, at most blockPayload bytes, as one BGZF block
+// compressed with fw.
+func appendBlock(out *bytes.Buffer, fw *flate.Writer, data []byte) {
 	var comp bytes.Buffer
-	fw, _ := flate.NewWriter(&comp, flate.DefaultCompression) // the level is valid
-	fw.Write(data)                                            // a bytes.Buffer does not fail
+	fw.Reset(&comp)
+	fw.Write(data) // a bytes.Buffer does not fail
 	fw.Close()
 	head := []byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0}
 	binary.LittleEndian.PutUint16(head[16:], uint16(len(head)+comp.Len()+8-1))

@@ -42,7 +42,9 @@
 # mount benchmarks run too (they need FUSE and 2 GiB in $TMPDIR):
 # scripts/bench-mount.sh (fresh mounts, the mounted file cold, PREV too)
 # and the mount's go test benchmark (the page cache warm); with S3=1,
-# scripts/bench-s3.sh (object storage against a local versitygw).
+# scripts/bench-s3.sh (object storage against a local versitygw); with
+# REGION=1, scripts/bench-region.sh (a region of a 1 GiB BAM; needs
+# samtools and 3 GiB in $TMPDIR).
 # Each timing is the best (least) of RUNS runs (default 5) with the files in
 # the page cache. It takes two to three minutes on a 2-core machine; set
 # GOTEST=0 to skip the go test part. Everything is removed on exit.
@@ -54,6 +56,7 @@ GOTEST=${GOTEST:-1}
 PREV=${PREV:-}
 MOUNT=${MOUNT:-0}
 S3=${S3:-0}
+REGION=${REGION:-0}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench.XXXXXX")
@@ -285,6 +288,11 @@ if [[ $MOUNT != 0 ]]; then
 	echo
 	echo "mount (go test -bench Mount ./mount/): cat of a mounted 1 GiB file against decrypt, random 4 KiB reads, RSS"
 	(cd "$root" && go test -run '^$' -bench Mount -benchtime 1x ./mount/) | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+fi
+
+if [[ $REGION != 0 ]]; then
+	echo
+	RUNS=$RUNS bash "$root/scripts/bench-region.sh"
 fi
 
 if [[ $S3 != 0 ]]; then
