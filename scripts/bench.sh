@@ -44,7 +44,11 @@
 # and the mount's go test benchmark (the page cache warm); with S3=1,
 # scripts/bench-s3.sh (object storage against a local versitygw); with
 # REGION=1, scripts/bench-region.sh (a region of a 1 GiB BAM; needs
-# samtools and 3 GiB in $TMPDIR).
+# samtools and 3 GiB in $TMPDIR). Unless OTHER=0, the other Go
+# implementation's command (github.com/neicnordic/crypt4gh v1.15.0, built
+# from the module cache or the proxy) is timed on the same files: its
+# start-up, a 1 KB decrypt, and encrypt and decrypt of the 1 GiB file,
+# file to file (it writes FILE.c4gh and FILE beside its input).
 # Each timing is the best (least) of RUNS runs (default 5) with the files in
 # the page cache. It takes two to three minutes on a 2-core machine; set
 # GOTEST=0 to skip the go test part. Everything is removed on exit.
@@ -57,6 +61,7 @@ PREV=${PREV:-}
 MOUNT=${MOUNT:-0}
 S3=${S3:-0}
 REGION=${REGION:-0}
+OTHER=${OTHER:-1}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench.XXXXXX")
@@ -73,6 +78,19 @@ if [[ -n $PREV ]]; then
 	git -C "$root" archive "$PREV" | tar -x -C "$tmp/prevsrc"
 	(cd "$tmp/prevsrc" && CGO_ENABLED=0 go build -o "$tmp/crypt4gh-prev" .)
 	rm -rf "$tmp/prevsrc"
+fi
+
+other=
+if [[ $OTHER != 0 ]]; then
+	echo "building neicnordic/crypt4gh v1.15.0 ..." >&2
+	if (cd "$root" && go mod download github.com/neicnordic/crypt4gh@v1.15.0) &&
+		cp -r "$(go env GOMODCACHE)/github.com/neicnordic/crypt4gh@v1.15.0" "$tmp/othersrc" && chmod -R u+w "$tmp/othersrc" &&
+		(cd "$tmp/othersrc" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$tmp/crypt4gh-other" .); then
+		other=$tmp/crypt4gh-other
+	else
+		echo "bench: could not build the other implementation; its rows are left out" >&2
+	fi
+	rm -rf "$tmp/othersrc"
 fi
 
 "$c4gh" keygen --nocrypt --sk alice.sec --pk alice.pub >/dev/null 2>&1
@@ -242,6 +260,39 @@ printf '%-40s %12s %14s   %s\n' "reencrypt 1 GiB" "${t_reenc} s" "$(ratio "$t_re
 printf '%-40s %12s %14s   %s\n' "1 KB file: encrypt + decrypt" "$(ms "$t_tiny")" "" ""
 printf '%-40s %12s %14s   %s\n' "start-up: --version" "$(per_start "$t_start_version")" "" ""
 printf '%-40s %12s %14s   %s\n' "start-up: decrypt 1 KB -> /dev/null" "$(per_start "$t_start_dec1k")" "" ""
+
+if [[ -n $other ]]; then
+	# The other implementation reads and writes beside its input: FILE
+	# to FILE.c4gh, FILE.c4gh to FILE, into a folder of its own.
+	mkdir -p other
+	ln -f plain other/plain 2>/dev/null || cp plain other/plain
+	cp plain1k.c4gh other/tiny.c4gh
+	o_enc() { rm -f other/plain.c4gh; C4GH_PASSPHRASE= "$other" encrypt -f other/plain -p alice.pub </dev/null >/dev/null 2>&1; }
+	o_enc && cp other/plain.c4gh other/enc.c4gh && rm other/plain
+	o_dec() { rm -f other/enc; C4GH_PASSPHRASE= "$other" decrypt -f other/enc.c4gh -s alice.sec >/dev/null 2>&1; }
+	o_dec && cmp -s other/enc plain || { echo "bench: the other implementation does not decrypt our key's file" >&2; }
+	ln -f plain other/plain 2>/dev/null || cp plain other/plain
+	o_start_version() {
+		local i
+		for ((i = 0; i < STARTS; i++)); do "$other" --version >/dev/null; done
+	}
+	o_start_dec1k() {
+		local i
+		for ((i = 0; i < STARTS; i++)); do rm -f other/tiny; C4GH_PASSPHRASE= "$other" decrypt -f other/tiny.c4gh -s alice.sec >/dev/null 2>&1; done
+	}
+	o_t_enc=$(best o_enc)
+	o_t_dec=$(best o_dec)
+	o_t_version=$(best o_start_version)
+	o_t_dec1k=$(best o_start_dec1k)
+	echo
+	echo "against the other Go implementation (neicnordic/crypt4gh v1.15.0), same run: this / other (below 1: faster)"
+	printf '%-40s %12s %12s %10s\n' "measure" "this" "other" "ratio"
+	printf '%-40s %10s s %10s s %10s\n' "encrypt 1 GiB file -> file" "$t_enc_file" "$o_t_enc" "$(ratio "$t_enc_file" "$o_t_enc")"
+	printf '%-40s %10s s %10s s %10s\n' "decrypt 1 GiB file -> file" "$t_dec_file" "$o_t_dec" "$(ratio "$t_dec_file" "$o_t_dec")"
+	printf '%-40s %12s %12s %10s\n' "start-up: --version" "$(per_start "$t_start_version")" "$(per_start "$o_t_version")" "$(ratio "$t_start_version" "$o_t_version")"
+	printf '%-40s %12s %12s %10s\n' "start-up: decrypt 1 KB (to a file there)" "$(per_start "$t_start_dec1k")" "$(per_start "$o_t_dec1k")" "$(ratio "$t_start_dec1k" "$o_t_dec1k")"
+	rm -rf other
+fi
 
 if [[ -n $PREV ]]; then
 	p_enc_null=$(best with_prev enc_null)
