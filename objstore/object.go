@@ -34,6 +34,7 @@ type Object struct {
 	loc      Location
 	size     int64
 	etag     string
+	version  string // the version id, where the bucket keeps versions
 	src      RangeGetter
 	client   *Client // nil for web resources
 	attempts int
@@ -99,6 +100,7 @@ func (c *Client) Open(ctx context.Context, bucket, key string) (*Object, error) 
 		loc:      Location{Bucket: bucket, Key: key},
 		size:     aws.ToInt64(out.ContentLength),
 		etag:     aws.ToString(out.ETag),
+		version:  aws.ToString(out.VersionId),
 		client:   c,
 		attempts: c.attempts,
 		idle:     c.idle,

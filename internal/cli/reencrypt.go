@@ -25,7 +25,10 @@ type reencryptOptions struct {
 	Add        bool // keep every packet, add the recipients'
 	DropSelf   bool // in place: allow a result that --sk no longer opens
 	HeaderOnly bool
-	Quiet      bool
+	// DeletePreviousVersion: in place, in a bucket that keeps versions,
+	// delete the version that was rekeyed.
+	DeletePreviousVersion bool
+	Quiet                 bool
 }
 
 func reencryptCommand(e *env) command {
@@ -47,6 +50,7 @@ func reencryptCommand(e *env) command {
 			&cli.BoolFlag{Name: "add", Usage: "keep every packet and add packets for the recipients (give one more reader access)", Destination: &o.Add},
 			dropSelfFlag(&o.DropSelf),
 			&cli.BoolFlag{Name: "header-only", Usage: "read and write only a header", Destination: &o.HeaderOnly},
+			deletePreviousFlag(&o.DeletePreviousVersion),
 			passphraseFileFlag(&o.PassphraseFile),
 		}, o.streamOptions.flags(), []cli.Flag{quietFlag(&o.Quiet, true)}, o.store.flags()),
 		Action: func(c *cli.Context) error { return reencryptAction(e.start(c, o.Quiet, &o.store), o) },
@@ -54,6 +58,12 @@ func reencryptCommand(e *env) command {
 		env:      withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{"crypt4gh reencrypt --sk archive.sec --recipient_pk requester.pub -i f.c4gh -o out.c4gh"},
 	}}
+}
+
+// deletePreviousFlag is --delete-previous-version of reencrypt and splice.
+func deletePreviousFlag(p *bool) cli.Flag {
+	return &cli.BoolFlag{Name: "delete-previous-version", Destination: p,
+		Usage: "in place, in a bucket that keeps versions: delete the version that was replaced (it still opens for the keys removed)"}
 }
 
 // dropSelfFlag is --drop-self of reencrypt and splice.

@@ -80,7 +80,57 @@ func rekey(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey,
 		return bodyError(err, h.Size(), o.Size())
 	}
 	parts := []objstore.Part{objstore.Bytes(nh.Marshal()), objstore.Range(o, h.Size(), o.Size()-h.Size())}
-	return e.compose(ctx, dest, parts, force)
+	if err := e.compose(ctx, dest, parts, force); err != nil {
+		return err
+	}
+	if inPlace && !r.Add {
+		// Packets were removed or replaced: the previous version, where
+		// a bucket keeps it, still opens with them.
+		return e.previousVersion(ctx, o, r.DeletePreviousVersion, "the packets it replaced")
+	}
+	return nil
+}
+
+// previousVersion deals with the version of o that an in-place rewrite
+// replaced, where its bucket keeps versions: it deletes exactly that
+// version with del, and else says that it is kept and what it still
+// gives (what). A bucket that keeps none, or a version the rewrite
+// itself replaced (versioning suspended), needs nothing.
+func (e *env) previousVersion(ctx context.Context, o *objstore.Object, del bool, what string) error {
+	loc := o.Location()
+	st, err := e.store(loc)
+	if err != nil {
+		return err
+	}
+	v, ok := st.(objstore.Versioner)
+	if !ok {
+		return nil
+	}
+	kept, err := v.Versioned(ctx, loc)
+	if err != nil {
+		e.warnf("%s: could not tell whether the bucket keeps the previous version: %v", loc, err)
+		return nil
+	}
+	prev := o.VersionID()
+	if !kept || prev == "" {
+		return nil
+	}
+	if now, err := st.Open(ctx, loc); err == nil && now.VersionID() == prev {
+		return nil // overwritten in place: no previous version left
+	}
+	if !del {
+		e.warnf("%s: the bucket keeps versions: the previous version %s, which still opens with %s, is kept; --delete-previous-version deletes it",
+			loc, prev, what)
+		return nil
+	}
+	if err := v.DeleteVersion(ctx, loc, prev); err != nil {
+		return withHint(fmt.Errorf("%s was rewritten, but its previous version %s was not deleted: %w", loc, prev, err),
+			"delete it with: aws s3api delete-object --bucket %s --key %s --version-id %s", loc.Bucket, loc.Key, prev)
+	}
+	if !e.quiet {
+		fmt.Fprintf(e.stderr, "crypt4gh: %s: deleted the previous version %s\n", loc, prev)
+	}
+	return nil
 }
 
 // compose writes the object at dest made of parts (objstore.Compose). ctx
@@ -314,7 +364,15 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 		for _, r := range runs {
 			parts = append(parts, objstore.Range(o, h.Size()+r.Offset, r.Length))
 		}
-		return e.interruptible(loc.String(), func(ctx context.Context) error { return e.compose(ctx, loc, parts, so.Force) })
+		return e.interruptible(loc.String(), func(ctx context.Context) error {
+			if err := e.compose(ctx, loc, parts, so.Force); err != nil {
+				return err
+			}
+			if o.Location() == loc {
+				return e.previousVersion(ctx, o, so.DeletePreviousVersion, "the whole file")
+			}
+			return nil
+		})
 	}
 	return out.Finish(copyObjectRuns(e, out, nh, o, h.Size(), runs))
 }

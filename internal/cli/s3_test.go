@@ -48,10 +48,10 @@ type s3env struct {
 	conf string // an s3cmd configuration file for the proxy
 }
 
-func newS3Env(t *testing.T) *s3env {
+func newS3Env(t *testing.T, opts ...s3test.Option) *s3env {
 	t.Helper()
 	s3test.IsolateEnv(t)
-	srv := s3test.Start(t)
+	srv := s3test.Start(t, opts...)
 	srv.Bucket(t, testBucket)
 	px := s3test.NewProxy(t, srv.Addr)
 	e := &s3env{srv: srv, px: px, sdk: srv.SDK(), dir: t.TempDir(), conf: srv.S3Config(t, px.Addr)}

@@ -22,7 +22,10 @@ type spliceOptions struct {
 	Ranges     cli.StringSlice // splice's ranges
 	Recipients cli.StringSlice
 	DropSelf   bool
-	Quiet      bool
+	// DeletePreviousVersion: in place, in a bucket that keeps versions,
+	// delete the version that was cut.
+	DeletePreviousVersion bool
+	Quiet                 bool
 }
 
 // flags are the flags that rearrange and splice share, around theirs.
@@ -41,7 +44,7 @@ func rearrangeCommand(e *env) command {
 			"the public key of --sk, and the segments that the range touches, copied\n" +
 			"unchanged. From a pipe, the segments before the range are read and dropped,\n" +
 			"the others held in a temporary file." + spliceObjectsHelp,
-		Flags: o.flags(rangeFlag(&o.Range, "the bytes to keep: `START-END` (END excluded) or START (required)")),
+		Flags: o.flags(rangeFlag(&o.Range, "the bytes to keep: `START-END` (END excluded) or START (required)"), deletePreviousFlag(&o.DeletePreviousVersion)),
 		Action: func(c *cli.Context) error {
 			if o.Range == "" {
 				return usagef("no range: use --range START-END or --range START")
@@ -70,7 +73,7 @@ func spliceCommand(e *env) command {
 			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (repeatable; or --region)", Destination: &o.Ranges},
 		}, o.region.flags(), []cli.Flag{
 			recipientFlag(&o.Recipients, "write the header for the public key(s) in the file at `PATH` (repeatable)"),
-			dropSelfFlag(&o.DropSelf),
+			dropSelfFlag(&o.DropSelf), deletePreviousFlag(&o.DeletePreviousVersion),
 		})...),
 		Action: func(c *cli.Context) error {
 			e := e.start(c, o.Quiet, &o.store)

@@ -170,8 +170,12 @@ func randomHex(n int) string {
 // temporary directory, until the test ends. With -short it skips the
 // test: -short runs the unit tests and the local end-to-end tests, and
 // leaves the object-storage ones to the full run.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if testing.Short() {
 		t.Skip("-short: an S3 end-to-end test (starts versitygw)")
 	}
@@ -183,7 +187,14 @@ func Start(t testing.TB) *Server {
 		Dir:       filepath.Join(root, "data"),
 	}
 	meta := filepath.Join(root, "meta")
-	for _, d := range []string{s.Dir, meta} {
+	dirs := []string{s.Dir, meta}
+	posix := []string{"posix", "--sidecar", meta}
+	if o.versioning {
+		versions := filepath.Join(root, "versions")
+		dirs = append(dirs, versions)
+		posix = append(posix, "--versioning-dir", versions)
+	}
+	for _, d := range dirs {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -195,8 +206,9 @@ func Start(t testing.TB) *Server {
 			t.Fatal(err)
 		}
 		log := &clitest.SyncBuffer{}
-		cmd := exec.Command(bin, "--port", addr, "--access", s.AccessKey, "--secret", s.SecretKey,
-			"--quiet", "--keep-alive", "posix", "--sidecar", meta, s.Dir)
+		args := append([]string{"--port", addr, "--access", s.AccessKey, "--secret", s.SecretKey,
+			"--quiet", "--keep-alive"}, posix...)
+		cmd := exec.Command(bin, append(args, s.Dir)...)
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
 			missing(t, "versitygw: %v", err)
@@ -222,6 +234,15 @@ func Start(t testing.TB) *Server {
 	missing(t, "versitygw did not start: %v", lastErr)
 	return nil
 }
+
+// An Option changes how Start runs the server.
+type Option func(*options)
+
+type options struct{ versioning bool }
+
+// Versioning lets the server's buckets keep versions (a bucket has them
+// once versioning is enabled on it).
+func Versioning() Option { return func(o *options) { o.versioning = true } }
 
 // freeAddr returns a loopback address with a port that was free a moment
 // ago.
