@@ -22,12 +22,15 @@ import (
 
 // inspectOptions are the flags of inspect.
 type inspectOptions struct {
-	keyOptions // Sender is not used
-	store      storeOptions
-	region     regionOptions
-	Input      string
-	JSON       bool
-	Quiet      bool
+	keyOptions // the first --sk; Sender is not used
+	// SKs are all the --sk: each file is opened with the first of them
+	// that opens it.
+	SKs    cli.StringSlice
+	store  storeOptions
+	region regionOptions
+	Input  string
+	JSON   bool
+	Quiet  bool
 }
 
 func inspectCommand(e *env) command {
@@ -80,15 +83,26 @@ func inspectCommand(e *env) command {
 			"  edit_list            its lengths: skip, keep, skip, … (null when none)\n" +
 			"  edit_list_fits       whether the edit list stays within body_plaintext_size\n" +
 			"  plaintext_size       bytes the file stands for, after its edit list\n" +
+			"  opened_by            with several --sk, the one that opens the file (else null)\n" +
 			"\n" +
 			"Exit status 4 (after the description is printed) when the body ends inside a\n" +
 			"segment; 3 when --sk opens no packet or the packets it opens are unusable.",
 		Flags: append([]cli.Flag{
-			skFlag(&o.SK),
+			&cli.StringSliceFlag{
+				Name:        "sk",
+				Usage:       "your secret key `PATH` (crypt4gh, OpenSSH ed25519 or PKCS#8 X25519); repeatable: each file is opened with the first that opens it",
+				EnvVars:     []string{secretKeyEnv},
+				Destination: &o.SKs,
+			},
 			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)", Destination: &o.JSON},
 			passphraseFileFlag(&o.PassphraseFile), inputFlag(&o.Input), quietFlag(&o.Quiet, false),
 		}, slices.Concat(o.region.flags(), o.store.flags())...),
-		Action: func(c *cli.Context) error { return inspect(e.start(c, o.Quiet, &o.store), o) },
+		Action: func(c *cli.Context) error {
+			if sks := o.SKs.Value(); len(sks) > 0 {
+				o.SK = sks[0]
+			}
+			return inspect(e.start(c, o.Quiet, &o.store), o)
+		},
 	}, page: page{
 		env: withAWS(secretKeyEnv, passphraseEnv),
 		examples: []string{
@@ -134,6 +148,7 @@ type inspectReport struct {
 	EditList           []uint64       `json:"edit_list"`
 	EditListFits       *bool          `json:"edit_list_fits"`
 	PlaintextSize      *int64         `json:"plaintext_size"`
+	OpenedBy           *string        `json:"opened_by"`
 
 	// bodyErr says why BodyPlaintextSize is unknown.
 	bodyErr error
@@ -171,7 +186,7 @@ func inspect(e *env, o *inspectOptions) error {
 		}
 		return inspectRegion(e, o, path)
 	}
-	key := &lazyKey{k: o.keyOptions}
+	key := &lazyKey{k: o.keyOptions, paths: o.SKs.Value()}
 	defer key.zero()
 	if len(e.args) == 0 {
 		_, err := inspectOne(e, o, path, key)
@@ -224,27 +239,52 @@ func inspect(e *env, o *inspectOptions) error {
 // errWriteOutput marks a failure to write the description.
 var errWriteOutput = errors.New("failed to write output")
 
-// lazyKey is the secret key of --sk, loaded (and its passphrase asked)
-// once, when the first input is known to start like a crypt4gh file.
+// lazyKey is the secret keys of --sk, loaded (and their passphrases
+// asked) once, when the first input is known to start like a crypt4gh
+// file.
 type lazyKey struct {
 	k      keyOptions
-	sk     *keys.SecretKey
+	paths  []string // every --sk
+	sks    []*keys.SecretKey
 	err    error
 	loaded bool
 }
 
-func (k *lazyKey) get(e *env) (*keys.SecretKey, error) {
-	if !k.loaded && k.k.secretKeyPath() != "" {
-		k.sk, k.err = readSecretKey(e, k.k)
+func (k *lazyKey) get(e *env) ([]*keys.SecretKey, error) {
+	if !k.loaded {
 		k.loaded = true
+		for _, p := range k.paths {
+			ko := k.k
+			ko.SK = p
+			if ko.secretKeyPath() == "" {
+				continue
+			}
+			sk, err := readSecretKey(e, ko)
+			if err != nil {
+				k.err = err
+				break
+			}
+			k.sks = append(k.sks, sk)
+		}
 	}
-	return k.sk, k.err
+	return k.sks, k.err
 }
 
 func (k *lazyKey) zero() {
-	if k.sk != nil {
-		k.sk.Zero()
+	for _, sk := range k.sks {
+		sk.Zero()
 	}
+}
+
+// opener returns which of sks opens h (the first that does), and its
+// --sk path; the first when none does, whose error tells why.
+func (k *lazyKey) opener(h *header.Header, sks []*keys.SecretKey) (*keys.SecretKey, string) {
+	for i, sk := range sks {
+		if opensWith(h, sk) {
+			return sk, k.paths[i]
+		}
+	}
+	return sks[0], ""
 }
 
 // inspectOne describes the file at path ("" for stdin), and says whether
@@ -266,7 +306,7 @@ func inspectOne(e *env, o *inspectOptions, path string, key *lazyKey) (bool, err
 	if err != nil {
 		return false, err
 	}
-	sk, err := key.get(e)
+	sks, err := key.get(e)
 	if err != nil {
 		return false, err
 	}
@@ -276,8 +316,17 @@ func inspectOne(e *env, o *inspectOptions, path string, key *lazyKey) (bool, err
 		r.File = "-"
 	}
 	var keyErr error
-	if sk != nil {
+	if len(sks) > 0 {
+		sk, by := key.opener(h, sks)
 		keyErr = r.open(h, sk)
+		if len(sks) > 1 {
+			if by == "" {
+				keyErr = withHint(fmt.Errorf("%w: none of the %d keys of --sk opens it", header.ErrNoDecryptablePacket, len(sks)),
+					"the file is for other keys; inspect without --sk shows the writers of its packets")
+			} else {
+				r.OpenedBy = &by
+			}
+		}
 	}
 	if err := r.print(e.stdout, o.JSON); err != nil {
 		return false, fmt.Errorf("%w: %w", errWriteOutput, err)
@@ -421,6 +470,9 @@ func (r *inspectReport) print(w io.Writer, asJSON bool) error {
 		}
 	}
 	line("body", "%s, %s", bytesText(r.BodySize), plural(r.SegmentCount, "segment"))
+	if r.OpenedBy != nil {
+		line("opened by", "%s", *r.OpenedBy)
+	}
 	if r.ReaderPublicKey != nil {
 		line("reader key", "%s (public key of --sk)", *r.ReaderPublicKey)
 		if len(r.OpenedPackets) == 0 {

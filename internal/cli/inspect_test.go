@@ -46,6 +46,7 @@ type inspectJSON struct {
 	EditList          []uint64 `json:"edit_list"`
 	EditListFits      *bool    `json:"edit_list_fits"`
 	PlaintextSize     *int64   `json:"plaintext_size"`
+	OpenedBy          *string  `json:"opened_by"`
 }
 
 // inspectCase is the part of a manifest case that inspect can check.
@@ -271,4 +272,35 @@ func (p *plainKeys) get(t *testing.T, path string, passphrase *string) string {
 func sameKey(b64 string, hexKey *string) bool {
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	return err == nil && len(raw) == 32 && hexKey != nil && *hexKey == hex.EncodeToString(raw)
+}
+
+// TestInspectSeveralKeys: inspect takes --sk more than once and says
+// which key opens each file; when none does, exit 3.
+func TestInspectSeveralKeys(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	for _, k := range []string{"a", "b", "c"} {
+		mustRun(t, dir, "keygen", "--sk", k+".sec", "--pk", k+".pub", "--nocrypt")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain"), []byte("some data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, "encrypt", "--recipient_pk", "b.pub", "-i", "plain", "-o", "f.c4gh")
+	out := mustRun(t, dir, "inspect", "--sk", "a.sec", "--sk", "b.sec", "f.c4gh")
+	if !strings.Contains(out, "opened by:       b.sec\n") || !strings.Contains(out, "data keys:       1") {
+		t.Errorf("inspect with two keys:\n%s", out)
+	}
+	js := mustRun(t, dir, "inspect", "--json", "--sk", "a.sec", "--sk", "b.sec", "f.c4gh")
+	if !strings.Contains(js, `"opened_by": "b.sec"`) {
+		t.Errorf("inspect --json with two keys: %s", js)
+	}
+	code, _, stderr := runIn(t, dir, "inspect", "--sk", "a.sec", "--sk", "c.sec", "f.c4gh")
+	if code != exitKey || !strings.Contains(stderr, "none of the 2 keys") {
+		t.Errorf("no key opens it: exit %d, %q", code, stderr)
+	}
+	// One key: as before, no "opened by".
+	if out := mustRun(t, dir, "inspect", "--sk", "b.sec", "f.c4gh"); strings.Contains(out, "opened by") {
+		t.Errorf("inspect with one key:\n%s", out)
+	}
 }
