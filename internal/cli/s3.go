@@ -54,12 +54,29 @@ const (
 // a first location of the scheme is used, and how many files share the
 // memory.
 type stores struct {
-	mu      sync.Mutex
-	opened  map[string]openedStore // by scheme
-	files   int                    // files of a batch that move at once
-	reading bool                   // objects are read: uploads get half the budget
-	writing bool                   // objects are written: downloads get half the budget
-	config  storeOptions           // the command's flags for them
+	mu            sync.Mutex
+	opened        map[string]openedStore // by scheme
+	files         int                    // files of a batch that move at once
+	reading       bool                   // objects are read: uploads get half the budget
+	writing       bool                   // objects are written: downloads get half the budget
+	config        storeOptions           // the command's flags for them
+	pendingWarned bool                   // warnPending said its word
+}
+
+// warned reports whether warnPending has warned in this run.
+func (s *stores) warned() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pendingWarned
+}
+
+// warnOnce reports whether this is the first warning of warnPending.
+func (s *stores) warnOnce() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := !s.pendingWarned
+	s.pendingWarned = true
+	return first
 }
 
 // openedStore is the store of a scheme, or why it could not be made.
@@ -483,6 +500,9 @@ func (e *env) openDest(path string, size int64, opts outfile.Options) (*outfile.
 	e.stores.uses(true)
 	ctx, cancel := context.WithCancel(e.ctx)
 	w, err := st.Create(ctx, loc, e.writerOptions(size, opts.Force))
+	if err == nil {
+		e.warnPending(st, loc)
+	}
 	if err != nil {
 		cancel()
 		if errors.Is(err, objstore.ErrExists) {
