@@ -71,7 +71,7 @@ func commands(e *env) []command {
 	return []command{
 		keygenCommand(e), pubkeyCommand(e), encryptCommand(e), decryptCommand(e), catCommand(e),
 		reencryptCommand(e), rearrangeCommand(e), spliceCommand(e), inspectCommand(e), verifyCommand(e),
-		lsCommand(e), cleanupCommand(e),
+		lsCommand(e), cleanupCommand(e), cpCommand(e),
 		mountCommand(e), completionCommand(e), manCommand(e),
 	}
 }
