@@ -36,13 +36,13 @@ func cpCommand(e *env) command {
 		ArgsUsage: "SRC DST",
 		Description: "Copies the crypt4gh file SRC to DST byte for byte: files, s3:// objects\n" +
 			"(SRC also https://), in any direction. DST may be a folder or an s3://\n" +
-			"prefix (ending in /): the copy keeps the name of SRC. SRC is checked to be\n" +
-			"a crypt4gh file (its header parses, its body is whole segments) before\n" +
-			"anything is written; with --verify and --sk every segment is also\n" +
-			"authenticated on the way, and a failure (exit 4) leaves no DST. Between\n" +
-			"objects of one store the server copies the bytes (after they are\n" +
-			"authenticated, with --verify): only the header is read. An existing DST is\n" +
-			"replaced only with --force; SRC itself never. The copy is committed\n" +
+			"prefix (ending in /; a missing folder is made): the copy keeps the name of\n" +
+			"SRC. SRC is checked to be a crypt4gh file (its header parses, its body is\n" +
+			"whole segments) before anything is written; with --verify and --sk every\n" +
+			"segment is also authenticated on the way, and a failure (exit 4) leaves no\n" +
+			"DST. Between objects of one store the server copies the bytes (after they\n" +
+			"are authenticated, with --verify): only the header is read. An existing DST\n" +
+			"is replaced only with --force; SRC itself never. The copy is committed\n" +
 			"atomically, as every output of crypt4gh: a temporary file renamed, or an\n" +
 			"upload completed, removed or aborted on failure and on Ctrl-C.",
 		Flags: append([]cli.Flag{
@@ -75,8 +75,10 @@ func copyFile(e *env, o *cpOptions) error {
 	case !o.Verify && o.SK != "":
 		return withHint(usagef("--sk is used only by --verify"), "add --verify to authenticate SRC on the way")
 	}
+	folder := ""
 	if isOutputFolder(dst) {
 		var err error
+		folder = dst
 		if dst, err = inFolder(dst, baseName(src)); err != nil {
 			return err
 		}
@@ -112,7 +114,7 @@ func copyFile(e *env, o *cpOptions) error {
 			return fmt.Errorf("body %w", err)
 		}
 	}
-	out, err := e.openDest(dst, max(size, 0), outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
+	out, err := openBatchOutput(e, folder, dst, max(size, 0), outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
 	if err != nil {
 		return err
 	}
