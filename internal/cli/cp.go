@@ -56,7 +56,7 @@ func cpCommand(e *env) command {
 		env: withAWS(passphraseEnv),
 		examples: []string{
 			"crypt4gh cp reads.bam.c4gh s3://demo/run1/",
-			"crypt4gh cp --verify --sk bob.sec s3://demo/run1/reads.bam.c4gh s3://archive/run1/reads.bam.c4gh",
+			"crypt4gh cp --verify --sk bob.sec s3://demo/run1/reads.bam.c4gh s3://archive/run1/",
 		},
 	}}
 }
