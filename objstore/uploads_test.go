@@ -121,3 +121,65 @@ func TestOpenListed(t *testing.T) {
 		t.Errorf("read of a replaced object: %v", err)
 	}
 }
+
+// TestResumeWriter goes on with an upload left pending: the parts that
+// hold the source's bytes are kept (not sent again), the others are sent,
+// and the object is the source. A Writer with Keep leaves its upload
+// pending when aborted.
+func TestResumeWriter(t *testing.T) {
+	e := newEnv(t, time.Minute)
+	ctx := context.Background()
+	src := random(12<<20, 7)
+	opts := &objstore.WriterOptions{Size: int64(len(src)), PartSize: objstore.MinPartSize, Concurrency: 2}
+
+	// Without a pending upload: from 0.
+	w, from, err := e.c.ResumeWriter(ctx, bucket, "fresh", bytes.NewReader(src), opts)
+	if err != nil || from != 0 {
+		t.Fatalf("resume without an upload: from %d, %v", from, err)
+	}
+	w.Abort()
+
+	// Part 1 right, part 2 of other bytes.
+	e.beginUpload(t, "x", src[:objstore.MinPartSize], random(objstore.MinPartSize, 8))
+	w, from, err = e.c.ResumeWriter(ctx, bucket, "x", bytes.NewReader(src), opts)
+	if err != nil || from != objstore.MinPartSize {
+		t.Fatalf("resume: from %d, %v", from, err)
+	}
+	e.px.Zero()
+	if _, err := w.Write(src[from:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if up := e.px.Up(); up > int64(len(src))-objstore.MinPartSize+1<<20 {
+		t.Errorf("%d bytes sent to finish %d of %d", up, int64(len(src))-from, len(src))
+	}
+	if got := e.get(t, "x"); !bytes.Equal(got, src) {
+		t.Errorf("resumed object: %d bytes, not the source", len(got))
+	}
+
+	// Keep: an aborted Writer leaves its begun upload.
+	opts.Keep = true
+	w, err = e.c.NewWriter(ctx, bucket, "kept", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(src[:objstore.MinPartSize+1]); err != nil {
+		t.Fatal(err)
+	}
+	w.Abort()
+	n := 0
+	for u, err := range e.c.Uploads(ctx, bucket, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Location.Key != "kept" {
+			t.Errorf("pending: %+v", u)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Errorf("%d uploads pending after an abort with Keep, want 1", n)
+	}
+}
