@@ -24,6 +24,7 @@ type cpOptions struct {
 	store      storeOptions
 	Verify     bool
 	Force      bool
+	Continue   bool
 	Jobs       int
 	Quiet      bool
 }
@@ -44,12 +45,19 @@ func cpCommand(e *env) command {
 			"are authenticated, with --verify): only the header is read. An existing DST\n" +
 			"is replaced only with --force; SRC itself never. The copy is committed\n" +
 			"atomically, as every output of crypt4gh: a temporary file renamed, or an\n" +
-			"upload completed, removed or aborted on failure and on Ctrl-C.",
+			"upload completed, removed or aborted on failure and on Ctrl-C.\n" +
+			"\n" +
+			"With --continue (a file SRC, an s3:// DST), a copy that fails or is\n" +
+			"interrupted leaves its upload pending instead, and the same command goes on\n" +
+			"with it: the parts stored whose bytes are those of SRC are kept, the rest\n" +
+			"is sent. crypt4gh cleanup removes such an upload if it is not resumed.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "sk", Usage: "with --verify: the secret key `PATH` that opens SRC", Destination: &o.SK},
 			passphraseFileFlag(&o.PassphraseFile),
 			&cli.BoolFlag{Name: "verify", Usage: "authenticate every segment of SRC with --sk on the way; nothing is written unless all pass", Destination: &o.Verify},
-			forceFlag(&o.Force), jobsFlag(&o.Jobs), quietFlag(&o.Quiet, false),
+			forceFlag(&o.Force),
+			&cli.BoolFlag{Name: "continue", Usage: "from a file to an s3:// object: keep the upload of a failed or interrupted copy, and go on with the one an earlier run left", Destination: &o.Continue},
+			jobsFlag(&o.Jobs), quietFlag(&o.Quiet, false),
 		}, o.store.flags()...),
 		Action: func(c *cli.Context) error { return copyFile(e.start(c, o.Quiet, &o.store), o) },
 	}, page: page{
@@ -94,6 +102,10 @@ func copyFile(e *env, o *cpOptions) error {
 		}
 		defer sk.Zero()
 	}
+	if o.Continue && (objstore.IsURL(src) || src == "-" || !objstore.IsURL(dst)) {
+		return withHint(usagef("--continue goes on with an upload from a file: SRC a file, DST an s3:// object"),
+			"between objects the server copies, and a download is cheap to start again")
+	}
 	if sl, dl, ok := bothObjects(src, dst); ok {
 		return copyObject(e, o, sl, dl, sk)
 	}
@@ -114,6 +126,9 @@ func copyFile(e *env, o *cpOptions) error {
 			return fmt.Errorf("body %w", err)
 		}
 	}
+	if o.Continue {
+		return resumeCopy(e, o, src, dst, in, &head, size, sk)
+	}
 	out, err := openBatchOutput(e, folder, dst, max(size, 0), outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
 	if err != nil {
 		return err
@@ -125,6 +140,65 @@ func copyFile(e *env, o *cpOptions) error {
 		_, err = io.Copy(out, in.Reader)
 	}
 	return out.Finish(err)
+}
+
+// resumeCopy uploads the file in (of size bytes, whose header head was
+// read) to the object dst, going on with the upload an earlier run left;
+// a failure leaves this one pending.
+func resumeCopy(e *env, o *cpOptions, src, dst string, in *input, head *bytes.Buffer, size int64, sk *keys.SecretKey) error {
+	if size < 0 || !in.regular() {
+		return usagef("--continue needs a regular file as SRC")
+	}
+	out, from, err := e.resumeDest(dst, in.file, size, o.Force)
+	if err != nil {
+		return err
+	}
+	if from > 0 && !e.quiet {
+		fmt.Fprintf(e.stderr, "crypt4gh: resuming the upload of %s: %d of %d bytes stored already\n", quoteName(shownName(dst)), from, size)
+	}
+	all := io.MultiReader(head, in.Reader)
+	switch {
+	case sk != nil:
+		// Every segment is authenticated, those already stored too.
+		err = verifyCopy(e, o, src, all, &skipWriter{w: out, skip: from}, sk, size)
+	case from >= int64(head.Len()):
+		if _, err = in.file.Seek(from, io.SeekStart); err == nil {
+			_, err = io.Copy(out, in.file)
+		}
+	default:
+		_, err = io.Copy(&skipWriter{w: out, skip: from}, all)
+	}
+	if err == nil {
+		err = out.Commit()
+	} else {
+		out.Abort()
+	}
+	if err != nil && hintFor(err) == "" {
+		// The upload is kept (a refusal to replace DST has its own hint).
+		err = withHint(err, "the parts stored are kept: the same command goes on with them (crypt4gh cleanup drops them)")
+	}
+	return err
+}
+
+// skipWriter drops the first skip bytes written to it and passes on the
+// rest.
+type skipWriter struct {
+	w    io.Writer
+	skip int64
+}
+
+func (s *skipWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if s.skip >= int64(n) {
+		s.skip -= int64(n)
+		return n, nil
+	}
+	p = p[s.skip:]
+	s.skip = 0
+	if _, err := s.w.Write(p); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // baseName is the name a copy of src takes in a folder or prefix.

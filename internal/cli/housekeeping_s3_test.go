@@ -281,3 +281,53 @@ func TestS3Cp(t *testing.T) {
 	e.must(t, "cp", "bad.c4gh", url("bad-copy.c4gh"))
 	e.noUploads(t)
 }
+
+// TestS3CpContinue: cp --continue goes on with the upload an earlier run
+// left, sending only what it lacks; an interrupted cp --continue leaves
+// its upload for the next one; a part of other bytes is sent again.
+func TestS3CpContinue(t *testing.T) {
+	e := newS3Env(t)
+	enc := encryptBytes(t, randomData(40*MiB, 9), e.sk)
+	e.write(t, "f.c4gh", enc)
+	ctx := context.Background()
+	const part = 16 * MiB // the part size of an upload of this size
+
+	// An earlier run stored the first part, and a wrong second one.
+	key := "r.c4gh"
+	out, err := e.sdk.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(testBucket), Key: &key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range [][]byte{enc[:part], randomData(part, 10)} {
+		if _, err := e.sdk.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(testBucket), Key: &key, UploadId: out.UploadId,
+			PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(body), ContentLength: aws.Int64(part)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.px.Zero()
+	_, _, stderr := e.run(t, "cp", "--continue", "--verify", "--sk", "me.sec", "f.c4gh", url(key))
+	sameBytes(t, "resumed copy", e.get(t, key), enc)
+	if up := e.px.Up(); !strings.Contains(stderr, "resuming") || up > int64(len(enc)-part+MiB) {
+		t.Errorf("%d bytes up to finish %d of %d\n%s", up, len(enc)-part, len(enc), stderr)
+	}
+	e.noUploads(t)
+
+	// Interrupted (a reset that is not retried): the upload stays, and
+	// the next run completes it.
+	t.Setenv("AWS_MAX_ATTEMPTS", "1")
+	e.px.ResetUpAfter(20 * MiB)
+	if code, _, stderr := e.run(t, "cp", "--continue", "f.c4gh", url("s.c4gh")); code != exitError || !strings.Contains(stderr, "same command goes on") {
+		t.Fatalf("an interrupted cp --continue: exit %d\n%s", code, stderr)
+	}
+	if keys := e.pendingKeys(t); len(keys) != 1 || keys[0] != "s.c4gh" || e.exists(t, "s.c4gh") {
+		t.Fatalf("after the interruption: pending %v", keys)
+	}
+	t.Setenv("AWS_MAX_ATTEMPTS", "")
+	e.must(t, "cp", "--continue", "f.c4gh", url("s.c4gh"))
+	sameBytes(t, "copy after an interruption", e.get(t, "s.c4gh"), enc)
+	e.noUploads(t)
+
+	if code, _, stderr := e.run(t, "cp", "--continue", url("s.c4gh"), "back.c4gh"); code != exitUsage || !strings.Contains(stderr, "--continue") {
+		t.Errorf("cp --continue of a download: exit %d\n%s", code, stderr)
+	}
+}

@@ -503,6 +503,13 @@ func (e *env) openDest(path string, size int64, opts outfile.Options) (*outfile.
 	if err == nil {
 		e.warnPending(st, loc)
 	}
+	return e.sinkOf(path, loc, w, cancel, err)
+}
+
+// sinkOf is the output of the upload w of the object at loc (path as
+// given), or err, the failure to begin it; cancel ends the upload's
+// context.
+func (e *env) sinkOf(path string, loc objstore.Location, w objstore.ObjectWriter, cancel context.CancelFunc, err error) (*outfile.Output, error) {
 	if err != nil {
 		cancel()
 		if errors.Is(err, objstore.ErrExists) {
@@ -513,6 +520,33 @@ func (e *env) openDest(path string, size int64, opts outfile.Options) (*outfile.
 	s := &objectSink{w: w, name: loc.String(), cancel: cancel, sem: make(chan struct{}, 1)}
 	s.forget = outfile.Signals.OnInterrupt(s.interrupted)
 	return outfile.NewSink(path, s), nil
+}
+
+// resumeDest opens the object at path, to be written from src (size
+// bytes), as openDest does, but going on with the upload of it that an
+// interrupted run left (see objstore.Resumer), and leaving this one
+// pending when it fails or is interrupted. It returns the offset of src
+// from which the output must be written.
+func (e *env) resumeDest(path string, src io.ReaderAt, size int64, force bool) (*outfile.Output, int64, error) {
+	loc, err := objectDest(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := e.store(loc)
+	if err != nil {
+		return nil, 0, err
+	}
+	r, ok := st.(objstore.Resumer)
+	if !ok {
+		return nil, 0, usagef("%s: this store does not resume uploads", loc)
+	}
+	e.stores.uses(true)
+	ctx, cancel := context.WithCancel(e.ctx)
+	opts := e.writerOptions(size, force)
+	opts.Keep = true
+	w, from, err := r.Resume(ctx, loc, src, opts)
+	out, err := e.sinkOf(path, loc, w, cancel, err)
+	return out, from, err
 }
 
 func (s *objectSink) Write(p []byte) (int, error) {
