@@ -57,7 +57,7 @@ func lsCommand(e *env) command {
 			"opens the file), opened_by (null without --sk), error. Uploads: key,\n" +
 			"upload_id, started (RFC 3339), parts, bytes.",
 		Flags: append([]cli.Flag{
-			&cli.StringSliceFlag{Name: "sk", Usage: "a secret key `PATH` to try on each file (repeatable)", Destination: &o.Keys},
+			&cli.StringSliceFlag{Name: "sk", Usage: "try the secret key at `PATH` on each file (repeatable)", Destination: &o.Keys},
 			passphraseFileFlag(&o.PassphraseFile),
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"R"}, Usage: "list folders and prefixes at all depths", Destination: &o.Recursive},
 			&cli.BoolFlag{Name: "pending", Usage: "list the multipart uploads in progress under s3:// prefixes", Destination: &o.Pending},
