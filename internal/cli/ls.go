@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -307,7 +308,7 @@ func (l *lister) object(name string, o *objstore.Object) lsEntry {
 	if err != nil {
 		return l.failed1(ent, err)
 	}
-	var r io.Reader = strings.NewReader(string(head))
+	var r io.Reader = bytes.NewReader(head)
 	if int64(len(head)) < size {
 		// A header larger than the head: the rest as it is read.
 		r = io.MultiReader(r, io.NewSectionReader(o, int64(len(head)), size-int64(len(head))))
