@@ -81,6 +81,7 @@ type Writer struct {
 
 	closed bool
 	begun  bool // an upload was begun, and is neither committed nor aborted
+	keep   bool // leave a begun upload pending on failure (WriterOptions.Keep)
 
 	// A part request was stopped under way: the store may still store
 	// the part after the upload is aborted.
@@ -132,6 +133,7 @@ func newWriter(ctx context.Context, pw partWriter, opt WriterOptions, small bool
 		size: opt.Size, partSize: opt.PartSize, concurrency: opt.Concurrency,
 		next:  1,
 		slots: make(chan struct{}, opt.Concurrency),
+		keep:  opt.Keep,
 	}
 	w.pool = newPartPool(opt, w.partSizeOf(MaxParts), small)
 	w.wctx, w.cancel = context.WithCancel(ctx)
@@ -332,7 +334,8 @@ func (w *Writer) put() error {
 }
 
 // Abort abandons the object: the parts under way are stopped and the
-// multipart upload is aborted, so that nothing is left on the server. It
+// multipart upload is aborted, so that nothing is left on the server
+// (with WriterOptions.Keep the upload is left pending instead). It
 // returns an error only if the abort itself failed (a pending upload may
 // then be left, for the bucket's lifecycle rules to remove). Abort after
 // a successful Close does nothing: the object stays.
@@ -352,6 +355,9 @@ func (w *Writer) abort() error {
 	w.pool.release(w.pool.take())
 	begun := w.begun
 	w.begun = false
+	if w.keep && begun {
+		return nil // left for a resume
+	}
 	return w.pw.abort(w.ctx, begun, w.stopped.Load())
 }
 

@@ -78,6 +78,13 @@ type WriterOptions struct {
 	// folder in which NewWriter cannot create a file is not used: the
 	// parts are then held in memory, two at least, above Memory.
 	SpoolDir string
+
+	// Keep leaves a multipart upload that was begun pending when the
+	// Writer fails or is aborted, instead of aborting it, so that
+	// [Client.ResumeWriter] can go on with its parts. The caller then
+	// owns the pending upload: it holds storage until it is completed or
+	// aborted ([Client.AbortUpload]).
+	Keep bool
 }
 
 // NewWriter returns a Writer of the object bucket/key. Without

@@ -83,7 +83,7 @@ func inspectCommand(e *env) command {
 			"  edit_list            its lengths: skip, keep, skip, … (null when none)\n" +
 			"  edit_list_fits       whether the edit list stays within body_plaintext_size\n" +
 			"  plaintext_size       bytes the file stands for, after its edit list\n" +
-			"  opened_by            with several --sk, the one that opens the file (else null)\n" +
+			"  opened_by            with several --sk, the one that opens it (else null)\n" +
 			"\n" +
 			"Exit status 4 (after the description is printed) when the body ends inside a\n" +
 			"segment; 3 when --sk opens no packet or the packets it opens are unusable.",

@@ -140,6 +140,7 @@ func (e *env) compose(ctx context.Context, dest objstore.Location, parts []objst
 	if err != nil {
 		return err
 	}
+	e.warnPending(st, dest)
 	err = st.Compose(ctx, dest, parts, &objstore.ComposeOptions{Force: force, CopyPartSize: copyPart, Concurrency: copyJobs})
 	if errors.Is(err, objstore.ErrExists) {
 		return withHint(err, "use --force to replace it")

@@ -45,12 +45,29 @@ const (
 // a first location of the scheme is used, and how many files share the
 // memory.
 type stores struct {
-	mu      sync.Mutex
-	opened  map[string]openedStore // by scheme
-	files   int                    // files of a batch that move at once
-	reading bool                   // objects are read: uploads get half the budget
-	writing bool                   // objects are written: downloads get half the budget
-	config  storeOptions           // the command's flags for them
+	mu            sync.Mutex
+	opened        map[string]openedStore // by scheme
+	files         int                    // files of a batch that move at once
+	reading       bool                   // objects are read: uploads get half the budget
+	writing       bool                   // objects are written: downloads get half the budget
+	config        storeOptions           // the command's flags for them
+	pendingWarned bool                   // warnPending said its word
+}
+
+// warned reports whether warnPending has warned in this run.
+func (s *stores) warned() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pendingWarned
+}
+
+// warnOnce reports whether this is the first warning of warnPending.
+func (s *stores) warnOnce() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := !s.pendingWarned
+	s.pendingWarned = true
+	return first
 }
 
 // openedStore is the store of a scheme, or why it could not be made.
@@ -307,6 +324,16 @@ func (e *env) openDest(path string, size int64, opts outfile.Options) (*outfile.
 	e.stores.uses(true)
 	ctx, cancel := context.WithCancel(e.ctx)
 	w, err := st.Create(ctx, loc, e.writerOptions(size, opts.Force))
+	if err == nil {
+		e.warnPending(st, loc)
+	}
+	return e.sinkOf(path, loc, w, cancel, err)
+}
+
+// sinkOf is the output of the upload w of the object at loc (path as
+// given), or err, the failure to begin it; cancel ends the upload's
+// context.
+func (e *env) sinkOf(path string, loc objstore.Location, w objstore.ObjectWriter, cancel context.CancelFunc, err error) (*outfile.Output, error) {
 	if err != nil {
 		cancel()
 		if errors.Is(err, objstore.ErrExists) {
@@ -315,6 +342,33 @@ func (e *env) openDest(path string, size int64, opts outfile.Options) (*outfile.
 		return nil, err
 	}
 	return outfile.NewSink(path, objio.NewSink(w, loc.String(), cancel)), nil
+}
+
+// resumeDest opens the object at path, to be written from src (size
+// bytes), as openDest does, but going on with the upload of it that an
+// interrupted run left (see objstore.Resumer), and leaving this one
+// pending when it fails or is interrupted. It returns the offset of src
+// from which the output must be written.
+func (e *env) resumeDest(path string, src io.ReaderAt, size int64, force bool) (*outfile.Output, int64, error) {
+	loc, err := objectDest(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := e.store(loc)
+	if err != nil {
+		return nil, 0, err
+	}
+	r, ok := st.(objstore.Resumer)
+	if !ok {
+		return nil, 0, usagef("%s: this store does not resume uploads", loc)
+	}
+	e.stores.uses(true)
+	ctx, cancel := context.WithCancel(e.ctx)
+	opts := e.writerOptions(size, force)
+	opts.Keep = true
+	w, from, err := r.Resume(ctx, loc, src, opts)
+	out, err := e.sinkOf(path, loc, w, cancel, err)
+	return out, from, err
 }
 
 // objectSource is the mount.Source of the objects under the s3:// prefix
