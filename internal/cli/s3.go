@@ -501,6 +501,18 @@ func (s *objectSink) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+// Lend lends the memory of the upload's part buffers, for the segments to
+// be sealed in place (see body.Lender).
+func (s *objectSink) Lend(n int) ([]byte, error) {
+	l, ok := s.w.(body.Lender)
+	if !ok {
+		return nil, nil
+	}
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	return l.Lend(n)
+}
+
 // commit completes the upload.
 func (s *objectSink) Commit() error {
 	s.sem <- struct{}{}
