@@ -40,6 +40,7 @@ type batch struct {
 	first   int64  // index in the body of the first segment
 	outLen  int    // bytes of out to write when every segment succeeds
 	plain   int64  // plaintext bytes that the batch stands for
+	signal  bool   // out is not lent: say on e.wrote when it is written
 	final   bool   // the input ended in this batch
 	err     error  // the reader's error, reported after the batch is written
 	pending atomic.Int32
@@ -66,6 +67,13 @@ type engine struct {
 	queue chan *batch // batches in stream order, for the writer
 	work  chan job
 
+	// Encryption into a Lender: the segments are sealed into its memory.
+	lender    Lender // nil once it lends nothing
+	lentLast  bool   // the last Lend lent
+	waitWrote bool   // the last batch was not lent: wait until it is written
+	wrote     chan struct{}
+	dstMu     sync.Mutex // Lend and Write come from two goroutines
+
 	stopRead atomic.Bool   // a segment failed: read no further
 	aborted  atomic.Bool   // nothing more will be written: skip the work
 	abort    chan struct{} // closed when aborted is set
@@ -79,12 +87,38 @@ type engine struct {
 // one batch are encrypted in the calling goroutine. The output is a body
 // like the one [Writer] produces (with different random nonces). Encrypt
 // returns the number of plaintext bytes read and encrypted to dst.
+//
+// When dst is a [Lender], the segments are sealed in the memory it lends
+// instead of being sealed in the engine's and then copied to dst.
 func Encrypt(dst io.Writer, src io.Reader, key *[32]byte, jobs int) (int64, error) {
 	if key == nil {
 		return 0, errNoKey
 	}
 	e := &engine{encrypt: true, aead: newAEAD(key), inSeg: SegmentSize, outSeg: EncryptedSegmentSize}
+	if l, ok := dst.(Lender); ok {
+		e.lender = l
+		e.wrote = make(chan struct{}, 1)
+	}
 	return e.run(dst, src, jobs)
+}
+
+// A Lender is an io.Writer that lends the memory its next bytes go to, so
+// that a producer makes them in place instead of making them elsewhere to
+// be copied in: [Encrypt] seals segments in it. The part buffers of an
+// upload are the memory of objstore's Writer, say.
+//
+// Lend returns memory for the n bytes that follow those written and lent
+// so far. The caller fills it and passes it to Write, regions in the order
+// they were lent: Write then takes the bytes in place. When Lend cannot
+// lend n bytes now (they would cross the end of its buffer) it returns
+// nil: the caller then writes those n bytes from memory of its own, and
+// lends nothing more before that Write. A Write of other bytes gives up
+// what was lent and not written. A Lender that cannot lend at all returns
+// nil from its first Lend. The caller must not touch lent memory after
+// its Write, nor after an error.
+type Lender interface {
+	io.Writer
+	Lend(n int) ([]byte, error)
 }
 
 // Decrypt decrypts the body read from src with keys, the data keys of the
@@ -120,6 +154,7 @@ func (e *engine) run(dst io.Writer, src io.Reader, jobs int) (int64, error) {
 
 	b := e.newBatch()
 	e.fill(b, src, 0)
+	e.place(b)
 	if b.final {
 		// Shorter than one batch: no goroutines.
 		last := 0
@@ -157,6 +192,9 @@ func (e *engine) run(dst io.Writer, src io.Reader, jobs int) (int64, error) {
 					e.stop()
 				}
 			}
+			if b.signal {
+				e.wrote <- struct{}{}
+			}
 			e.free <- b
 		}
 	}()
@@ -171,6 +209,9 @@ func (e *engine) run(dst io.Writer, src io.Reader, jobs int) (int64, error) {
 			break
 		}
 		e.fill(b, src, first)
+		if !e.place(b) {
+			break
+		}
 	}
 	close(e.work)
 	close(e.queue)
@@ -276,6 +317,47 @@ func (e *engine) fill(b *batch, src io.Reader, first int64) {
 	b.fail.Store(int32(count))
 }
 
+// place gives a filled batch of an encryption the memory its segments are
+// sealed in: the Lender's, while it lends, else the batch's own, which
+// emit then copies to dst. A batch that is not lent, after one that was,
+// crosses the end of the Lender's buffer: the next batch waits until it is
+// written, for what is lent follows what was written. place returns false
+// when the writing stopped meanwhile.
+func (e *engine) place(b *batch) bool {
+	b.out, b.signal = b.slab.buf[batchSegments*e.inSeg:], false
+	if e.lender == nil || b.outLen == 0 {
+		return true
+	}
+	if e.waitWrote {
+		select {
+		case <-e.wrote:
+		case <-e.abort:
+			return false
+		}
+		e.waitWrote = false
+	}
+	e.dstMu.Lock()
+	buf, err := e.lender.Lend(b.outLen)
+	e.dstMu.Unlock()
+	switch {
+	case err == nil && buf != nil && len(buf) != b.outLen:
+		err = fmt.Errorf("failed to write: lent %d bytes for %d", len(buf), b.outLen)
+		fallthrough
+	case err != nil:
+		b.count, b.outLen, b.plain, b.final = 0, 0, 0, true
+		b.err = err
+		b.fail.Store(0)
+	case buf != nil:
+		b.out = buf[:len(buf):len(buf)]
+		e.lentLast = true
+	case e.lentLast:
+		b.signal, e.waitWrote, e.lentLast = true, true, false
+	default:
+		e.lender = nil // it lends nothing
+	}
+	return true
+}
+
 // dispatch hands a filled batch to the writer and its segments to the
 // workers. Neither send blocks: the channels hold the whole ring.
 func (e *engine) dispatch(b *batch) {
@@ -329,6 +411,8 @@ func (e *engine) process(b *batch, i int, last *int) {
 // emit writes the result of a processed batch to dst and returns the
 // plaintext bytes it stands for.
 func (e *engine) emit(dst io.Writer, b *batch) (int64, error) {
+	e.dstMu.Lock()
+	defer e.dstMu.Unlock()
 	if f := int(b.fail.Load()); f < b.count {
 		// Only the last segment of the stream can be short, so every
 		// segment before f is full.

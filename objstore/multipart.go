@@ -192,6 +192,9 @@ func (w *Writer) Write(p []byte) (int, error) {
 	if err := w.failure(); err != nil {
 		return 0, w.fail(nil)
 	}
+	if w.pool.fillLent(p) {
+		return len(p), nil
+	}
 	n := 0
 	for n < len(p) {
 		if err := w.room(); err != nil {
@@ -204,6 +207,30 @@ func (w *Writer) Write(p []byte) (int, error) {
 		n += m
 	}
 	return n, nil
+}
+
+// Lend lends the memory of the n bytes of the object that follow those
+// written and lent so far: the caller fills it and then passes it to
+// Write, which takes it without a copy (see body.Lender: c4gh.Encrypt
+// seals segments into the part buffers so). It returns nil when it cannot
+// lend n bytes now, because they would cross the end of the part (the
+// caller must then Write those bytes from its own memory before it lends
+// again), or at all, because parts are spooled to files. A Write of other
+// bytes gives up what was lent and not written; Close and Abort give up
+// what was not written.
+func (w *Writer) Lend(n int) ([]byte, error) {
+	if w.closed {
+		return nil, w.closedErr()
+	}
+	if err := w.failure(); err != nil {
+		return nil, w.fail(nil)
+	}
+	if w.pool.lent == 0 {
+		if err := w.room(); err != nil {
+			return nil, w.fail(err)
+		}
+	}
+	return w.pool.lend(n, w.partSizeOf(w.next)), nil
 }
 
 // room makes room for at least one more byte: a full part is sent only

@@ -27,6 +27,7 @@ type partPool struct {
 	// size (before it, the object may be small).
 	full    bool
 	cur     part // being filled
+	lent    int  // bytes of cur's buffer past its length, lent and not yet written
 	free    chan []byte
 	buffers int           // made
 	spools  chan struct{} // one per spool file open, two at most
@@ -87,13 +88,53 @@ func (p *partPool) filling() bool { return !p.cur.empty() }
 // filled is the size of the part being filled.
 func (p *partPool) filled() int64 { return p.cur.size() }
 
-// write appends b to the part being filled.
+// write appends b to the part being filled. What was lent and not
+// written is given up.
 func (p *partPool) write(b []byte) error {
+	p.lent = 0
 	if p.cur.spool != nil {
 		return p.cur.spool.write(b)
 	}
 	p.cur.buf = append(p.cur.buf, b...)
 	return nil
+}
+
+// lend returns the n bytes of the part's buffer that follow those filled
+// and lent, or nil if they do not fit in a part of partSize bytes or the
+// part is spooled. A buffer that started small grows first, when nothing
+// of it is lent, with room for a few more such regions: those lent while
+// the first are filled.
+func (p *partPool) lend(n int, partSize int64) []byte {
+	b := p.cur.buf
+	if b == nil || n <= 0 {
+		return nil
+	}
+	start, end := len(b)+p.lent, len(b)+p.lent+n
+	if int64(end) > partSize {
+		return nil
+	}
+	if end > cap(b) {
+		if p.lent > 0 {
+			return nil
+		}
+		nb := make([]byte, len(b), min(partSize, int64(max(2*cap(b), end+3*n))))
+		copy(nb, b)
+		p.cur.buf, b = nb, nb
+	}
+	p.lent += n
+	return b[start:end:end]
+}
+
+// fillLent takes b as the bytes of the oldest region lent, if it is that
+// region (or its start), and reports whether it was.
+func (p *partPool) fillLent(b []byte) bool {
+	buf := p.cur.buf
+	if p.lent == 0 || len(b) == 0 || len(b) > p.lent || &buf[:len(buf)+1][len(buf)] != &b[0] {
+		return false
+	}
+	p.cur.buf = buf[:len(buf)+len(b)]
+	p.lent -= len(b)
+	return true
 }
 
 // ensure gives the pool a part of size bytes to fill, waiting for one to
@@ -187,6 +228,7 @@ func (p *partPool) newBuffer(size int) []byte {
 func (p *partPool) take() part {
 	c := p.cur
 	p.cur = part{}
+	p.lent = 0
 	return c
 }
 

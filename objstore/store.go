@@ -43,7 +43,10 @@ type Store interface {
 	Compose(ctx context.Context, dest Location, parts []Part, opts *ComposeOptions) error
 }
 
-// An ObjectWriter writes an object as a stream (a [Writer] for S3).
+// An ObjectWriter writes an object as a stream (a [Writer] for S3). It
+// may also lend the memory of its next bytes, so that they are made in
+// place rather than copied in: Lend(n int) ([]byte, error), as
+// body.Lender has it ([Writer.Lend]).
 type ObjectWriter interface {
 	io.Writer
 	// Close commits the object. Close after Close returns the result of

@@ -243,6 +243,18 @@ func (s *Sink) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+// Lend lends the memory of the upload's part buffers, for the segments to
+// be sealed in place (see body.Lender).
+func (s *Sink) Lend(n int) ([]byte, error) {
+	l, ok := s.w.(body.Lender)
+	if !ok {
+		return nil, nil
+	}
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	return l.Lend(n)
+}
+
 // Commit completes the upload.
 func (s *Sink) Commit() error {
 	s.sem <- struct{}{}

@@ -74,6 +74,21 @@ type Sink interface {
 	Abort()
 }
 
+// Lend lends the memory of a Sink that lends it (as body.Lender says), so
+// that encrypt seals segments into an upload's part buffers; other
+// outputs lend nothing: nil.
+func (o *Output) Lend(n int) ([]byte, error) {
+	if l, ok := o.sink.(lender); ok {
+		return l.Lend(n)
+	}
+	return nil, nil
+}
+
+// lender is a Sink that lends its memory (body.Lender).
+type lender interface {
+	Lend(n int) ([]byte, error)
+}
+
 // NewSink is the output at path that writes to s.
 func NewSink(path string, s Sink) *Output {
 	return &Output{Writer: s, path: path, sink: s}
