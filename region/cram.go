@@ -236,7 +236,14 @@ func readCRAI(r io.Reader) ([]craiEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crai: %w", err)
 	}
-	return parseCRAI(io.LimitReader(zr, maxIndex))
+	b, err := io.ReadAll(io.LimitReader(zr, maxIndex+1))
+	if err != nil {
+		return nil, fmt.Errorf("crai: %w", err)
+	}
+	if len(b) > maxIndex {
+		return nil, fmt.Errorf("crai: decompresses to more than %d bytes", maxIndex)
+	}
+	return parseCRAI(bytes.NewReader(b))
 }
 
 // parseCRAI parses the decompressed text of a CRAI index.

@@ -18,8 +18,11 @@ import (
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
-// maxIndex is the most an index may decompress to.
-const maxIndex = 256 << 20
+// maxIndex is the most an index may decompress to: far more than the
+// index of any file people have (that of a BAM of 100 GB is about 10 MB),
+// and little enough that what biogo/hts builds of it (some ten times as
+// much) stays in memory.
+const maxIndex = 32 << 20
 
 // ErrNoIndex is wrapped by the error of [FindIndex] when no index is found.
 var ErrNoIndex = errkind.New(errkind.Usage, "no index found")
@@ -104,7 +107,7 @@ func (x *Index) Names() []string { return x.names }
 
 // ReadIndex reads the index called name, of size bytes, from r. Which kind
 // it is (BAI, CSI, TBI or CRAI) is told by its bytes. A malformed index
-// wraps [ErrData]. At most 256 MiB are decompressed.
+// wraps [ErrData]. At most 32 MiB are decompressed.
 func ReadIndex(r io.ReaderAt, size int64, name string) (*Index, error) {
 	x, err := readIndex(io.NewSectionReader(r, 0, size))
 	if err != nil {
@@ -163,7 +166,15 @@ func readBGZFIndex(r io.Reader) (*Index, error) {
 		return nil, err
 	}
 	defer br.Close()
-	b, err := io.ReadAll(io.LimitReader(br, maxIndex+1))
+	// A data file given for its index is told by its first bytes, before
+	// it is decompressed in full.
+	var head [4]byte
+	n, _ := io.ReadFull(br, head[:])
+	switch string(head[:n]) {
+	case "BAM\x01", "BCF\x02", "##fi":
+		return nil, errors.New("a data file (BAM, BCF or VCF), not a BAI, CSI, TBI or CRAI index")
+	}
+	b, err := io.ReadAll(io.LimitReader(io.MultiReader(bytes.NewReader(head[:n]), br), maxIndex+1))
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 package region
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
@@ -155,6 +157,16 @@ func (f *File) planSpan(p *Plan, s span) error {
 	if s.end.file > f.eof || (s.end.file == f.eof && s.end.block > 0) {
 		return fmt.Errorf("offset %d is past the data", s.end.file)
 	}
+	// Every offset that starts or ends a copy must be where a block
+	// starts (or the end marker): an index of another file could name
+	// any byte, and the copy would hold half a block.
+	for _, v := range []voffset{s.begin, s.end} {
+		if v.block == 0 && v.file != f.eof {
+			if err := f.blockStart(v.file); err != nil {
+				return err
+			}
+		}
+	}
 	start := s.begin.file
 	if s.begin.block > 0 {
 		b, err := f.block(s.begin)
@@ -189,6 +201,21 @@ func (f *File) planSpan(p *Plan, s span) error {
 	return nil
 }
 
+// blockStart fails unless a BGZF block starts at off.
+func (f *File) blockStart(off int64) error {
+	if off < 0 || off > f.size {
+		return fmt.Errorf("offset %d is past the data", off)
+	}
+	head := make([]byte, 18)
+	if _, err := f.src.ReadAt(head, off); err != nil && err != io.EOF {
+		return err
+	}
+	if _, err := blockSize(head); err != nil {
+		return fmt.Errorf("offset %d: %w", off, err)
+	}
+	return nil
+}
+
 // block reads the block that the virtual offset v points into, and checks
 // that v is inside it.
 func (f *File) block(v voffset) (block, error) {
@@ -206,9 +233,10 @@ func (f *File) block(v voffset) (block, error) {
 // the whole containers that hold the targets, the EOF container.
 func (f *File) planCRAM(ts []target) (*Plan, error) {
 	var offs []int64
+	byRef := craiByRef(f.idx.crai)
 	for _, t := range ts {
-		for _, e := range f.idx.crai {
-			if craiHolds(e, t) && e.container >= f.hdr.end.file {
+		for _, e := range byRef.holding(t) {
+			if e.container >= f.hdr.end.file {
 				offs = append(offs, e.container)
 			}
 		}
@@ -229,6 +257,66 @@ func (f *File) planCRAM(ts []target) (*Plan, error) {
 	}
 	p.add(Piece{Start: f.eof, End: f.size})
 	return p, nil
+}
+
+// craiRefs are the entries of a CRAI index by reference, each sorted by
+// start, with the longest span among them: a target's slices are then
+// found by a search, not by a scan of the index (whose lines a region
+// request may multiply by thousands of BED lines).
+type craiRefs map[int64]*craiRef
+
+type craiRef struct {
+	entries []craiEntry // sorted by start
+	maxSpan int64
+	always  []craiEntry // span 0: taken whenever the reference matches
+}
+
+func craiByRef(entries []craiEntry) craiRefs {
+	m := craiRefs{}
+	for _, e := range entries {
+		r := m[e.ref]
+		if r == nil {
+			r = &craiRef{}
+			m[e.ref] = r
+		}
+		if e.span <= 0 && e.ref >= 0 {
+			r.always = append(r.always, e)
+			continue
+		}
+		r.entries = append(r.entries, e)
+		r.maxSpan = max(r.maxSpan, e.span)
+	}
+	for _, r := range m {
+		slices.SortFunc(r.entries, func(a, b craiEntry) int { return cmp.Compare(a.start, b.start) })
+	}
+	return m
+}
+
+// holding returns the entries whose slices may hold records of t.
+func (m craiRefs) holding(t target) []craiEntry {
+	ref := int64(t.ref)
+	if t.ref < 0 {
+		ref = -1
+	}
+	r := m[ref]
+	if r == nil {
+		return nil
+	}
+	if t.ref < 0 {
+		return r.entries
+	}
+	out := slices.Clone(r.always)
+	// Slices that start before t.start - maxSpan end before it.
+	from := sort.Search(len(r.entries), func(i int) bool { return r.entries[i].start-1+r.maxSpan >= t.start })
+	for _, e := range r.entries[from:] {
+		if e.start-1 >= t.end {
+			break
+		}
+		if craiHolds(e, t) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // craiHolds reports whether the CRAI slice e may hold records of t. CRAI

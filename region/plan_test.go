@@ -2,6 +2,7 @@ package region
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -307,5 +308,59 @@ func TestBEDPlan(t *testing.T) {
 		if a.Pieces[i].Start != b.Pieces[i].Start || a.Pieces[i].End != b.Pieces[i].End || !bytes.Equal(a.Pieces[i].Data, b.Pieces[i].Data) {
 			t.Errorf("piece %d differs", i)
 		}
+	}
+}
+
+// TestChunkNotAtBlock: an index whose chunk starts (or ends) at a file
+// offset where no BGZF block starts, with a zero offset in the block, is
+// refused as not fitting the data: copied, it would give half a block.
+func TestChunkNotAtBlock(t *testing.T) {
+	dir := fixtures(t)
+	src, err := os.Open(filepath.Join(dir, "reads.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	st, _ := src.Stat()
+	good, _ := os.ReadFile(filepath.Join(dir, "reads.bam.bai"))
+	gidx, err := ReadIndex(bytes.NewReader(good), int64(len(good)), "good.bai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(src, st.Size(), "reads.bam", gidx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A BAI for as many references, the first with one chunk
+	// [1000<<16, 50000<<16) in the bin of 0-16 kbp.
+	var b bytes.Buffer
+	le := func(v any) { binary.Write(&b, binary.LittleEndian, v) }
+	b.WriteString("BAI\x01")
+	le(int32(len(f.Names())))
+	for i := range f.Names() {
+		if i > 0 {
+			le(int32(0))
+			le(int32(0))
+			continue
+		}
+		le(int32(1))
+		le(uint32(4681))
+		le(int32(1))
+		le(uint64(1000 << 16))
+		le(uint64(50000 << 16))
+		le(int32(1))
+		le(uint64(1000 << 16))
+	}
+	bad, err := ReadIndex(bytes.NewReader(b.Bytes()), int64(b.Len()), "bad.bai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := Open(src, st.Size(), "reads.bam", bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regions, _ := ParseAll([]string{f.Names()[0] + ":1-100"})
+	if _, err := bf.Plan(regions); !errors.Is(err, ErrData) {
+		t.Errorf("a chunk that starts inside a block: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package region
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -210,7 +211,9 @@ func ReadBED(r io.Reader, name string) ([]Region, error) {
 			out = append(out, reg)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("%w: %s: a line longer than %d bytes: not a BED file", ErrInvalidRegion, name, maxBEDLine)
+	} else if err != nil {
 		return nil, fmt.Errorf("failed to read %s: %w", name, err)
 	}
 	return out, nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -71,6 +72,9 @@ func (r *regionOptions) parse() ([]region.Region, error) {
 		return nil, usagef("failed to read --regions-file %s: %v", quoteName(r.RegionsFile), pathErr(err))
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, usagef("--regions-file %s is not a regular file", quoteName(r.RegionsFile))
+	}
 	bed, err := region.ReadBED(bufio.NewReader(f), r.RegionsFile)
 	if err != nil {
 		return nil, err
@@ -338,6 +342,19 @@ func printRegionPlan(w io.Writer, name string, rp *regionPlan, bodySize int64) e
 	fmt.Fprintf(&b, "  output     %s: %s copied, %s new\n", plural(rp.plan.Size(), "byte"), plural(rp.plan.Copied, "byte"), plural(rp.plan.New, "byte"))
 	fmt.Fprintf(&b, "  segments   %s read: %s of the %s body\n", plural(int64(len(cost.Segments)), "segment"),
 		plural(cost.Stored, "byte"), plural(bodySize, "byte"))
+	// splice --region copies those segments and seals each run of new
+	// bytes in whole new segments.
+	spliced, run := cost.Stored, int64(0)
+	for i, p := range rp.plan.Pieces {
+		if p.Data != nil {
+			run += int64(len(p.Data))
+		}
+		if run > 0 && (p.Data == nil || i == len(rp.plan.Pieces)-1) {
+			spliced += body.EncryptedSize(body.Floor(run + body.SegmentSize - 1))
+			run = 0
+		}
+	}
+	fmt.Fprintf(&b, "  splice     about %s of body: the segments read, and the new bytes in new segments\n", plural(spliced, "byte"))
 	_, err = io.WriteString(w, b.String())
 	return err
 }
