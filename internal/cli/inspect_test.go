@@ -196,7 +196,7 @@ func TestInspectInterop(t *testing.T) {
 				}
 				if *p.Opened {
 					opened = append(opened, i)
-					if *p.Type == typeEditList {
+					if *p.Type == "edit_list" {
 						editLists++
 					}
 				} else if p.Type != nil {

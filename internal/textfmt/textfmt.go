@@ -274,3 +274,11 @@ func hangColumn(line string, indent int) int {
 	start := indent + gap
 	return start + leadingSpaces(line[start:])
 }
+
+// Plural is n and unit, in the plural unless n is 1: "1 byte", "2 bytes".
+func Plural(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
