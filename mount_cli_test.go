@@ -59,7 +59,13 @@ func TestMountCommand(t *testing.T) {
 	}
 
 	// One ready line; a second mount on the same folder is refused.
-	if !strings.Contains(m.stderr.String(), "crypt4gh: mounted "+src+" at "+mp+"; Ctrl-C or fusermount3 -u "+mp+" to unmount") {
+	// The mount serves before the command prints its ready line: wait
+	// for the line, not for a guessed delay.
+	ready := "crypt4gh: mounted " + src + " at " + mp + "; Ctrl-C or fusermount3 -u " + mp + " to unmount"
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(m.stderr.String(), ready) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(m.stderr.String(), ready) {
 		t.Errorf("no ready line:\n%s", m.stderr.String())
 	}
 	again := exec.Command(e.bin, "mount", "--sk", sk, src, mp)
