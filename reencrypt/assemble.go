@@ -112,27 +112,7 @@ func Assemble(dst io.Writer, src Source, pieces []Piece, opts AssembleOptions) e
 		return err
 	}
 
-	recipients := opts.Recipients
-	if len(recipients) == 0 {
-		recipients = []keys.PublicKey{opts.Reader.Public()}
-	}
-	payloads := make([][]byte, 0, len(c.DataKeys)+1)
-	defer func() {
-		for _, pl := range payloads {
-			clear(pl)
-		}
-	}()
-	for i := range c.DataKeys {
-		payloads = append(payloads, header.DataKeyPayload(&c.DataKeys[i]))
-	}
-	if p.list != nil {
-		el, err := header.EditListPayload(p.list)
-		if err != nil {
-			return err
-		}
-		payloads = append(payloads, el)
-	}
-	nh, err := header.Seal(opts.Reader, recipients, payloads, opts.Rand)
+	nh, err := sealFor(c, p.list, opts.Reader, opts.Recipients, opts.Rand)
 	if err != nil {
 		return err
 	}

@@ -316,27 +316,7 @@ func PlanSplice(h *header.Header, bodySize int64, opts SpliceOptions) (*header.H
 		return nil, nil, err
 	}
 
-	recipients := opts.Recipients
-	if len(recipients) == 0 {
-		recipients = []keys.PublicKey{opts.Reader.Public()}
-	}
-	payloads := make([][]byte, 0, len(c.DataKeys)+1)
-	defer func() {
-		for _, p := range payloads {
-			clear(p)
-		}
-	}()
-	for i := range c.DataKeys {
-		payloads = append(payloads, header.DataKeyPayload(&c.DataKeys[i]))
-	}
-	if plan.List != nil {
-		el, err := header.EditListPayload(plan.List)
-		if err != nil {
-			return nil, nil, err
-		}
-		payloads = append(payloads, el)
-	}
-	nh, err := header.Seal(opts.Reader, recipients, payloads, nil)
+	nh, err := sealFor(c, plan.List, opts.Reader, opts.Recipients, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -389,4 +369,30 @@ func copyRuns(dst io.Writer, src io.ReadSeeker, bodyStart int64, runs []Run) err
 		}
 	}
 	return nil
+}
+
+// sealFor is the header of a new file that holds the data keys of c and,
+// when list is not nil, the edit list list, written by reader for the
+// recipients (the reader's own public key when there are none).
+func sealFor(c *header.Contents, list edit.List, reader *keys.SecretKey, recipients []keys.PublicKey, rand io.Reader) (*header.Header, error) {
+	if len(recipients) == 0 {
+		recipients = []keys.PublicKey{reader.Public()}
+	}
+	payloads := make([][]byte, 0, len(c.DataKeys)+1)
+	defer func() {
+		for _, p := range payloads {
+			clear(p)
+		}
+	}()
+	for i := range c.DataKeys {
+		payloads = append(payloads, header.DataKeyPayload(&c.DataKeys[i]))
+	}
+	if list != nil {
+		el, err := header.EditListPayload(list)
+		if err != nil {
+			return nil, err
+		}
+		payloads = append(payloads, el)
+	}
+	return header.Seal(reader, recipients, payloads, rand)
 }
