@@ -6,7 +6,6 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
-	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -84,19 +83,10 @@ func Assemble(dst io.Writer, src Source, pieces []Piece, opts AssembleOptions) e
 	if err := checkPieces(pieces); err != nil {
 		return err
 	}
-	h, err := header.Parse(src)
+	h, bodyStart, bodySize, err := readSource(src)
 	if err != nil {
 		return err
 	}
-	bodyStart, err := src.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return fmt.Errorf("failed to seek input: %w", err)
-	}
-	end, err := src.Seek(0, io.SeekEnd)
-	if err != nil {
-		return fmt.Errorf("failed to seek input: %w", err)
-	}
-	bodySize := end - bodyStart
 	plainSize, err := body.PlaintextSize(bodySize)
 	if err != nil {
 		return fmt.Errorf("failed to read body: %w", err)

@@ -240,19 +240,11 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	if err := checkSpliceOptions(opts); err != nil {
 		return err
 	}
-	h, err := header.Parse(src)
+	h, bodyStart, bodySize, err := readSource(src)
 	if err != nil {
 		return err
 	}
-	bodyStart, err := src.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return fmt.Errorf("failed to seek input: %w", err)
-	}
-	end, err := src.Seek(0, io.SeekEnd)
-	if err != nil {
-		return fmt.Errorf("failed to seek input: %w", err)
-	}
-	nh, runs, err := PlanSplice(h, end-bodyStart, opts)
+	nh, runs, err := PlanSplice(h, bodySize, opts)
 	if err != nil {
 		return err
 	}
@@ -395,4 +387,20 @@ func sealFor(c *header.Contents, list edit.List, reader *keys.SecretKey, recipie
 		payloads = append(payloads, el)
 	}
 	return header.Seal(reader, recipients, payloads, rand)
+}
+
+// readSource parses the header of src, a Source at its start, and returns
+// it with where the body starts and how long it is.
+func readSource(src Source) (h *header.Header, bodyStart, bodySize int64, err error) {
+	if h, err = header.Parse(src); err != nil {
+		return nil, 0, 0, err
+	}
+	if bodyStart, err = src.Seek(0, io.SeekCurrent); err != nil {
+		return nil, 0, 0, fmt.Errorf("failed to seek input: %w", err)
+	}
+	end, err := src.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("failed to seek input: %w", err)
+	}
+	return h, bodyStart, end - bodyStart, nil
 }
