@@ -59,8 +59,8 @@ type opened struct {
 	missing  bool // the edit list was found to keep bytes past the body
 }
 
-func open(src io.Reader, key *keys.SecretKey, opts *DecryptOptions) (opened, error) {
-	if key == nil {
+func open(src io.Reader, key keys.Opener, opts *DecryptOptions) (opened, error) {
+	if keys.IsNil(key) {
 		return opened{}, errkind.New(errkind.Usage, "no secret key")
 	}
 	h, err := header.Parse(src)
@@ -146,7 +146,7 @@ var (
 )
 
 // NewReader reads the header of a Crypt4GH file from src and opens it with
-// key, then returns a Reader of the plaintext that the file stands for
+// key (a [*keys.SecretKey], or a key agent's client), then returns a Reader of the plaintext that the file stands for
 // (after its edit list). opts may be nil.
 //
 // NewReader fails with an error wrapping [header.ErrNoDecryptablePacket]
@@ -154,7 +154,7 @@ var (
 // did not write it), and with the errors of [header.Parse] for input that
 // is not a valid header. Every segment is authenticated before any of its
 // plaintext is returned. The caller must call Close to erase the data keys.
-func NewReader(src io.Reader, key *keys.SecretKey, opts *DecryptOptions) (*Reader, error) {
+func NewReader(src io.Reader, key keys.Opener, opts *DecryptOptions) (*Reader, error) {
 	o, err := open(src, key, opts)
 	if err != nil {
 		return nil, err
@@ -336,7 +336,7 @@ const headerBuffer = 64 << 10
 // [*body.SegmentError] for a segment that fails. The caller must not change
 // the file while the ReaderAt is in use, and must call Close to erase the
 // data keys.
-func NewReaderAt(src io.ReaderAt, size int64, key *keys.SecretKey, opts *DecryptOptions) (*ReaderAt, error) {
+func NewReaderAt(src io.ReaderAt, size int64, key keys.Opener, opts *DecryptOptions) (*ReaderAt, error) {
 	if size < 0 {
 		return nil, errkind.Errorf(errkind.Usage, "negative file size %d", size)
 	}

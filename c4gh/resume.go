@@ -32,7 +32,7 @@ type Resumable struct {
 // in src with key, reading nothing of the body. It fails as [NewReaderAt]
 // does, and with [ErrResumeEditList] for a file with an edit list. The
 // caller must call Close, or hand the keys on with From.
-func NewResumable(src io.ReaderAt, size int64, key *keys.SecretKey, opts *DecryptOptions) (*Resumable, error) {
+func NewResumable(src io.ReaderAt, size int64, key keys.Opener, opts *DecryptOptions) (*Resumable, error) {
 	if size < 0 {
 		return nil, errkind.Errorf(errkind.Usage, "negative file size %d", size)
 	}

@@ -54,7 +54,8 @@ type sharedKey struct {
 	ok  bool
 }
 
-// Decrypt opens every packet it can with the reader's secret key and
+// Decrypt opens every packet it can with the reader's key, a
+// [*keys.SecretKey] or any other [keys.Opener] (a key agent's client), and
 // returns what they hold.
 //
 // Packets that do not authenticate are skipped silently: they are for other
@@ -69,9 +70,11 @@ type sharedKey struct {
 // [ErrMixedDataMethods] when the data keys are for different data methods,
 // [ErrInvalidPacket] when an opened payload is too short for its type, and
 // [ErrTooManyPackets], before any cryptography, when the packets it would
-// try come from more than [MaxWriterKeys] different writer keys.
-func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Contents, error) {
-	if reader == nil {
+// try come from more than [MaxWriterKeys] different writer keys. An error of
+// the opener other than [ErrPacketAuth] (an agent that cannot be reached)
+// stops Decrypt, which returns it wrapped.
+func (h *Header) Decrypt(reader keys.Opener, sender *keys.PublicKey) (*Contents, error) {
+	if keys.IsNil(reader) {
 		return nil, errkind.New(errkind.Usage, "failed to decrypt header: no reader key")
 	}
 	shared := make(map[keys.PublicKey]*sharedKey)
@@ -118,20 +121,12 @@ func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Conte
 			otherSender++
 			continue
 		}
-		k := shared[p.WriterPublicKey]
-		if k == nil {
-			k = &sharedKey{}
-			var err error
-			k.key, err = keys.ReaderSharedKey(reader, p.WriterPublicKey)
-			k.ok = err == nil
-			shared[p.WriterPublicKey] = k
-		}
-		if !k.ok {
+		pt, err := openPacket(p, reader, shared)
+		if errors.Is(err, ErrPacketAuth) {
 			continue
 		}
-		pt, err := p.open(&k.key)
 		if err != nil {
-			continue
+			return fail(fmt.Errorf("failed to open header packet %d of %d: %w", i+1, total, err))
 		}
 		c.Opened = append(c.Opened, i)
 		c.Payloads = append(c.Payloads, pt)
@@ -182,6 +177,28 @@ func (h *Header) Decrypt(reader *keys.SecretKey, sender *keys.PublicKey) (*Conte
 	return c, nil
 }
 
+// openPacket opens a method-0 packet with reader. A secret key computes
+// the packet key once per writer key, kept in shared; another opener (an
+// agent's client) opens each packet itself.
+func openPacket(p *Packet, reader keys.Opener, shared map[keys.PublicKey]*sharedKey) ([]byte, error) {
+	sk, ok := reader.(*keys.SecretKey)
+	if !ok {
+		return p.Open(reader)
+	}
+	k := shared[p.WriterPublicKey]
+	if k == nil {
+		k = &sharedKey{}
+		var err error
+		k.key, err = keys.ReaderSharedKey(sk, p.WriterPublicKey)
+		k.ok = err == nil
+		shared[p.WriterPublicKey] = k
+	}
+	if !k.ok {
+		return nil, ErrPacketAuth
+	}
+	return p.open(&k.key)
+}
+
 // wrongSender is ErrWrongSender with the writers, and also
 // ErrNoDecryptablePacket: no packet from the sender opens.
 type wrongSender struct{ writer, sender keys.PublicKey }
@@ -203,7 +220,7 @@ func (noPackets) Unwrap() []error { return []error{ErrNoPackets, ErrNoDecryptabl
 // openedBy returns the writer of a packet, not written by sender, that
 // reader opens: the file is for reader, but from another writer. It tries
 // at most MaxWriterKeys writers, as Decrypt does.
-func (h *Header) openedBy(reader *keys.SecretKey, sender *keys.PublicKey) (keys.PublicKey, bool) {
+func (h *Header) openedBy(reader keys.Opener, sender *keys.PublicKey) (keys.PublicKey, bool) {
 	tried := map[keys.PublicKey]bool{}
 	for i := range h.Packets {
 		p := &h.Packets[i]

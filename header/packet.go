@@ -13,28 +13,25 @@ import (
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
-// Open decrypts a method-0 packet with the reader's secret key and returns
-// the plaintext payload. The packet key is the crypto_kx key of the reader's
-// secret key and the writer public key stored in the packet.
+// Open decrypts a method-0 packet with the reader's key (a secret key, or
+// a key agent's client) and returns the plaintext payload. The packet key
+// is the crypto_kx key of the reader's secret key and the writer public key
+// stored in the packet.
 //
 // Open returns an error wrapping [ErrPacketAuth] when the packet does not
 // authenticate under that key (it is for another reader, or was altered) and
 // also when its method is not [MethodX25519ChaCha20Poly1305]: no key can open
 // such a packet, and a reader should skip it like any packet that is not for
-// it.
-func (p *Packet) Open(reader *keys.SecretKey) ([]byte, error) {
+// it. Another error is the opener's own failure (an agent that cannot be
+// reached, for one).
+func (p *Packet) Open(reader keys.Opener) ([]byte, error) {
 	if p.Method != MethodX25519ChaCha20Poly1305 {
 		return nil, fmt.Errorf("%w: unsupported packet encryption method %d", ErrPacketAuth, p.Method)
 	}
-	if reader == nil {
+	if keys.IsNil(reader) {
 		return nil, fmt.Errorf("%w: no reader key", ErrPacketAuth)
 	}
-	k, err := keys.ReaderSharedKey(reader, p.WriterPublicKey)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPacketAuth, err)
-	}
-	defer clear(k[:])
-	return p.open(&k)
+	return reader.OpenPacket(p.WriterPublicKey, &p.Nonce, p.Ciphertext)
 }
 
 // OpenAsWriter decrypts a method-0 packet that writer sealed for
@@ -56,18 +53,7 @@ func (p *Packet) OpenAsWriter(writer *keys.SecretKey, recipient keys.PublicKey) 
 
 // open decrypts a method-0 packet with its shared key.
 func (p *Packet) open(k *[keys.KeySize]byte) ([]byte, error) {
-	aead, err := chacha20poly1305.New(k[:])
-	if err != nil {
-		panic("header: internal error: " + err.Error())
-	}
-	if len(p.Ciphertext) < tagSize {
-		return nil, fmt.Errorf("%w: ciphertext of %d bytes is shorter than the tag", ErrPacketAuth, len(p.Ciphertext))
-	}
-	pt, err := aead.Open(nil, p.Nonce[:], p.Ciphertext, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: authentication failed", ErrPacketAuth)
-	}
-	return pt, nil
+	return keys.OpenPacketWith(k, &p.Nonce, p.Ciphertext)
 }
 
 // maxPayload is the largest payload that fits in a packet of

@@ -8,6 +8,7 @@ const (
 	FormatCrypt4GH SecretKeyFormat = "crypt4gh" // "c4gh-v1" under any PEM label (CRYPT4GH PRIVATE KEY, ENCRYPTED PRIVATE KEY, …)
 	FormatOpenSSH  SecretKeyFormat = "openssh"  // "openssh-key-v1" under any PEM label, ed25519
 	FormatPKCS8    SecretKeyFormat = "pkcs8"    // PRIVATE KEY, or ENCRYPTED PRIVATE KEY with PBES2; X25519
+	FormatBare     SecretKeyFormat = "bare"     // CRYPT4GH PRIVATE KEY holding only the 32 key bytes (htslib-crypt4gh)
 )
 
 // SecretKeyInfo describes a secret key file as far as it can be read
@@ -52,6 +53,8 @@ func InspectSecretKey(data []byte) (SecretKeyInfo, error) {
 			return SecretKeyInfo{}, err
 		}
 		return SecretKeyInfo{Format: FormatPKCS8, Protected: true, KDF: e.kdf}, nil
+	case secretBare:
+		return SecretKeyInfo{Format: FormatBare, KDF: KDFNone}, nil
 	}
 	// secretPKCS8: a key in clear, no comment.
 	return SecretKeyInfo{Format: FormatPKCS8, KDF: KDFNone}, nil

@@ -164,7 +164,10 @@ func parsePublicPEM(block *pem.Block) (PublicKey, error) {
 //     [Ed25519SecretToX25519];
 //   - PKCS#8: PEM "PRIVATE KEY" holding an X25519 key (OID 1.3.101.110), or
 //     PEM "ENCRYPTED PRIVATE KEY" holding one encrypted with PBES2 (see
-//     below).
+//     below);
+//   - bare: PEM "CRYPT4GH PRIVATE KEY" holding only the 32 bytes of the
+//     key, never protected, as samtools' htslib-crypt4gh plug-in and its
+//     agent write it.
 //
 // Keys are told apart by what the armor holds, not by its label: crypt4gh
 // 1.8.6 writes "CRYPT4GH PRIVATE KEY", neicnordic/crypt4gh "CRYPT4GH
@@ -208,6 +211,8 @@ func ParseSecretKey(data []byte, passphrase func() ([]byte, error)) (SecretKey, 
 		return parseOpenSSHSecret(der, passphrase)
 	case secretEncryptedPKCS8:
 		return parseEncryptedPKCS8(der, passphrase)
+	case secretBare:
+		return parseBareSecret(der)
 	}
 	return parsePKCS8Secret(der) // secretPKCS8
 }
@@ -220,6 +225,7 @@ const (
 	secretOpenSSH
 	secretPKCS8
 	secretEncryptedPKCS8
+	secretBare
 )
 
 // foreignPEMTypes describes the PEM armors, other than the key files of
@@ -254,8 +260,13 @@ func decodeSecretPEM(data []byte) (secretKind, []byte, error) {
 		return secretOpenSSH, block.Bytes, nil
 	}
 	switch block.Type {
-	case pemC4GHPrivate, pemC4GHEncryptedPrivate:
+	case pemC4GHPrivate:
+		if len(block.Bytes) == KeySize {
+			return secretBare, block.Bytes, nil
+		}
 		return secretC4GH, block.Bytes, nil // without the magic: the parser says so
+	case pemC4GHEncryptedPrivate:
+		return secretC4GH, block.Bytes, nil
 	case pemOpenSSH:
 		return secretOpenSSH, block.Bytes, nil
 	case pemPKCS8:
@@ -422,6 +433,17 @@ func parsePKCS8Secret(der []byte) (SecretKey, error) {
 	clear(b)
 	if sk == (SecretKey{}) {
 		return SecretKey{}, malformed("PKCS#8 X25519 private key is all zeros")
+	}
+	return sk, nil
+}
+
+// parseBareSecret reads the 32 bytes of a bare key, as htslib-crypt4gh
+// writes it. The all-zero key is refused, as for every format.
+func parseBareSecret(b []byte) (SecretKey, error) {
+	var sk SecretKey
+	copy(sk[:], b)
+	if sk == (SecretKey{}) {
+		return SecretKey{}, malformed("the key is all zeros")
 	}
 	return sk, nil
 }

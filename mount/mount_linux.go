@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/keys"
 )
 
 // This file shows a tree through FUSE, with github.com/hanwen/go-fuse.
@@ -71,7 +72,7 @@ type Server struct {
 // open, and one whose NAME is also an entry of the same folder, is left out
 // and logged to opts.Log. See the package documentation for the details.
 func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
-	if opts.Key == nil {
+	if keys.IsNil(opts.Key) {
 		return nil, errNoKey
 	}
 	if src == nil {

@@ -9,11 +9,13 @@ import (
 
 // Options configures [Mount].
 type Options struct {
-	// Key is the reader's secret key; it is required. Mount keeps a copy
-	// in memory, erased with the data keys of every file when the file
-	// system is unmounted: the caller may erase its own once Mount has
-	// returned.
-	Key *keys.SecretKey
+	// Key opens the headers: the reader's secret key, or another
+	// [keys.Opener] such as a key agent's client; it is required. Mount
+	// keeps a copy of a [*keys.SecretKey] in memory, erased with the data
+	// keys of every file when the file system is unmounted: the caller may
+	// erase its own once Mount has returned. Another opener is used as it
+	// is, for each file whose header is opened, while the file system runs.
+	Key keys.Opener
 	// Sender, when not nil, is the only writer whose files are shown
 	// decrypted: a Crypt4GH file written by another key is left out.
 	Sender *keys.PublicKey

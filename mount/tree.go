@@ -37,7 +37,8 @@ const headerJobs = 4
 // tree is the view of a Source through a secret key.
 type tree struct {
 	src    Source
-	key    keys.SecretKey
+	key    keys.Opener
+	own    *keys.SecretKey // the copy of a secret key given as the Opener
 	opts   c4gh.DecryptOptions
 	log    *logger
 	budget atomic.Int64 // cache blocks that may still be taken, all files together
@@ -51,8 +52,12 @@ type tree struct {
 	closed bool
 }
 
-func newTree(src Source, key *keys.SecretKey, sender *keys.PublicKey, log io.Writer) *tree {
-	t := &tree{src: src, key: *key, log: &logger{w: log}}
+func newTree(src Source, key keys.Opener, sender *keys.PublicKey, log io.Writer) *tree {
+	t := &tree{src: src, key: key, log: &logger{w: log}}
+	if sk, ok := key.(*keys.SecretKey); ok {
+		own := *sk
+		t.own, t.key = &own, &own
+	}
 	if sender != nil {
 		s := *sender
 		t.opts.Sender = &s
@@ -189,7 +194,7 @@ func (t *tree) openHeader(ctx context.Context, p string, size int64) (*file, err
 	if _, err := f.src.acquire(ctx); err != nil {
 		return nil, err
 	}
-	r, err := c4gh.NewReaderAt(&f.src, size, &t.key, &t.opts)
+	r, err := c4gh.NewReaderAt(&f.src, size, t.key, &t.opts)
 	f.src.release()
 	if err != nil {
 		return nil, err
@@ -224,7 +229,7 @@ func standsFor(r *c4gh.ReaderAt, size int64) int64 {
 	return edit.StandsFor(list, plain).Claimed
 }
 
-// close erases the data keys of every file and the secret key.
+// close erases the data keys of every file and the copy of the secret key.
 func (t *tree) close() {
 	t.workers.stop()
 	t.mu.Lock()
@@ -234,7 +239,9 @@ func (t *tree) close() {
 	}
 	t.opened = nil
 	t.closed = true
-	t.key.Zero()
+	if t.own != nil {
+		t.own.Zero()
+	}
 }
 
 var errClosed = errkind.New(errkind.Usage, "file system closed")

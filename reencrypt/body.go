@@ -19,7 +19,7 @@ import (
 // plausible length). It reads that segment only, so that a caller that
 // copies a file's body with io.Copy (in the kernel, when both ends are
 // files) can check it first.
-func CheckLastSegment(src io.ReaderAt, bodyStart, bodySize int64, h *header.Header, reader *keys.SecretKey) error {
+func CheckLastSegment(src io.ReaderAt, bodyStart, bodySize int64, h *header.Header, reader keys.Opener) error {
 	if _, err := body.PlaintextSize(bodySize); err != nil || bodySize == 0 {
 		return err
 	}
@@ -47,7 +47,7 @@ func CheckLastSegment(src io.ReaderAt, bodyStart, bodySize int64, h *header.Head
 // checks it before it is written: when the check fails, dst lacks the last
 // segment. The other segments are not authenticated: re-encryption does
 // not decrypt the body.
-func CopyBody(dst io.Writer, src io.Reader, h *header.Header, reader *keys.SecretKey) (int64, error) {
+func CopyBody(dst io.Writer, src io.Reader, h *header.Header, reader keys.Opener) (int64, error) {
 	c, err := h.Decrypt(reader, nil)
 	if err != nil {
 		return 0, err

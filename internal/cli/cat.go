@@ -61,7 +61,7 @@ func catFiles(e *env, o *catOptions) error {
 		return usagef("stdin (-) given %d times", stdin)
 	}
 	var (
-		sk   *keys.SecretKey
+		sk   readerKey
 		opts *c4gh.DecryptOptions
 	)
 	for _, path := range paths {
@@ -97,7 +97,7 @@ func catFiles(e *env, o *catOptions) error {
 
 // catOne writes the plaintext of the file read from src to stdout.
 // size is the file's, -1 when unknown.
-func catOne(e *env, path string, src io.Reader, size int64, sk *keys.SecretKey, opts *c4gh.DecryptOptions) error {
+func catOne(e *env, path string, src io.Reader, size int64, sk keys.Opener, opts *c4gh.DecryptOptions) error {
 	r, err := c4gh.NewReader(src, sk, opts)
 	if err != nil {
 		return noPacketHint(err, sk, opts.Sender)

@@ -271,14 +271,20 @@ func parseRange(s string) (*edit.Range, error) {
 
 // noPacketHint adds which public key was tried to an error saying that the
 // key opens no packet.
-func noPacketHint(err error, sk *keys.SecretKey, sender *keys.PublicKey) error {
+func noPacketHint(err error, key keys.Opener, sender *keys.PublicKey) error {
 	if errors.Is(err, header.ErrWrongSender) {
 		return withHint(err, "the file is for your key, but --sender_pk names another writer")
 	}
 	if !errors.Is(err, header.ErrNoDecryptablePacket) || errors.Is(err, header.ErrNoPackets) {
 		return err
 	}
-	if sender != nil {
+	sk, ok := key.(*keys.SecretKey)
+	switch {
+	case !ok && sender != nil:
+		return withHint(err, "no packet for the keys of the agent was written by %s (crypt4gh agent --list shows its keys)", *sender)
+	case !ok:
+		return withHint(err, "the file has no packet for the keys of the agent (crypt4gh agent --list shows them)")
+	case sender != nil:
 		return withHint(err, "no packet for the public key %s was written by %s", sk.Public(), *sender)
 	}
 	return withHint(err, "the file has no packet for the public key %s", sk.Public())

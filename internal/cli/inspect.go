@@ -6,12 +6,12 @@ import (
 	"io"
 	"slices"
 
+	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/describe"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/textfmt"
-	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/urfave/cli/v2"
 )
 
@@ -186,21 +186,30 @@ var errWriteOutput = errors.New("failed to write output")
 type lazyKey struct {
 	k      keyOptions
 	paths  []string // every --sk
-	sks    []*keys.SecretKey
+	sks    []readerKey
 	err    error
 	loaded bool
 }
 
-func (k *lazyKey) get(e *env) ([]*keys.SecretKey, error) {
+func (k *lazyKey) get(e *env) ([]readerKey, error) {
 	if !k.loaded {
 		k.loaded = true
+		if len(k.paths) == 0 {
+			// No --sk: the agent, when there is one.
+			c, err := agent.FromEnv()
+			if c != nil {
+				k.sks, k.paths = []readerKey{c}, []string{"the agent"}
+			}
+			k.err = err
+			return k.sks, k.err
+		}
 		for _, p := range k.paths {
 			ko := k.k
 			ko.SK = p
 			if ko.secretKeyPath() == "" {
 				continue
 			}
-			sk, err := readSecretKey(e, ko)
+			sk, err := readReaderKey(e, ko)
 			if err != nil {
 				k.err = err
 				break
@@ -219,7 +228,7 @@ func (k *lazyKey) zero() {
 
 // opener returns which of sks opens h (the first that does), and its
 // --sk path; the first when none does, whose error tells why.
-func (k *lazyKey) opener(h *header.Header, sks []*keys.SecretKey) (*keys.SecretKey, string) {
+func (k *lazyKey) opener(h *header.Header, sks []readerKey) (readerKey, string) {
 	for i, sk := range sks {
 		if opensWith(h, sk) {
 			return sk, k.paths[i]
@@ -310,7 +319,7 @@ func inspectRegion(e *env, o *inspectOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(e, o.keyOptions)
+	sk, err := readReaderKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"os"
+
+	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/internal/keyfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -31,10 +34,41 @@ func (k keyOptions) secretKeyPath() string { return expandHome(k.SK) }
 // passphrase only when it is protected, and describes its file.
 func loadSecretKey(e *env, k keyOptions) (*keys.SecretKey, keys.SecretKeyInfo, error) {
 	path := k.secretKeyPath()
+	if path == "" && os.Getenv(agent.SocketEnv) != "" {
+		return nil, keys.SecretKeyInfo{}, withHint(usagef("no secret key: crypt4gh %s needs the secret key itself, which the agent of %s does not give out", e.command, agent.SocketEnv),
+			"use --sk PATH or set %s", secretKeyEnv)
+	}
 	if path == "" {
 		return nil, keys.SecretKeyInfo{}, usagef("no secret key: use --sk PATH or set %s", secretKeyEnv)
 	}
 	return e.keyLoader().SecretKey(path, k.PassphraseFile)
+}
+
+// readerKey opens the headers of a command: the secret key of --sk, or the
+// client of the agent of CRYPT4GH_AGENT. The caller must call Zero.
+type readerKey interface {
+	keys.Opener
+	Zero()
+}
+
+// readReaderKey returns the secret key of --sk or, when no --sk (nor
+// C4GH_SECRET_KEY) is given and CRYPT4GH_AGENT is set, the agent's client:
+// for the commands that only open header packets. No key file is read then.
+func readReaderKey(e *env, k keyOptions) (readerKey, error) {
+	if k.secretKeyPath() == "" {
+		c, err := agent.FromEnv()
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			return c, nil
+		}
+	}
+	sk, err := readSecretKey(e, k)
+	if err != nil {
+		return nil, err
+	}
+	return sk, nil
 }
 
 // readSecretKey is loadSecretKey for the commands that need only the key.
@@ -43,9 +77,10 @@ func readSecretKey(e *env, k keyOptions) (*keys.SecretKey, error) {
 	return sk, err
 }
 
-// readReaderKeys loads the secret key of --sk and, when --sender_pk is
-// given, the public key that every accepted packet must be written by.
-func readReaderKeys(e *env, k keyOptions) (*keys.SecretKey, *keys.PublicKey, error) {
+// readReaderKeys loads the key of --sk (or the agent, see readReaderKey)
+// and, when --sender_pk is given, the public key that every accepted
+// packet must be written by.
+func readReaderKeys(e *env, k keyOptions) (readerKey, *keys.PublicKey, error) {
 	var sender *keys.PublicKey
 	if p := k.Sender; p != "" {
 		pks, err := readPublicKeys([]string{p})
@@ -57,7 +92,7 @@ func readReaderKeys(e *env, k keyOptions) (*keys.SecretKey, *keys.PublicKey, err
 		}
 		sender = &pks[0]
 	}
-	sk, err := readSecretKey(e, k)
+	sk, err := readReaderKey(e, k)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -209,7 +209,7 @@ func newHeader(e *env, o *reencryptOptions, h *header.Header, sk *keys.SecretKey
 
 // opensWith reports whether sk opens the header h: what an in-place
 // rewrite must keep true, unless --drop-self.
-func opensWith(h *header.Header, sk *keys.SecretKey) bool {
+func opensWith(h *header.Header, sk keys.Opener) bool {
 	contents, err := h.Decrypt(sk, nil)
 	if err != nil {
 		return false

@@ -91,7 +91,7 @@ type regionPlan struct {
 // planRegions plans the regions of ro in the crypt4gh file of size bytes
 // at src, named name (its path or URL, beside which the index is
 // looked for), opened with sk.
-func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size int64, sk *keys.SecretKey, opts *c4gh.DecryptOptions) (*regionPlan, error) {
+func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size int64, sk keys.Opener, opts *c4gh.DecryptOptions) (*regionPlan, error) {
 	regions, err := ro.parse()
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 }
 
 // readIndex finds and reads the index of the data at name.
-func (e *env) readIndex(ro *regionOptions, name string, sk *keys.SecretKey, opts *c4gh.DecryptOptions) (*region.Index, error) {
+func (e *env) readIndex(ro *regionOptions, name string, sk keys.Opener, opts *c4gh.DecryptOptions) (*region.Index, error) {
 	var opened []io.Closer
 	defer func() {
 		for _, c := range opened {
@@ -160,7 +160,7 @@ func (e *env) readIndex(ro *regionOptions, name string, sk *keys.SecretKey, opts
 // openIndexFile opens the index at p: a local file, an object or a URL;
 // one whose name ends in .c4gh is decrypted with sk. A file that does not
 // exist is an error for which errors.Is(err, fs.ErrNotExist) holds.
-func (e *env) openIndexFile(p string, sk *keys.SecretKey, opts *c4gh.DecryptOptions) (io.ReaderAt, int64, io.Closer, error) {
+func (e *env) openIndexFile(p string, sk keys.Opener, opts *c4gh.DecryptOptions) (io.ReaderAt, int64, io.Closer, error) {
 	var (
 		ra   io.ReaderAt
 		size int64

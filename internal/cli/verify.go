@@ -128,7 +128,7 @@ func verify(e *env, o *verifyOptions) error {
 // verifyFile opens the header of the file at path with sk, authenticates
 // every segment of its body and checks its edit list against the body. It
 // returns the checksum lines, with --checksum.
-func verifyFile(e *env, o *verifyOptions, path string, sk *keys.SecretKey, sender *keys.PublicKey) (string, error) {
+func verifyFile(e *env, o *verifyOptions, path string, sk keys.Opener, sender *keys.PublicKey) (string, error) {
 	if _, err := os.Stat(path); path != "-" && !objstore.IsURL(path) && errors.Is(err, os.ErrNotExist) {
 		return "", usagef("no such file") // the line starts with the name already
 	}

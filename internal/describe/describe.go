@@ -111,10 +111,13 @@ func Describe(h *header.Header, bodySize int64) *Report {
 }
 
 // Open adds what sk opens to r. It returns the error of header.Decrypt,
-// if any: then only the packets are described.
-func (r *Report) Open(h *header.Header, sk *keys.SecretKey) error {
-	pk := sk.Public()
-	r.ReaderPublicKey, r.ReaderPublicKeyHex = keyStrings(pk)
+// if any: then only the packets are described. The reader's public key is
+// reported only for a [*keys.SecretKey] (an agent does not say which of
+// its keys opened the packets).
+func (r *Report) Open(h *header.Header, sk keys.Opener) error {
+	if k, ok := sk.(*keys.SecretKey); ok {
+		r.ReaderPublicKey, r.ReaderPublicKeyHex = keyStrings(k.Public())
+	}
 	r.OpenedPackets = []int{}
 	contents, err := h.Decrypt(sk, nil)
 	if err != nil && !errors.Is(err, header.ErrNoDecryptablePacket) {

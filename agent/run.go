@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// childEnv marks the process that a daemon agent hands its keys to; it
+// names the socket. The listening socket is descriptor 3 and the keys come
+// on descriptor 4.
+const childEnv = "CRYPT4GH_AGENT_TAKEOVER"
+
+// Environ returns env (as os.Environ gives it) for the agent's command:
+// CRYPT4GH_AGENT and CRYPT4GH_PK set, and the variables of drop removed
+// (the passphrase, read once by the agent).
+func Environ(env []string, sock string, pk keys.PublicKey, drop ...string) []string {
+	out := make([]string, 0, len(env)+2)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == SocketEnv || name == PKEnv || name == PIDEnv || name == childEnv {
+			continue
+		}
+		skip := false
+		for _, d := range drop {
+			skip = skip || name == d
+		}
+		if !skip {
+			out = append(out, kv)
+		}
+	}
+	return append(out, SocketEnv+"="+sock, PKEnv+"="+pk.String())
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// Exports returns the lines of shell that make the agent known, as
+// ssh-agent prints them: eval them.
+func Exports(sock string, pk keys.PublicKey, pid int) string {
+	return fmt.Sprintf("%s=%s; export %s;\n%s=%s; export %s;\n%s=%d; export %s;\n",
+		SocketEnv, shellQuote(sock), SocketEnv, PKEnv, pk.String(), PKEnv, PIDEnv, pid, PIDEnv)
+}
+
+// Unsets returns the lines of shell that forget a stopped agent.
+func Unsets() string {
+	return fmt.Sprintf("unset %s %s %s;\n", SocketEnv, PKEnv, PIDEnv)
+}
+
+// Detach starts the program exe (this tool) as a daemon, in a session of
+// its own, and hands it the socket and the agent's keys: it calls
+// [TakeOver] and serves until it is stopped. It returns the daemon's
+// process id. The caller keeps a and s, and should Close a without
+// removing s (the daemon removes it when it stops).
+func Detach(a *Agent, s *Socket, exe string, args []string) (int, error) {
+	lf, err := s.File()
+	if err != nil {
+		return 0, err
+	}
+	defer lf.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		w.Close()
+		return 0, err
+	}
+	defer null.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), childEnv+"="+s.Path)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
+	cmd.ExtraFiles = []*os.File{lf, r}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return 0, fmt.Errorf("failed to start the agent: %w", err)
+	}
+	err = a.Export(w)
+	w.Close()
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	cmd.Process.Release()
+	return pid, nil
+}
+
+// TakeOver reports whether this process is a daemon started by [Detach];
+// if so it returns the agent and socket handed to it.
+func TakeOver() (a *Agent, s *Socket, ok bool, err error) {
+	path := os.Getenv(childEnv)
+	if path == "" {
+		return nil, nil, false, nil
+	}
+	os.Unsetenv(childEnv)
+	st := os.NewFile(4, "agent state")
+	a, err = Import(st)
+	st.Close()
+	if err != nil {
+		return nil, nil, true, err
+	}
+	s, err = FromFile(os.NewFile(3, "agent socket"), path)
+	if err != nil {
+		a.Close()
+		return nil, nil, true, err
+	}
+	return a, s, true, nil
+}
+
+// PID returns the daemon's process id from CRYPT4GH_AGENT_PID, 0 when
+// unset.
+func PID() int {
+	n, _ := strconv.Atoi(os.Getenv(PIDEnv))
+	return n
+}

@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// A Socket is the agent's listening socket, alone in a folder of its own.
+type Socket struct {
+	Dir  string // the folder, mode 0700
+	Path string // the socket, mode 0600
+	l    *net.UnixListener
+}
+
+// Listen makes a private folder (mode 0700) in $XDG_RUNTIME_DIR, or in the
+// system's temporary folder when that is not set or not usable, and a
+// socket (mode 0600) in it. The caller must call Remove.
+func Listen() (*Socket, error) {
+	var dir string
+	var err error
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+		dir, err = os.MkdirTemp(rt, "crypt4gh-agent.")
+	}
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "crypt4gh-agent.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to make the agent's folder: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	path := filepath.Join(dir, "socket")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		os.Remove(dir)
+		return nil, fmt.Errorf("failed to make the agent's socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		os.Remove(dir)
+		return nil, err
+	}
+	return &Socket{Dir: dir, Path: path, l: l}, nil
+}
+
+// Listener returns the listening socket.
+func (s *Socket) Listener() *net.UnixListener { return s.l }
+
+// File returns a duplicate of the listening socket's descriptor, to hand
+// to another process; the caller must close it.
+func (s *Socket) File() (*os.File, error) { return s.l.File() }
+
+// FromFile is the socket of an agent whose parent handed over the
+// listening descriptor f, at path. It closes f.
+func FromFile(f *os.File, path string) (*Socket, error) {
+	l, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	ul, ok := l.(*net.UnixListener)
+	if !ok {
+		l.Close()
+		return nil, errors.New("the descriptor handed over is not a Unix socket")
+	}
+	return &Socket{Dir: filepath.Dir(path), Path: path, l: ul}, nil
+}
+
+// Remove closes the socket and removes it and its folder.
+func (s *Socket) Remove() {
+	s.l.SetUnlinkOnClose(false)
+	s.l.Close()
+	os.Remove(s.Path)
+	os.Remove(s.Dir)
+}
+
+// Export writes the agent's keys to w for a process that takes over
+// ([Import]): the agent's own key, then for each key its secret key, the
+// rest of its lifetime and its name. w should be a pipe to that process:
+// the keys are in clear. The agent is not changed.
+func (a *Agent) Export(w io.Writer) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.isLocked {
+		return ErrLocked
+	}
+	b := make([]byte, 0, 4096)
+	defer func() { clear(b) }()
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(a.entries)))
+	b = append(b, a.id[:]...)
+	now := time.Now()
+	for _, e := range a.entries {
+		var left int64 // 0: forever
+		switch {
+		case !e.live(now):
+			left = -1
+		case !e.expires.IsZero():
+			left = max(int64(e.expires.Sub(now)), 1)
+		}
+		b = append(b, e.sk[:]...)
+		b = binary.LittleEndian.AppendUint64(b, uint64(left))
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(e.name)))
+		b = append(b, e.name...)
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// Import returns an agent with the keys that [Agent.Export] wrote to r.
+func Import(r io.Reader) (*Agent, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	defer clear(data)
+	bad := errors.New("malformed agent state")
+	if len(data) < 2+keys.KeySize {
+		return nil, bad
+	}
+	n := int(binary.LittleEndian.Uint16(data))
+	if n > MaxKeys {
+		return nil, bad
+	}
+	a, err := New()
+	if err != nil {
+		return nil, err
+	}
+	copy(a.id[:], data[2:])
+	a.idPub = a.id.Public()
+	b := data[2+keys.KeySize:]
+	for range n {
+		if len(b) < keys.KeySize+10 {
+			a.Close()
+			return nil, bad
+		}
+		var sk keys.SecretKey
+		copy(sk[:], b)
+		left := int64(binary.LittleEndian.Uint64(b[keys.KeySize:]))
+		l := int(binary.LittleEndian.Uint16(b[keys.KeySize+8:]))
+		b = b[keys.KeySize+10:]
+		if l > len(b) {
+			sk.Zero()
+			a.Close()
+			return nil, bad
+		}
+		name := string(b[:l])
+		b = b[l:]
+		if left < 0 {
+			sk.Zero()
+		}
+		err := a.Add(&sk, name, time.Duration(max(left, 0)))
+		sk.Zero()
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		if left < 0 {
+			a.mu.Lock()
+			a.entries[len(a.entries)-1].expire()
+			a.mu.Unlock()
+		}
+	}
+	if len(b) != 0 {
+		a.Close()
+		return nil, bad
+	}
+	return a, nil
+}

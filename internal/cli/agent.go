@@ -1,0 +1,312 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/c4gh-go/crypt4gh/agent"
+	"github.com/c4gh-go/crypt4gh/internal/keyfile"
+)
+
+// agentOptions are the flags of agent.
+type agentOptions struct {
+	Keys           cli.StringSlice
+	PassphraseFile string
+	Lifetime       string
+	Confirm        bool
+	Daemon         bool
+	Stop           bool
+	List           bool
+	Lock           bool
+	Unlock         bool
+	Quiet          bool
+}
+
+func agentCommand(e *env) command {
+	o := &agentOptions{}
+	return command{Command: &cli.Command{
+		Name:  "agent",
+		Usage: "hold unlocked secret keys for the commands of this tool and for samtools",
+		UsageText: "crypt4gh agent --sk KEY… [--passphrase-file F] [-t DURATION] [--confirm] -- COMMAND [ARG…]\n" +
+			"       eval \"$(crypt4gh agent --sk KEY… [-t DURATION] --daemon)\"\n" +
+			"       crypt4gh agent --list | --lock | --unlock | --stop",
+		Description: "Unlocks each --sk once (its passphrase from --passphrase-file, C4GH_PASSPHRASE\n" +
+			"or the terminal), then runs COMMAND with CRYPT4GH_AGENT (a socket) and\n" +
+			"CRYPT4GH_PK (the agent's public key) in its environment, and without\n" +
+			"C4GH_PASSPHRASE. Inside it, every command of this tool given no --sk (and no\n" +
+			"C4GH_SECRET_KEY) opens header packets through the agent, and so does samtools\n" +
+			"with the htslib-crypt4gh plug-in (crypt4gh:FILE): the secret keys never leave\n" +
+			"the agent, which exits with COMMAND's status, removing its socket.\n" +
+			"\n" +
+			"With --daemon the agent runs in the background and prints the shell lines\n" +
+			"that export its variables, as ssh-agent does; --stop ends it. --list prints the\n" +
+			"public key and name of each key held; --lock asks a passphrase and makes the\n" +
+			"agent refuse every request until --unlock gives it again.\n" +
+			"\n" +
+			"The socket (mode 0600) is in a folder of mode 0700 in $XDG_RUNTIME_DIR or the\n" +
+			"temporary folder, and the agent serves only processes of its own user\n" +
+			"(SO_PEERCRED), whatever the socket's mode. The keys are held in memory locked\n" +
+			"against swapping where the system allows, and erased on exit. After -t (a\n" +
+			"duration such as 30m or 8h, or seconds) the keys are erased and requests fail\n" +
+			"with exit 3. With --confirm the agent asks on its terminal before each\n" +
+			"connection's first use of a key. Commands that write packets as the reader\n" +
+			"(reencrypt, rearrange, splice, encrypt --sk, keygen, pubkey) still need --sk.",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "sk", Usage: "a secret key `PATH` to hold (repeatable)", EnvVars: []string{secretKeyEnv}, Destination: &o.Keys},
+			passphraseFileFlag(&o.PassphraseFile),
+			&cli.StringFlag{Name: "lifetime", Aliases: []string{"t"}, Usage: "erase the keys after `DURATION` (30m, 8h, or seconds)", Destination: &o.Lifetime},
+			&cli.BoolFlag{Name: "confirm", Usage: "ask on the agent's terminal before each connection's first use of a key", Destination: &o.Confirm},
+			&cli.BoolFlag{Name: "daemon", Usage: "run in the background and print the shell lines that export its variables", Destination: &o.Daemon},
+			&cli.BoolFlag{Name: "stop", Usage: "stop the agent of CRYPT4GH_AGENT and print the lines that unset its variables", Destination: &o.Stop},
+			&cli.BoolFlag{Name: "list", Usage: "list the keys the agent of CRYPT4GH_AGENT holds", Destination: &o.List},
+			&cli.BoolFlag{Name: "lock", Usage: "lock the agent with a passphrase (asked twice, or --passphrase-file)", Destination: &o.Lock},
+			&cli.BoolFlag{Name: "unlock", Usage: "unlock the agent with the passphrase that locked it", Destination: &o.Unlock},
+			quietFlag(&o.Quiet, false),
+		},
+		Action: func(c *cli.Context) error { return runAgent(e.start(c, o.Quiet, nil), o) },
+	}, page: page{
+		env: []string{secretKeyEnv, passphraseEnv, agent.SocketEnv, agent.PKEnv},
+		examples: []string{
+			"crypt4gh agent --sk ~/.c4gh/key -t 8h -- $SHELL",
+			"crypt4gh decrypt -i reads.bam.c4gh -o reads.bam",
+			"HTS_PATH=~/htslib-plugins samtools view crypt4gh:reads.bam.c4gh chr20",
+			"eval \"$(crypt4gh agent --sk ~/.c4gh/key --daemon)\"",
+			"crypt4gh agent --list",
+			"eval \"$(crypt4gh agent --stop)\"",
+		},
+	}}
+}
+
+func runAgent(e *env, o *agentOptions) error {
+	if a, s, ok, err := agent.TakeOver(); ok {
+		if err != nil {
+			return err
+		}
+		return serveAgent(a, s, nil)
+	}
+	modes := 0
+	for _, m := range []bool{o.Daemon, o.Stop, o.List, o.Lock, o.Unlock} {
+		if m {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return usagef("--daemon, --stop, --list, --lock and --unlock exclude each other")
+	}
+	if o.Stop || o.List || o.Lock || o.Unlock {
+		if len(e.args) > 0 || len(o.Keys.Value()) > 0 {
+			return usagef("--stop, --list, --lock and --unlock talk to a running agent: no --sk or COMMAND")
+		}
+		return agentRequest(e, o)
+	}
+	if len(o.Keys.Value()) == 0 {
+		return withHint(usagef("no secret key for the agent"), "give --sk KEY (repeatable)")
+	}
+	if o.Daemon == (len(e.args) > 0) {
+		return withHint(usagef("give the agent a COMMAND to run, or --daemon"),
+			"crypt4gh agent --sk KEY -- $SHELL starts a shell that uses it")
+	}
+	if o.Daemon && o.Confirm {
+		return usagef("--confirm needs the agent's terminal: use it without --daemon")
+	}
+	lifetime, err := parseLifetime(o.Lifetime)
+	if err != nil {
+		return err
+	}
+	a, err := agent.New()
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	for _, path := range o.Keys.Value() {
+		sk, _, err := e.keyLoader().SecretKey(expandHome(path), o.PassphraseFile)
+		if err != nil {
+			return err
+		}
+		err = a.Add(sk, path, lifetime)
+		sk.Zero()
+		if err != nil {
+			return err
+		}
+	}
+	if !a.MemoryLocked() && !e.quiet {
+		e.warnf("the keys' memory could not be locked against swapping (see ulimit -l)")
+	}
+	a.Log = func(format string, args ...any) { e.warnf("agent: "+format, args...) }
+	if o.Confirm {
+		a.Confirm = confirmOnTTY
+	}
+	s, err := agent.Listen()
+	if err != nil {
+		return err
+	}
+	if o.Daemon {
+		exe, err := os.Executable()
+		if err != nil {
+			s.Remove()
+			return err
+		}
+		pid, err := agent.Detach(a, s, exe, []string{"agent"})
+		if err != nil {
+			s.Remove()
+			return err
+		}
+		_, err = fmt.Fprint(e.stdout, agent.Exports(s.Path, a.PublicKey(), pid))
+		return err
+	}
+	return serveAgent(a, s, e.args)
+}
+
+// parseLifetime reads -t: a Go duration or a number of seconds.
+func parseLifetime(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		n, nerr := strconv.ParseUint(s, 10, 32)
+		if nerr != nil {
+			return 0, usagef("-t %q is not a duration (30m, 8h, or seconds)", s)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d <= 0 {
+		return 0, usagef("-t %q is not a positive duration", s)
+	}
+	return d, nil
+}
+
+// serveAgent serves a on s until COMMAND ends (when argv is not empty),
+// or until the agent is stopped or receives a signal, then erases the keys
+// and removes the socket. With a COMMAND it ends with its exit status.
+func serveAgent(a *agent.Agent, s *agent.Socket, argv []string) error {
+	defer s.Remove()
+	defer a.Close()
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(s.Listener()) }()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	if len(argv) == 0 {
+		select {
+		case <-sigs:
+		case <-a.Stopped():
+		case err := <-served:
+			return err
+		}
+		return nil
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = agent.Environ(os.Environ(), s.Path, a.PublicKey(), passphraseEnv)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return usage(fmt.Errorf("failed to run %s: %w", quoteName(argv[0]), pathErr(err)))
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			// The terminal sends SIGINT to COMMAND too; the others
+			// are passed on.
+			if sig != syscall.SIGINT {
+				cmd.Process.Signal(sig)
+			}
+		case err := <-done:
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code := ee.ExitCode()
+				if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+					code = 128 + int(st.Signal())
+				}
+				return quietExit(code)
+			}
+			return err
+		}
+	}
+}
+
+// confirmOnTTY asks on the terminal whether a process may use a key.
+func confirmOnTTY(p agent.Peer, k agent.KeyInfo) bool {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer tty.Close()
+	fmt.Fprintf(tty, "crypt4gh agent: allow %s to use the key %s? [y/N] ", processName(p.PID), quoteName(k.Name))
+	line, _ := bufio.NewReader(tty).ReadString('\n')
+	line = strings.ToLower(strings.TrimSpace(line))
+	return line == "y" || line == "yes"
+}
+
+// processName is the command line of a process, for the confirmation.
+func processName(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return fmt.Sprintf("process %d", pid)
+	}
+	cmd := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	if len(cmd) > 120 {
+		cmd = cmd[:120] + "…"
+	}
+	return fmt.Sprintf("process %d (%s)", pid, quoteName(cmd))
+}
+
+// agentRequest runs --stop, --list, --lock or --unlock against the agent
+// of CRYPT4GH_AGENT.
+func agentRequest(e *env, o *agentOptions) error {
+	c, err := agent.FromEnv()
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return withHint(usagef("%s is not set: no agent to talk to", agent.SocketEnv),
+			"start one with crypt4gh agent --sk KEY -- $SHELL, or eval \"$(crypt4gh agent --sk KEY --daemon)\"")
+	}
+	defer c.Close()
+	switch {
+	case o.Stop:
+		if err := c.Stop(); err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(e.stdout, agent.Unsets())
+		return err
+	case o.List:
+		infos, err := c.List()
+		if err != nil {
+			return err
+		}
+		for _, k := range infos {
+			state := ""
+			if k.Expired {
+				state = " (expired)"
+			}
+			fmt.Fprintf(e.stdout, "%s %s%s\n", k.PublicKey, quoteName(k.Name), state)
+		}
+		return nil
+	}
+	src := keyfile.Source{File: o.PassphraseFile, Flag: "passphrase-file", Confirm: o.Lock}
+	prompt := "Passphrase to unlock the agent: "
+	if o.Lock {
+		prompt = "Passphrase to lock the agent: "
+	}
+	pass, err := e.keyLoader().Passphrase(src, prompt)
+	if err != nil {
+		return err
+	}
+	defer clear(pass)
+	if o.Lock {
+		return c.Lock(pass)
+	}
+	return c.Unlock(pass)
+}
