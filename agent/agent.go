@@ -387,10 +387,12 @@ func (a *Agent) open(req request, st *connState) ([]byte, error) {
 			continue
 		}
 		live++
-		k, err := keys.ReaderSharedKey(e.sk, writer)
+		sum, err := kx(e.sk, writer, e.pub, writer)
 		if err != nil {
 			continue
 		}
+		k := [keys.KeySize]byte(sum[:keys.KeySize])
+		clear(sum[:])
 		pt, err = keys.OpenPacketWith(&k, &nonce, ct)
 		clear(k[:])
 		if err == nil {

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"crypto/ecdh"
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
@@ -10,6 +9,7 @@ import (
 
 	"golang.org/x/crypto/blake2b"
 	"golang.org/x/crypto/chacha20poly1305"
+	"golang.org/x/crypto/curve25519"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -127,25 +127,10 @@ type session struct {
 // with the first half and transmits with the second, the server the other
 // way round.
 func newSession(own *keys.SecretKey, peer, client, server keys.PublicKey, isClient bool) (*session, error) {
-	priv, err := ecdh.X25519().NewPrivateKey(own[:])
+	sum, err := kx(own, peer, client, server)
 	if err != nil {
 		return nil, err
 	}
-	pub, err := ecdh.X25519().NewPublicKey(peer[:])
-	if err != nil {
-		return nil, err
-	}
-	dh, err := priv.ECDH(pub)
-	if err != nil {
-		return nil, keys.ErrLowOrderPoint
-	}
-	h, _ := blake2b.New512(nil)
-	h.Write(dh)
-	h.Write(client[:])
-	h.Write(server[:])
-	var sum [64]byte
-	h.Sum(sum[:0])
-	clear(dh)
 	s := &session{}
 	if isClient {
 		copy(s.rx[:], sum[:32])
@@ -156,6 +141,26 @@ func newSession(own *keys.SecretKey, peer, client, server keys.PublicKey, isClie
 	}
 	clear(sum[:])
 	return s, nil
+}
+
+// kx is libsodium's crypto_kx: BLAKE2b-512 of the X25519 shared secret of
+// own and peer, the client's and the server's public keys. A header
+// packet's key is its first half, with the reader as the client and the
+// writer as the server. One scalar multiplication: the caller knows the
+// public keys.
+func kx(own *keys.SecretKey, peer, client, server keys.PublicKey) ([64]byte, error) {
+	var sum [64]byte
+	dh, err := curve25519.X25519(own[:], peer[:])
+	if err != nil {
+		return sum, keys.ErrLowOrderPoint
+	}
+	h, _ := blake2b.New512(nil)
+	h.Write(dh)
+	h.Write(client[:])
+	h.Write(server[:])
+	h.Sum(sum[:0])
+	clear(dh)
+	return sum, nil
 }
 
 // zero erases the session keys.
