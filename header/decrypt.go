@@ -196,6 +196,7 @@ func openPacket(p *Packet, reader keys.Opener, shared map[keys.PublicKey]*shared
 	if !k.ok {
 		return nil, ErrPacketAuth
 	}
+	// p.open makes its failure ErrPacketAuth.
 	return p.open(&k.key)
 }
 

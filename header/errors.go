@@ -1,9 +1,6 @@
 package header
 
-import (
-	"github.com/c4gh-go/crypt4gh/internal/errkind"
-	"github.com/c4gh-go/crypt4gh/keys"
-)
+import "github.com/c4gh-go/crypt4gh/internal/errkind"
 
 var (
 	// ErrEmptyInput is returned by [Parse] when the input holds no bytes at all.
@@ -36,8 +33,9 @@ var (
 	// ErrPacketAuth is returned by [Packet.Open] when the packet cannot be
 	// opened with the given key: it does not authenticate (it belongs to
 	// another reader or was altered) or its encryption method is unknown.
-	// It is [keys.ErrPacketAuth], which every [keys.Opener] returns.
-	ErrPacketAuth = keys.ErrPacketAuth
+	// The error also wraps [keys.ErrPacketAuth], which every [keys.Opener]
+	// returns for such a packet.
+	ErrPacketAuth = errkind.New(errkind.Key, "header packet cannot be opened with this key")
 
 	// ErrNoDecryptablePacket is returned by [Header.Decrypt] when no packet
 	// opens with the reader's key (from the required sender, if any).

@@ -31,7 +31,22 @@ func (p *Packet) Open(reader keys.Opener) ([]byte, error) {
 	if keys.IsNil(reader) {
 		return nil, fmt.Errorf("%w: no reader key", ErrPacketAuth)
 	}
-	return reader.OpenPacket(p.WriterPublicKey, &p.Nonce, p.Ciphertext)
+	pt, err := reader.OpenPacket(p.WriterPublicKey, &p.Nonce, p.Ciphertext)
+	return pt, authError(err)
+}
+
+// packetAuth is an opener's keys.ErrPacketAuth, which is ErrPacketAuth too.
+type packetAuth struct{ err error }
+
+func (e packetAuth) Error() string   { return e.err.Error() }
+func (e packetAuth) Unwrap() []error { return []error{ErrPacketAuth, e.err} }
+
+// authError makes an opener's keys.ErrPacketAuth also ErrPacketAuth.
+func authError(err error) error {
+	if err != nil && errors.Is(err, keys.ErrPacketAuth) && !errors.Is(err, ErrPacketAuth) {
+		return packetAuth{err}
+	}
+	return err
 }
 
 // OpenAsWriter decrypts a method-0 packet that writer sealed for
@@ -53,7 +68,8 @@ func (p *Packet) OpenAsWriter(writer *keys.SecretKey, recipient keys.PublicKey) 
 
 // open decrypts a method-0 packet with its shared key.
 func (p *Packet) open(k *[keys.KeySize]byte) ([]byte, error) {
-	return keys.OpenPacketWith(k, &p.Nonce, p.Ciphertext)
+	pt, err := keys.OpenPacketWith(k, &p.Nonce, p.Ciphertext)
+	return pt, authError(err)
 }
 
 // maxPayload is the largest payload that fits in a packet of

@@ -14,8 +14,8 @@ const NonceSize = chacha20poly1305.NonceSize
 
 // ErrPacketAuth is returned by [Opener.OpenPacket] when a header packet
 // cannot be opened with the opener's keys: it does not authenticate (it
-// belongs to another reader or was altered). header.ErrPacketAuth is the
-// same error.
+// belongs to another reader or was altered). The header package adds its
+// own header.ErrPacketAuth to it.
 var ErrPacketAuth = errkind.New(errkind.Key, "header packet cannot be opened with this key")
 
 // An Opener opens the header packets sealed for a reader (method 0:

@@ -79,7 +79,7 @@ func agentCommand(e *env) command {
 		examples: []string{
 			"crypt4gh agent --sk ~/.c4gh/key -t 8h -- $SHELL",
 			"crypt4gh decrypt -i reads.bam.c4gh -o reads.bam",
-			"HTS_PATH=~/htslib-plugins samtools view crypt4gh:reads.bam.c4gh chr20",
+			"HTS_PATH=~/hts samtools view crypt4gh:reads.bam.c4gh chr20",
 			"eval \"$(crypt4gh agent --sk ~/.c4gh/key --daemon)\"",
 			"crypt4gh agent --list",
 			"eval \"$(crypt4gh agent --stop)\"",

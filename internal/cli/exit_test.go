@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
@@ -28,6 +29,12 @@ var sentinelCodes = map[string]struct {
 	err  error
 	code int
 }{
+	"agent.ErrUnreachable":          {agent.ErrUnreachable, exitKey},
+	"agent.ErrExpired":              {agent.ErrExpired, exitKey},
+	"agent.ErrLocked":               {agent.ErrLocked, exitKey},
+	"agent.ErrRefused":              {agent.ErrRefused, exitKey},
+	"agent.ErrNoKey":                {agent.ErrNoKey, exitKey},
+	"keys.ErrPacketAuth":            {keys.ErrPacketAuth, exitKey},
 	"body.ErrAuth":                  {body.ErrAuth, exitData},
 	"body.ErrTruncated":             {body.ErrTruncated, exitData},
 	"c4gh.ErrMissingData":           {c4gh.ErrMissingData, exitData},

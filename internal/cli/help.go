@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/internal/clidoc"
 )
 
@@ -59,6 +60,8 @@ var envDoc = []clidoc.Entry{
 	{Name: publicKeyEnv, Doc: "keygen: where to write the public key, when --pk is not given"},
 	{Name: passphraseEnv, Doc: "the passphrase of the secret key (keygen: of the new key); a warning says that other processes can read it"},
 	{Name: newPassphraseEnv, Doc: "keygen --convert and --relock: the passphrase of the new key"},
+	{Name: agent.SocketEnv, Doc: "the socket of the key agent (crypt4gh agent): a command given no --sk, nor C4GH_SECRET_KEY, opens header packets through it"},
+	{Name: agent.PKEnv, Doc: "the key agent's public key, set with CRYPT4GH_AGENT"},
 	{Name: "C4GH_LOG", Doc: "accepted for the reference tool's logging configuration; not read (messages go to stderr)"},
 	{Name: "AWS_ENDPOINT_URL_S3", Doc: "s3:// paths: the S3 endpoint of a store that is not AWS (http://127.0.0.1:7070, https://s3.example.org), path-style; or --s3-config"},
 	{Name: "AWS_ACCESS_KEY_ID", Doc: "s3:// paths: the access key, with AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); else ~/.aws/credentials and the rest of the AWS chain"},
