@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -297,4 +299,45 @@ func BenchmarkAgentOpen10k(b *testing.B) {
 			clear(pt)
 		}
 	}
+}
+
+// BenchmarkDecrypt1KB decrypts a 1 KB file with the secret key and
+// through an agent, a new client (connection and key exchange) for each,
+// as each command makes one: the difference is what the agent adds to a
+// decrypt (scripts/bench.sh prints it).
+func BenchmarkDecrypt1KB(b *testing.B) {
+	k := newKey(b)
+	_, c := serve(b, 0, k)
+	var file bytes.Buffer
+	w, err := c4gh.NewWriter(&file, c4gh.EncryptOptions{Recipients: []keys.PublicKey{k.Public()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	plain := make([]byte, 1000)
+	w.Write(plain)
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	decrypt := func(b *testing.B, key keys.Opener) {
+		r, err := c4gh.NewReader(bytes.NewReader(file.Bytes()), key, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, err := io.Copy(io.Discard, r); err != nil || n != int64(len(plain)) {
+			b.Fatal(n, err)
+		}
+		r.Close()
+	}
+	b.Run("sk", func(b *testing.B) {
+		for range b.N {
+			decrypt(b, k)
+		}
+	})
+	b.Run("agent", func(b *testing.B) {
+		for range b.N {
+			nc := NewClient(c.Path(), c.agent)
+			decrypt(b, nc)
+			nc.Close()
+		}
+	})
 }

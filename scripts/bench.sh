@@ -49,6 +49,10 @@
 # from the module cache or the proxy) is timed on the same files: its
 # start-up, a 1 KB decrypt, and encrypt and decrypt of the 1 GiB file,
 # file to file (it writes FILE.c4gh and FILE beside its input).
+# Unless AGENT=0, the key agent: a 1 KB decrypt through a daemon agent (no
+# --sk) against the same decrypt with --sk on a key without passphrase,
+# STARTS runs each in the same run, and 10,000 header packets opened
+# through an agent over its socket (go test -bench AgentOpen10k ./agent/).
 # Each timing is the best (least) of RUNS runs (default 5) with the files in
 # the page cache. It takes two to three minutes on a 2-core machine; set
 # GOTEST=0 to skip the go test part. Everything is removed on exit.
@@ -62,6 +66,7 @@ MOUNT=${MOUNT:-0}
 S3=${S3:-0}
 REGION=${REGION:-0}
 OTHER=${OTHER:-1}
+AGENT=${AGENT:-1}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench.XXXXXX")
@@ -260,6 +265,39 @@ printf '%-40s %12s %14s   %s\n' "reencrypt 1 GiB" "${t_reenc} s" "$(ratio "$t_re
 printf '%-40s %12s %14s   %s\n' "1 KB file: encrypt + decrypt" "$(ms "$t_tiny")" "" ""
 printf '%-40s %12s %14s   %s\n' "start-up: --version" "$(per_start "$t_start_version")" "" ""
 printf '%-40s %12s %14s   %s\n' "start-up: decrypt 1 KB -> /dev/null" "$(per_start "$t_start_dec1k")" "" ""
+
+if [[ $AGENT != 0 ]]; then
+	eval "$("$c4gh" agent --sk alice.sec --daemon)"
+	# No --sk, and no C4GH_SECRET_KEY from the caller: through the agent.
+	agent_dec1k() {
+		(
+			unset C4GH_SECRET_KEY
+			for ((i = 0; i < STARTS; i++)); do "$c4gh" decrypt -i plain1k.c4gh >/dev/null; done
+		)
+	}
+	(unset C4GH_SECRET_KEY; "$c4gh" decrypt -i plain1k.c4gh | cmp -s - plain1k) ||
+		{ echo "bench: decrypt through the agent differs" >&2; exit 1; }
+	t_agent_dec1k=$(best agent_dec1k)
+	t_sk_dec1k=$(best start_dec1k)
+	"$c4gh" agent --stop >/dev/null
+	unset CRYPT4GH_AGENT CRYPT4GH_PK CRYPT4GH_AGENT_PID
+	# In process, where start-up does not drown it: a 1 KB decrypt with the
+	# key and through the agent (a new connection each time, as a command
+	# makes), in one go test run.
+	(cd "$root" && go test -run '^$' -bench 'AgentOpen10k$|Decrypt1KB' -benchtime 1x ./agent/ >/dev/null)
+	gobench=$(cd "$root" && go test -run '^$' -bench 'AgentOpen10k$' -benchtime 1x ./agent/ &&
+		go test -run '^$' -bench 'Decrypt1KB' -benchtime 500x ./agent/)
+	t_agent10k=$(awk '/^BenchmarkAgentOpen10k/ { printf "%.2f", $3 / 1e9 }' <<<"$gobench")
+	g_sk=$(awk '/^BenchmarkDecrypt1KB\/sk/ { print $3 }' <<<"$gobench")
+	g_agent=$(awk '/^BenchmarkDecrypt1KB\/agent/ { print $3 }' <<<"$gobench")
+	printf '%-40s %12s %14s   %s\n' "agent: 10,000 header packets opened" "${t_agent10k} s" "" "<= 5 s"
+	printf '%-40s %12s %14s   %s\n' "agent: decrypt 1 KB, --sk" "$(per_start "$t_sk_dec1k")" "" ""
+	printf '%-40s %12s %14s   %s\n' "agent: decrypt 1 KB, through the agent" "$(per_start "$t_agent_dec1k")" \
+		"$(awk -v a="$t_agent_dec1k" -v b="$t_sk_dec1k" -v n="$STARTS" 'BEGIN { printf "%+.2f ms", (a - b) * 1000 / n }')" "<= +1 ms"
+	printf '%-40s %12s %14s   %s\n' "agent: decrypt 1 KB in process, --sk" "$(awk -v ns="$g_sk" 'BEGIN { printf "%.3f ms", ns / 1e6 }')" "" ""
+	printf '%-40s %12s %14s   %s\n' "agent: decrypt 1 KB in process, agent" "$(awk -v ns="$g_agent" 'BEGIN { printf "%.3f ms", ns / 1e6 }')" \
+		"$(awk -v a="$g_agent" -v b="$g_sk" 'BEGIN { printf "%+.3f ms", (a - b) / 1e6 }')" "<= +1 ms"
+fi
 
 if [[ -n $other ]]; then
 	# The other implementation reads and writes beside its input: FILE

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 
+	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
@@ -78,7 +80,7 @@ func copyFile(e *env, o *cpOptions) error {
 	}
 	src, dst := e.args[0], e.args[1]
 	switch {
-	case o.Verify && o.SK == "":
+	case o.Verify && o.SK == "" && os.Getenv(agent.SocketEnv) == "":
 		return withHint(usagef("--verify needs the key that opens SRC"), "add --sk KEY")
 	case !o.Verify && o.SK != "":
 		return withHint(usagef("--sk is used only by --verify"), "add --verify to authenticate SRC on the way")
@@ -94,10 +96,10 @@ func copyFile(e *env, o *cpOptions) error {
 	if sameObject(src, dst) || !objstore.IsURL(src) && !objstore.IsURL(dst) && !outfile.IsStdout(dst) && outfile.SameFile(src, dst) {
 		return usagef("%s is SRC itself", quoteName(shownName(dst)))
 	}
-	var sk *keys.SecretKey
+	var sk readerKey
 	if o.Verify {
 		var err error
-		if sk, err = readSecretKey(e, o.keyOptions); err != nil {
+		if sk, err = readReaderKey(e, o.keyOptions); err != nil {
 			return err
 		}
 		defer sk.Zero()
@@ -145,7 +147,7 @@ func copyFile(e *env, o *cpOptions) error {
 // resumeCopy uploads the file in (of size bytes, whose header head was
 // read) to the object dst, going on with the upload an earlier run left;
 // a failure leaves this one pending.
-func resumeCopy(e *env, o *cpOptions, src, dst string, in *input, head *bytes.Buffer, size int64, sk *keys.SecretKey) error {
+func resumeCopy(e *env, o *cpOptions, src, dst string, in *input, head *bytes.Buffer, size int64, sk readerKey) error {
 	if size < 0 || !in.regular() {
 		return usagef("--continue needs a regular file as SRC")
 	}
@@ -230,7 +232,7 @@ func bothObjects(src, dst string) (objstore.Location, objstore.Location, bool) {
 
 // verifyCopy writes what it reads of src to out while it authenticates
 // every segment with sk; size is that of the file, -1 when unknown.
-func verifyCopy(e *env, o *cpOptions, name string, src io.Reader, out io.Writer, sk *keys.SecretKey, size int64) error {
+func verifyCopy(e *env, o *cpOptions, name string, src io.Reader, out io.Writer, sk keys.Opener, size int64) error {
 	tee := io.TeeReader(src, out)
 	r, err := c4gh.NewReader(tee, sk, &c4gh.DecryptOptions{Jobs: o.Jobs})
 	if err != nil {
@@ -251,7 +253,7 @@ func verifyCopy(e *env, o *cpOptions, name string, src io.Reader, out io.Writer,
 // copyObject copies the object at sl to dl, in the store that holds
 // both: the server copies the bytes. With sk, they are authenticated
 // first (read once), and the copy is pinned to the version that was.
-func copyObject(e *env, o *cpOptions, sl, dl objstore.Location, sk *keys.SecretKey) error {
+func copyObject(e *env, o *cpOptions, sl, dl objstore.Location, sk readerKey) error {
 	st, err := e.store(dl)
 	if err != nil {
 		return err
