@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
+	"github.com/c4gh-go/crypt4gh/internal/ptytest"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -498,5 +499,67 @@ func TestAgentUsage(t *testing.T) {
 	env = []string{"CRYPT4GH_AGENT=" + filepath.Join(f.dir, "nosocket"), "CRYPT4GH_PK=" + fmt.Sprintf("%x", junk)}
 	if _, code, stderr := f.try(env, "decrypt", "-i", f.file); code != 3 || !strings.Contains(stderr, "CRYPT4GH_PK") {
 		t.Errorf("decrypt with a bad CRYPT4GH_PK: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestAgentConfirm: with --confirm the agent asks on its terminal before a
+// command uses a key; "y" lets the command decrypt, anything else refuses
+// it with exit 3.
+func TestAgentConfirm(t *testing.T) {
+	t.Parallel()
+	f := newAgentFixture(t)
+	ptmx, pts := ptytest.Open(t)
+	script := `crypt4gh decrypt -i plain.c4gh -o a.out; echo "first $?" >&2
+crypt4gh decrypt -i plain.c4gh -o b.out; echo "second $?" >&2`
+	cmd := exec.Command(f.bin, "agent", "--sk", f.sk, "--confirm", "--", "sh", "-c", script)
+	cmd.Dir = f.dir
+	cmd.Env = agentEnv(f.bin)
+	cmd.Stdin = pts
+	var stderr clitest.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	prompts := make(chan string, 4)
+	go func() {
+		var seen bytes.Buffer
+		buf := make([]byte, 512)
+		asked := 0
+		for {
+			n, err := ptmx.Read(buf)
+			seen.Write(buf[:n])
+			for strings.Count(seen.String(), "? [y/N]") > asked {
+				asked++
+				prompts <- seen.String()
+			}
+			if err != nil {
+				close(prompts)
+				return
+			}
+		}
+	}()
+	for i, answer := range []string{"y\n", "n\n"} {
+		select {
+		case p := <-prompts:
+			if !strings.Contains(p, "allow process") || !strings.Contains(p, "decrypt") || !strings.Contains(p, "me.sec") {
+				t.Errorf("prompt %d: %q", i+1, p)
+			}
+			ptmx.Write([]byte(answer))
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("no prompt %d; output:\n%s", i+1, stderr.String())
+		}
+	}
+	cmd.Wait()
+	out := stderr.String()
+	if !strings.Contains(out, "first 0") || !strings.Contains(out, "second 3") || !strings.Contains(out, "refused") {
+		t.Errorf("output:\n%s", out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.dir, "a.out")); !bytes.Equal(got, f.plain) {
+		t.Error("the confirmed decrypt did not give the plaintext")
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "b.out")); !os.IsNotExist(err) {
+		t.Errorf("the refused decrypt left b.out: %v", err)
 	}
 }

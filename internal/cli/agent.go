@@ -195,7 +195,7 @@ func serveAgent(a *agent.Agent, s *agent.Socket, argv []string) error {
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(s.Listener()) }()
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 	if len(argv) == 0 {
 		select {
@@ -217,9 +217,9 @@ func serveAgent(a *agent.Agent, s *agent.Socket, argv []string) error {
 	for {
 		select {
 		case sig := <-sigs:
-			// The terminal sends SIGINT to COMMAND too; the others
+			// The terminal sends SIGINT and SIGQUIT to COMMAND too; the others
 			// are passed on.
-			if sig != syscall.SIGINT {
+			if sig != syscall.SIGINT && sig != syscall.SIGQUIT {
 				cmd.Process.Signal(sig)
 			}
 		case err := <-done:
