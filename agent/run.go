@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -79,7 +78,7 @@ func Detach(a *Agent, s *Socket, exe string, args []string) (int, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
 	cmd.ExtraFiles = []*os.File{lf, r}
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = detachAttr()
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return 0, fmt.Errorf("failed to start the agent: %w", err)
