@@ -132,10 +132,9 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
-func TestListLockUnlockExpire(t *testing.T) {
+func TestListLockUnlock(t *testing.T) {
 	k := newKey(t)
-	start := time.Now()
-	_, c := serve(t, 2*time.Second, k)
+	_, c := serve(t, 0, k)
 	infos, err := c.List()
 	if err != nil || len(infos) != 1 || infos[0].PublicKey != k.Public() || infos[0].Expired || infos[0].Name != "/keys/a.sec" {
 		t.Fatalf("List: %+v, %v", infos, err)
@@ -157,9 +156,19 @@ func TestListLockUnlockExpire(t *testing.T) {
 	if _, err := h.Decrypt(c, nil); err != nil {
 		t.Errorf("unlocked: %v", err)
 	}
-	time.Sleep(time.Until(start.Add(2100 * time.Millisecond)))
-	_, err = h.Decrypt(c, nil)
-	if errkind.Of(err) != errkind.Key || !bytes.Contains([]byte(err.Error()), []byte("lifetime")) {
+}
+
+func TestLifetime(t *testing.T) {
+	k := newKey(t)
+	_, c := serve(t, time.Second, k)
+	var dk [32]byte
+	h, _ := header.New(nil, []keys.PublicKey{k.Public()}, &dk, nil, nil)
+	if _, err := h.Decrypt(c, nil); err != nil {
+		t.Fatalf("within the lifetime: %v", err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	_, err := h.Decrypt(c, nil)
+	if !errors.Is(err, ErrExpired) && (errkind.Of(err) != errkind.Key || !bytes.Contains([]byte(err.Error()), []byte("lifetime"))) {
 		t.Errorf("expired: %v", err)
 	}
 	if infos, _ := c.List(); len(infos) != 1 || !infos[0].Expired {
