@@ -392,8 +392,9 @@ func TestAgentKilled(t *testing.T) {
 }
 
 // TestAgentProtectedKey: the passphrase is read once, by the agent, from
-// C4GH_PASSPHRASE, which COMMAND does not see; the commands inside ask
-// for none (stdin is not a terminal: they would fail if they asked).
+// C4GH_PASSPHRASE, which COMMAND does not see (nor C4GH_SECRET_KEY); the
+// commands inside ask for none (stdin is not a terminal: they would fail
+// if they asked).
 func TestAgentProtectedKey(t *testing.T) {
 	t.Parallel()
 	f := newAgentFixture(t)
@@ -401,9 +402,10 @@ func TestAgentProtectedKey(t *testing.T) {
 	f.run(t, []string{"C4GH_PASSPHRASE=s3cret-pass"}, "keygen", "--sk", sk, "--pk", sk+".pub")
 	file := filepath.Join(f.dir, "locked.c4gh")
 	f.run(t, nil, "encrypt", "--recipient_pk", sk+".pub", "-i", filepath.Join(f.dir, "plain"), "-o", file)
-	script := `test -z "$C4GH_PASSPHRASE" || { echo "C4GH_PASSPHRASE reached the command" >&2; exit 9; }
+	script := `test -z "$C4GH_PASSPHRASE$C4GH_SECRET_KEY" || { echo "C4GH_PASSPHRASE or C4GH_SECRET_KEY reached the command" >&2; exit 9; }
 crypt4gh decrypt -i locked.c4gh -o a.out </dev/null && crypt4gh verify locked.c4gh </dev/null && crypt4gh cat locked.c4gh > b.out </dev/null`
-	out, code, stderr := f.try([]string{"C4GH_PASSPHRASE=s3cret-pass"}, "agent", "--sk", sk, "-q", "--", "sh", "-c", script)
+	// The key named by C4GH_SECRET_KEY, as --sk.
+	out, code, stderr := f.try([]string{"C4GH_PASSPHRASE=s3cret-pass", "C4GH_SECRET_KEY=" + sk}, "agent", "-q", "--", "sh", "-c", script)
 	if code != 0 {
 		t.Fatalf("agent: exit %d\n%s%s", code, out, stderr)
 	}

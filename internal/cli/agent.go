@@ -43,8 +43,8 @@ func agentCommand(e *env) command {
 		Description: "Unlocks each --sk once (its passphrase from --passphrase-file, C4GH_PASSPHRASE\n" +
 			"or the terminal), then runs COMMAND with CRYPT4GH_AGENT (a socket) and\n" +
 			"CRYPT4GH_PK (the agent's public key) in its environment, and without\n" +
-			"C4GH_PASSPHRASE. Inside it, every command of this tool given no --sk (and no\n" +
-			"C4GH_SECRET_KEY) opens header packets through the agent, and so does samtools\n" +
+			"C4GH_PASSPHRASE and C4GH_SECRET_KEY. Inside it, every command of this tool\n" +
+			"given no --sk opens header packets through the agent, and so does samtools\n" +
 			"with the htslib-crypt4gh plug-in (crypt4gh:FILE): the secret keys never leave\n" +
 			"the agent, which exits with COMMAND's status, removing its socket.\n" +
 			"\n" +
@@ -207,7 +207,9 @@ func serveAgent(a *agent.Agent, s *agent.Socket, argv []string) error {
 		return nil
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = agent.Environ(os.Environ(), s.Path, a.PublicKey(), passphraseEnv)
+	// Inside the agent the keys come from it: neither the passphrase nor
+	// a key file of the caller's environment is passed on.
+	cmd.Env = agent.Environ(os.Environ(), s.Path, a.PublicKey(), passphraseEnv, secretKeyEnv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return usage(fmt.Errorf("failed to run %s: %w", quoteName(argv[0]), pathErr(err)))
