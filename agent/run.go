@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -122,4 +125,61 @@ func TakeOver() (a *Agent, s *Socket, ok bool, err error) {
 func PID() int {
 	n, _ := strconv.Atoi(os.Getenv(PIDEnv))
 	return n
+}
+
+// ServeUntilStopped serves a on s until a client asks it to stop or the
+// process receives SIGTERM, SIGHUP, SIGINT or SIGQUIT.
+func (a *Agent) ServeUntilStopped(s *Socket) error {
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(s.Listener()) }()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	select {
+	case <-sigs:
+	case <-a.Stopped():
+	case err := <-served:
+		return err
+	}
+	return nil
+}
+
+// Run serves a on s while the command argv runs with env (see [Environ])
+// and the standard streams of this process, and returns its exit status
+// (128+N when signal N ended it). SIGTERM and SIGHUP are passed on to the
+// command; SIGINT and SIGQUIT, which the terminal sends the command too,
+// are ignored. An error means the command could not be started.
+func (a *Agent) Run(s *Socket, argv []string, env []string) (int, error) {
+	go a.Serve(s.Listener())
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			if sig != syscall.SIGINT && sig != syscall.SIGQUIT {
+				cmd.Process.Signal(sig)
+			}
+		case err := <-done:
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+					return 128 + int(st.Signal()), nil
+				}
+				return ee.ExitCode(), nil
+			}
+			if err != nil {
+				return 1, nil
+			}
+			return 0, nil
+		}
+	}
 }

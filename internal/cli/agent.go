@@ -1,15 +1,9 @@
 package cli
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -144,7 +138,7 @@ func runAgent(e *env, o *agentOptions) error {
 	}
 	a.Log = func(format string, args ...any) { e.warnf("agent: "+format, args...) }
 	if o.Confirm {
-		a.Confirm = confirmOnTTY
+		a.Confirm = agent.ConfirmOnTerminal
 	}
 	s, err := agent.Listen()
 	if err != nil {
@@ -192,76 +186,16 @@ func parseLifetime(s string) (time.Duration, error) {
 func serveAgent(a *agent.Agent, s *agent.Socket, argv []string) error {
 	defer s.Remove()
 	defer a.Close()
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(s.Listener()) }()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
 	if len(argv) == 0 {
-		select {
-		case <-sigs:
-		case <-a.Stopped():
-		case err := <-served:
-			return err
-		}
-		return nil
+		return a.ServeUntilStopped(s)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
 	// Inside the agent the keys come from it: neither the passphrase nor
 	// a key file of the caller's environment is passed on.
-	cmd.Env = agent.Environ(os.Environ(), s.Path, a.PublicKey(), passphraseEnv, secretKeyEnv)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
+	code, err := a.Run(s, argv, agent.Environ(os.Environ(), s.Path, a.PublicKey(), passphraseEnv, secretKeyEnv))
+	if err != nil {
 		return usage(fmt.Errorf("failed to run %s: %w", quoteName(argv[0]), pathErr(err)))
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	for {
-		select {
-		case sig := <-sigs:
-			// The terminal sends SIGINT and SIGQUIT to COMMAND too; the others
-			// are passed on.
-			if sig != syscall.SIGINT && sig != syscall.SIGQUIT {
-				cmd.Process.Signal(sig)
-			}
-		case err := <-done:
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code := ee.ExitCode()
-				if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-					code = 128 + int(st.Signal())
-				}
-				return quietExit(code)
-			}
-			return err
-		}
-	}
-}
-
-// confirmOnTTY asks on the terminal whether a process may use a key.
-func confirmOnTTY(p agent.Peer, k agent.KeyInfo) bool {
-	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-	if err != nil {
-		return false
-	}
-	defer tty.Close()
-	fmt.Fprintf(tty, "crypt4gh agent: allow %s to use the key %s? [y/N] ", processName(p.PID), quoteName(k.Name))
-	line, _ := bufio.NewReader(tty).ReadString('\n')
-	line = strings.ToLower(strings.TrimSpace(line))
-	return line == "y" || line == "yes"
-}
-
-// processName is the command line of a process, for the confirmation.
-func processName(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || len(b) == 0 {
-		return fmt.Sprintf("process %d", pid)
-	}
-	cmd := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-	if len(cmd) > 120 {
-		cmd = cmd[:120] + "…"
-	}
-	return fmt.Sprintf("process %d (%s)", pid, quoteName(cmd))
+	return quietExit(code)
 }
 
 // agentRequest runs --stop, --list, --lock or --unlock against the agent
