@@ -268,6 +268,7 @@ printf '%-40s %12s %14s   %s\n' "start-up: decrypt 1 KB -> /dev/null" "$(per_sta
 
 if [[ $AGENT != 0 ]]; then
 	eval "$("$c4gh" agent --sk alice.sec --daemon)"
+	trap 'kill "$CRYPT4GH_AGENT_PID" 2>/dev/null; rm -rf "$tmp"' EXIT # stopped even if the bench fails
 	# No --sk, and no C4GH_SECRET_KEY from the caller: through the agent.
 	agent_dec1k() {
 		(
@@ -281,6 +282,7 @@ if [[ $AGENT != 0 ]]; then
 	t_sk_dec1k=$(best start_dec1k)
 	"$c4gh" agent --stop >/dev/null
 	unset CRYPT4GH_AGENT CRYPT4GH_PK CRYPT4GH_AGENT_PID
+	trap 'rm -rf "$tmp"' EXIT
 	# In process, where start-up does not drown it: a 1 KB decrypt with the
 	# key and through the agent (a new connection each time, as a command
 	# makes), in one go test run.
