@@ -250,13 +250,25 @@ func TestAgentPluginKeys(t *testing.T) {
 		}
 	}
 	// The plug-in's agent holds the bare key; this tool's decrypt asks it.
+	// Its server, a child that keeps stderr, lingers after the command:
+	// stderr goes to a file, and the process group is killed after.
 	cmd := exec.Command(filepath.Join(plugin, "crypt4gh-agent"), "-k", bare, "--", f.bin, "decrypt", "-i", file)
 	cmd.Env = agentEnv(f.bin)
-	cmd.Stdin = nil
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil || out.String() != string(f.plain) {
-		t.Errorf("decrypt through htslib-crypt4gh's agent: %v, %d bytes\n%s", err, out.Len(), errb.String())
+	errf, err := os.Create(filepath.Join(f.dir, "agent.err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errf.Close()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, errf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if err != nil || out.String() != string(f.plain) {
+		msg, _ := os.ReadFile(errf.Name())
+		t.Errorf("decrypt through htslib-crypt4gh's agent: %v, %d bytes\n%s", err, out.Len(), msg)
 	}
 }
 
