@@ -6,7 +6,9 @@
 // A [SecretKey] is an X25519 scalar and a [PublicKey] the matching
 // Montgomery u-coordinate. [Generate] makes a new secret key;
 // [ReaderSharedKey] and [WriterSharedKey] compute the key of a header packet
-// (libsodium's crypto_kx, as Crypt4GH specifies it).
+// (libsodium's crypto_kx, as Crypt4GH specifies it). An [Opener] opens the
+// header packets of a reader: a *SecretKey is one, a key agent's client
+// (package agent) another, that never holds the secret key.
 //
 // # Key files
 //
@@ -21,7 +23,9 @@
 //     libsodium does ([Ed25519SecretToX25519], [Ed25519PublicToX25519]);
 //   - X25519 keys as PKCS#8 "PRIVATE KEY" and PKIX "PUBLIC KEY" PEM, and
 //     as "ENCRYPTED PRIVATE KEY" PEM protected with PBES2 (PBKDF2 or
-//     scrypt, AES-CBC), as openssl writes them.
+//     scrypt, AES-CBC), as openssl writes them;
+//   - bare keys: the 32 bytes of a secret key under "CRYPT4GH PRIVATE KEY",
+//     as samtools' htslib-crypt4gh plug-in and its agent write them.
 //
 // A secret key is recognised by what its PEM armor holds, not by the
 // label: "c4gh-v1" inside is a crypt4gh key and "openssh-key-v1" an
