@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/mount"
@@ -20,6 +21,7 @@ type mountOptions struct {
 	store      storeOptions
 	AllowOther bool
 	DirectIO   bool
+	Refresh    time.Duration
 	Quiet      bool
 }
 
@@ -33,13 +35,16 @@ func mountCommand(e *env) command {
 			"that --sk opens appears as NAME, decrypted as it is read; other files appear\n" +
 			"as they are. Nothing decrypted is written to disk. Files for other keys are\n" +
 			"left out and named once on stderr; a damaged segment makes the read that\n" +
-			"needs it fail (EIO). Runs in the foreground until Ctrl-C, SIGTERM or\n" +
+			"needs it fail (EIO). Folders are listed again when their listing is older\n" +
+			"than --dir-cache-time, and a file that changed is read as it is now when it\n" +
+			"is next opened. Runs in the foreground until Ctrl-C, SIGTERM or\n" +
 			"fusermount3 -u MOUNTPOINT. Linux only (FUSE)." + mountObjectsHelp,
 		Flags: append([]cli.Flag{
 			skFlag(&o.SK),
 			senderFlag(&o.Sender),
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
 			&cli.BoolFlag{Name: "direct-io", Usage: "serve the decrypted files around the page cache, in large reads with read-ahead: a first read costs less CPU, a second one decrypts again", Destination: &o.DirectIO},
+			&cli.DurationFlag{Name: "dir-cache-time", Value: time.Minute, Usage: "how long a folder's listing is kept before it is read again (0: for as long as it is mounted)", Destination: &o.Refresh},
 			passphraseFileFlag(&o.PassphraseFile), quietFlag(&o.Quiet, false),
 		}, o.store.flags()...),
 		Action: func(c *cli.Context) error { return mountAction(e.start(c, o.Quiet, &o.store), o) },
@@ -57,6 +62,9 @@ func mountAction(e *env, o *mountOptions) error {
 		return usagef("mount needs SOURCE and MOUNTPOINT, got %s", plural(int64(len(e.args)), "argument"))
 	}
 	source, mountpoint := e.args[0], e.args[1]
+	if o.Refresh < 0 {
+		return usagef("--dir-cache-time %v is negative", o.Refresh)
+	}
 	paths := []string{source, mountpoint}
 	var src mount.Source
 	if objstore.IsURL(source) {
@@ -108,6 +116,7 @@ func mountAction(e *env, o *mountOptions) error {
 	}()
 	srv, err := mount.Mount(src, mountpoint, mount.Options{
 		Key: sk, Sender: sender, AllowOther: o.AllowOther, DirectIO: o.DirectIO, Log: e.stderr,
+		Refresh: o.Refresh,
 	})
 	if err != nil {
 		return err
