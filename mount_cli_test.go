@@ -61,7 +61,7 @@ func TestMountCommand(t *testing.T) {
 	// One ready line; a second mount on the same folder is refused.
 	// The mount serves before the command prints its ready line: wait
 	// for the line, not for a guessed delay.
-	ready := "crypt4gh: mounted " + src + " at " + mp + "; Ctrl-C or fusermount3 -u " + mp + " to unmount"
+	ready := "crypt4gh: mounted " + src + " at " + mp + ": 2 files; Ctrl-C or fusermount3 -u " + mp + " to unmount"
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(m.stderr.String(), ready) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}

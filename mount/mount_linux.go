@@ -56,6 +56,7 @@ type Server struct {
 	tree       *tree
 	mountpoint string
 	done       chan struct{} // closed when serving has ended
+	top        Shown
 
 	mu sync.Mutex // serialises Unmount
 }
@@ -144,6 +145,13 @@ func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("failed to mount %s: %w", mp, err)
 	}
 	s := &Server{srv: srv, tree: t, mountpoint: mp, done: make(chan struct{})}
+	for _, n := range top.nodes {
+		if n.dir {
+			s.top.Folders++
+		} else {
+			s.top.Files++
+		}
+	}
 	go func() {
 		srv.Wait()
 		t.close()
@@ -151,6 +159,9 @@ func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
 	}()
 	return s, nil
 }
+
+// Top returns what the top folder showed when it was mounted.
+func (s *Server) Top() Shown { return s.top }
 
 // Wait blocks until the file system is unmounted, by [Server.Unmount] or
 // from outside (fusermount3 -u, umount), or until ctx is done: then it

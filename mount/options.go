@@ -58,3 +58,6 @@ var (
 	errNoKey    = errkind.New(errkind.Usage, "no secret key")
 	errNoSource = errkind.New(errkind.Usage, "no source")
 )
+
+// Shown counts the entries of a folder of the mount.
+type Shown struct{ Files, Folders int }

@@ -122,8 +122,12 @@ func mountAction(e *env, o *mountOptions) error {
 		return err
 	}
 	if !e.quiet {
-		fmt.Fprintf(e.stderr, "crypt4gh: mounted %s at %s; Ctrl-C or fusermount3 -u %s to unmount\n",
-			quoteName(source), quoteName(mountpoint), mountpoint)
+		top := plural(int64(srv.Top().Files), "file")
+		if n := srv.Top().Folders; n > 0 {
+			top += " and " + plural(int64(n), "folder")
+		}
+		fmt.Fprintf(e.stderr, "crypt4gh: mounted %s at %s: %s; Ctrl-C or fusermount3 -u %s to unmount\n",
+			quoteName(source), quoteName(mountpoint), top, mountpoint)
 	}
 	if err := srv.Wait(ctx); err != nil {
 		return err
