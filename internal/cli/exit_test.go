@@ -15,6 +15,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/htsget"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/mount"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -63,6 +64,9 @@ var sentinelCodes = map[string]struct {
 	"region.ErrData":                {region.ErrData, exitData},
 	"region.ErrNoIndex":             {region.ErrNoIndex, exitUsage},
 	"region.ErrInvalidRegion":       {region.ErrInvalidRegion, exitUsage},
+	"htsget.ErrBadTicket":           {htsget.ErrBadTicket, exitData},
+	"htsget.ErrBadDataURL":          {htsget.ErrBadDataURL, exitData},
+	"htsget.ErrBadPublicKey":        {htsget.ErrBadPublicKey, exitKey},
 	"objstore.ErrInvalidURL":        {objstore.ErrInvalidURL, exitUsage},
 	"objstore.ErrNotFound":          {objstore.ErrNotFound, exitUsage},
 	"objstore.ErrNoBucket":          {objstore.ErrNoBucket, exitUsage},
