@@ -292,14 +292,15 @@ func (d *dirNode) load(ctx context.Context) ([]node, syscall.Errno) {
 // sync makes the children of the inode those of the listing: a name that
 // went is removed, a file that changed gets a new inode (processes that
 // have the old one open keep reading what they opened), a new name is
-// added.
+// added. The kernel is not told: it forgets names after the refresh time
+// (the entry timeout), and a notice from here could wait for the lookup
+// under way, which holds the folder.
 func (d *dirNode) sync(ctx context.Context) {
 	nodes := d.listing.nodes
 	if d.shown == nil {
 		d.shown = make(map[string]*file, len(nodes))
 	}
 	want := make(map[string]bool, len(nodes))
-	var stale []string // names the kernel may hold for what they were
 	for i := range nodes {
 		n := &nodes[i]
 		want[n.name] = true
@@ -309,7 +310,6 @@ func (d *dirNode) sync(ctx context.Context) {
 		}
 		if ok {
 			d.RmChild(n.name)
-			stale = append(stale, n.name)
 		}
 		var ops fs.InodeEmbedder
 		mode := uint32(syscall.S_IFREG)
@@ -325,19 +325,7 @@ func (d *dirNode) sync(ctx context.Context) {
 		if !want[name] {
 			d.RmChild(name)
 			delete(d.shown, name)
-			stale = append(stale, name)
 		}
-	}
-	if len(stale) > 0 {
-		// Tell the kernel to forget them now rather than when their
-		// names time out. It takes the notice once the lookup or readdir
-		// under way (which holds the folder) has ended, so it is not
-		// waited for.
-		go func() {
-			for _, name := range stale {
-				d.NotifyEntry(name)
-			}
-		}()
 	}
 }
 
