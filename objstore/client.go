@@ -188,6 +188,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// Endpoint returns the URL of the S3 endpoint the client uses, "" for
+// AWS's own.
+func (c *Client) Endpoint() string { return c.endpoint }
+
 // newHTTPClient returns the SDK's HTTP client with room for parallel
 // transfers, a limit on the wait for an answer, and a limit on how long a
 // write may block.

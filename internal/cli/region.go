@@ -286,7 +286,7 @@ func inputPathOrStdin(p string) string {
 // own key when none) that holds the regions of the input: its segments
 // copied as they are, only the edge blocks of the regions made anew.
 func spliceRegion(e *env, o *spliceOptions, recipients []keys.PublicKey) error {
-	if sameObject(o.Input, o.Output) {
+	if e.sameObject(o.Input, o.Output) {
 		return usagef("-o %s is the input object: splice --region writes a new file", o.Output)
 	}
 	in, err := e.openSource(o.Input)
