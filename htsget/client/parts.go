@@ -333,19 +333,16 @@ func (r *Reader) attempt(ctx context.Context, p *part, got *int64) error {
 	return nil
 }
 
-// fill reads into b until it is full or the body ends (io.EOF, which
-// only a clean end returns: a body shorter than its Content-Length ends
-// with io.ErrUnexpectedEOF).
+// fill reads into b what the body has, at least one byte, or returns
+// io.EOF at a clean end only: a body shorter than its Content-Length ends
+// with io.ErrUnexpectedEOF.
 func fill(body io.Reader, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := body.Read(b[n:])
-		n += m
-		if err != nil {
+	for {
+		n, err := body.Read(b)
+		if n > 0 || err != nil {
 			return n, err
 		}
 	}
-	return n, nil
 }
 
 // byteRange is the range of a Range header: bytes start to end, end
