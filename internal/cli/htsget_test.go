@@ -427,3 +427,41 @@ func parseTestRange(v string) ([2]int, bool) {
 	y, err2 := strconv.Atoi(b)
 	return [2]int{x, y}, err1 == nil && err2 == nil
 }
+
+// TestHtsgetSamtools: samtools, a real htsget client, reads a plaintext
+// ticket of the test server as it is (so the tickets these tests lay out
+// are what real clients accept), and crypt4gh htsget makes of a BAM
+// file's Crypt4GH ticket the same BAM, which samtools reads.
+func TestHtsgetSamtools(t *testing.T) {
+	e := newHtsgetEnv(t)
+	writeSAM(t, e.dir, 6000)
+	tool(t, e.dir, "samtools", "sort", "-o", "sorted.bam", "reads.sam")
+	bam, err := os.ReadFile(filepath.Join(e.dir, "sorted.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bam) < 2*65536 {
+		t.Fatalf("the BAM has only %d bytes", len(bam))
+	}
+	u := e.s.addFile("sorted.bam", bam)
+	e.serveTicket(&htsget.Ticket{Format: "BAM", URLs: []htsget.URL{
+		{URL: htsget.DataURL(bam[:1000]), Class: "header"},
+		rangeURL(u, 1000, 70000),
+		rangeURL(u, 70000, int64(len(bam))),
+	}})
+	want := tool(t, e.dir, "samtools", "view", "--no-PG", "-h", "sorted.bam")
+	if got := tool(t, e.dir, "samtools", "view", "--no-PG", "-h", e.s.URL+"/reads/sorted"); got != want {
+		t.Errorf("samtools view of the ticket: %d bytes, want %d", len(got), len(want))
+	}
+
+	mustRun(t, e.dir, "encrypt", "--recipient_pk", "archive.pub", "-i", "sorted.bam", "-o", "sorted.bam.c4gh")
+	f := openC4GH(t, e.s, filepath.Join(e.dir, "sorted.bam.c4gh"), "sorted.bam.c4gh", e.archive)
+	n := (f.size - f.headerSize + 65563) / 65564
+	urls := headerParts(t, f, e.alice.Public(), header.DataKeyPayload(&f.dataKey))
+	e.serveTicket(&htsget.Ticket{Format: "BAM", URLs: append(urls, f.segments(0, 0), f.segments(1, n-1))})
+	mustRun(t, e.dir, "htsget", "--sk", "alice.sec", "-o", "out/got.bam", e.s.URL+"/reads/sorted")
+	sameBytes(t, "the BAM of the Crypt4GH ticket", e.readOut(t, "got.bam"), bam)
+	if got := tool(t, e.dir, "samtools", "view", "--no-PG", "-h", "out/got.bam"); got != want {
+		t.Errorf("samtools view of the output differs")
+	}
+}
