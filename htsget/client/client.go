@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -187,18 +188,15 @@ func (c *Client) Ticket(ctx context.Context, rawURL string, req *htsget.Request)
 	origin := Origin(u)
 	var t *htsget.Ticket
 	err = c.retry(ctx, func(ctx context.Context) error {
-		var rd *bytes.Reader
+		var rd io.Reader
 		if body != nil {
-			rd = bytes.NewReader(body)
+			rd = bytes.NewReader(body) // NewRequest sets GetBody, for a 307
 		}
-		hr, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+		hr, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 		if err != nil {
 			return permanent(fmt.Errorf("%w: %v", ErrBadURL, err))
 		}
-		if rd != nil {
-			hr.Body = readCloser{rd}
-			hr.ContentLength = int64(len(body))
-			hr.GetBody = nil
+		if body != nil {
 			hr.Header.Set("Content-Type", "application/json")
 		}
 		hr.Header.Set("Accept", "application/vnd.ga4gh.htsget.v1.3.0+json, application/json")
@@ -225,10 +223,6 @@ func (c *Client) Ticket(ctx context.Context, rawURL string, req *htsget.Request)
 	}
 	return t, nil
 }
-
-type readCloser struct{ *bytes.Reader }
-
-func (readCloser) Close() error { return nil }
 
 // authorize adds the token to hr when it goes to origin and brings no
 // Authorization of its own.

@@ -234,9 +234,23 @@ func openTicket(e *env, c *client.Client, req *htsget.Request) (*client.Reader, 
 // readToken returns the bearer token of --token-file (its first line),
 // or of HTSGET_TOKEN.
 func readToken(e *env, path string) (string, error) {
-	if path == "" {
-		return strings.TrimSpace(os.Getenv(tokenEnv)), nil
+	token, from, err := tokenOf(e, path)
+	if err == nil && strings.ContainsFunc(token, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return "", usagef("the token of %s holds a space or a control character", from)
 	}
+	return token, err
+}
+
+func tokenOf(e *env, path string) (token, from string, err error) {
+	if path == "" {
+		return strings.TrimSpace(os.Getenv(tokenEnv)), tokenEnv, nil
+	}
+	token, err = readTokenFile(e, path)
+	return token, "--token-file " + quoteName(path), err
+}
+
+// readTokenFile returns the first line of the file at path.
+func readTokenFile(e *env, path string) (string, error) {
 	f, err := os.Open(expandHome(path))
 	if err != nil {
 		return "", usagef("failed to read --token-file %s: %v", quoteName(path), pathErr(err))

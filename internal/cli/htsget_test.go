@@ -246,6 +246,12 @@ func TestHtsgetServerErrors(t *testing.T) {
 	if got := e.s.requests(); got[len(got)-1].Auth != "Bearer "+e.s.token {
 		t.Errorf("Authorization %q", got[len(got)-1].Auth)
 	}
+	// A token that would break the header is refused before any request.
+	t.Setenv(tokenEnv, "half\x01token")
+	if code, _, stderr := runIn(t, e.dir, "htsget", "--no-encryption", endpoint); code != exitUsage ||
+		!strings.Contains(stderr, "control character") || strings.Contains(stderr, "half") {
+		t.Errorf("a token with a control character: exit %d: %s", code, stderr)
+	}
 }
 
 // TestHtsgetRefusals: a ticket with a file:// URL, a stream that is not
