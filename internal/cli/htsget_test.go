@@ -47,8 +47,8 @@ func newHtsgetEnv(t *testing.T) *htsgetEnv {
 	if err := os.Mkdir(e.out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.archive = e.keygen(t, "archive")
-	e.alice = e.keygen(t, "alice")
+	e.archive = keygenIn(t, e.dir, "archive")
+	e.alice = keygenIn(t, e.dir, "alice")
 	e.plain = randomData(htsgetPlainSize, 20)
 	if err := os.WriteFile(filepath.Join(e.dir, "reads.bam"), e.plain, 0o600); err != nil {
 		t.Fatal(err)
@@ -56,20 +56,6 @@ func newHtsgetEnv(t *testing.T) *htsgetEnv {
 	mustRun(t, e.dir, "encrypt", "--recipient_pk", "archive.pub", "-i", "reads.bam", "-o", "reads.bam.c4gh")
 	e.file = openC4GH(t, e.s, filepath.Join(e.dir, "reads.bam.c4gh"), "reads.bam.c4gh", e.archive)
 	return e
-}
-
-func (e *htsgetEnv) keygen(t *testing.T, name string) *keys.SecretKey {
-	t.Helper()
-	mustRun(t, e.dir, "keygen", "--sk", name+".sec", "--pk", name+".pub", "--nocrypt")
-	data, err := os.ReadFile(filepath.Join(e.dir, name+".sec"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := keys.ParseSecretKey(data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &sk
 }
 
 // plainSegments is the plaintext of segments [first, last] of e.plain.
