@@ -166,6 +166,15 @@ func Shown(u *url.URL) string {
 	return s.String()
 }
 
+// ShownURL is [Shown] of the URL rawURL, "URL" when it does not parse.
+func ShownURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "URL"
+	}
+	return Shown(u)
+}
+
 // ErrBadURL is wrapped by the errors of a URL that a request cannot be
 // made of.
 var ErrBadURL = errkind.New(errkind.Usage, "invalid htsget URL")

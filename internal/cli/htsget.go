@@ -208,7 +208,7 @@ func htsgetEncrypted(e *env, o *htsgetOptions, c *client.Client, req *htsget.Req
 			return err
 		}
 	}
-	warnMissing(e, "", r.Missing())
+	warnMissing(e, client.ShownURL(e.args[0]), r.Missing())
 	return nil
 }
 

@@ -457,3 +457,21 @@ func TestHtsgetSamtools(t *testing.T) {
 		t.Errorf("samtools view of the output differs")
 	}
 }
+
+// TestHtsgetMissingWarning: an edit list that keeps more than the ticket
+// holds gives what is there, with the warning decrypt gives, naming the
+// URL without its query.
+func TestHtsgetMissingWarning(t *testing.T) {
+	e := newHtsgetEnv(t)
+	el, err := header.EditListPayload([]uint64{10, 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := headerParts(t, e.file, e.alice.Public(), el, header.DataKeyPayload(&e.file.dataKey))
+	e.serveTicket(&htsget.Ticket{URLs: append(urls, e.file.segments(0, 1))})
+	code, _, stderr := runIn(t, e.dir, "htsget", "--sk", "alice.sec", "-o", "out/m.bam", e.s.URL+"/reads/m?referenceName=chr1")
+	if code != 0 || !strings.Contains(stderr, "warning: "+e.s.URL+"/reads/m: the edit list describes more data") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	sameBytes(t, "output", e.readOut(t, "m.bam"), e.plainSegments(0, 1)[10:])
+}
