@@ -352,3 +352,35 @@ func TestIdleTimeout(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestRangeIgnored: a 200 answer to a Range request is read from the
+// range's start; one too short for the range is refused, not retried.
+func TestRangeIgnored(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 100)
+	var hits atomic.Int32
+	short := false
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if short {
+			w.Write(data[:50])
+			return
+		}
+		w.Write(data)
+	}))
+	defer ts.Close()
+	tk := &htsget.Ticket{URLs: []htsget.URL{{URL: ts.URL, Headers: map[string]string{"Range": "bytes=100-199"}}}}
+	c := &Client{Backoff: time.Millisecond}
+	r, _ := c.Open(context.Background(), tk, ts.URL)
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, data[100:200]) {
+		t.Fatalf("%q, %v", got, err)
+	}
+	short = true
+	hits.Store(0)
+	r, _ = c.Open(context.Background(), tk, ts.URL)
+	defer r.Close()
+	if _, err := io.ReadAll(r); err == nil || !strings.Contains(err.Error(), "ignored the Range and sent 50 bytes") || hits.Load() != 1 {
+		t.Errorf("%v after %d requests", err, hits.Load())
+	}
+}

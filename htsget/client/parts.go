@@ -280,7 +280,7 @@ func (r *Reader) attempt(ctx context.Context, p *part, got *int64) error {
 		// A server that ignores Range sends the whole resource: read
 		// from the range's start.
 		if ranged && want.start > 0 {
-			n, err := io.CopyN(io.Discard, resp.Body, want.start)
+			n, err := skip(resp.Body, want.start, func() { dog.Reset(idle) })
 			if err != nil {
 				if err == io.EOF {
 					return permanent(fmt.Errorf("the server ignored the Range and sent %d bytes, fewer than %s", n, want))
@@ -331,6 +331,23 @@ func (r *Reader) attempt(ctx context.Context, p *part, got *int64) error {
 		}
 	}
 	return nil
+}
+
+// skip reads and drops n bytes of body, calling progress after each
+// read; io.EOF when the body ends first.
+func skip(body io.Reader, n int64, progress func()) (int64, error) {
+	bp := chunks.Get().(*[]byte)
+	defer chunks.Put(bp)
+	var done int64
+	for done < n {
+		m, err := fill(body, (*bp)[:min(int64(len(*bp)), n-done)])
+		done += int64(m)
+		progress()
+		if err != nil && done < n {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // fill reads into b what the body has, at least one byte, or returns
