@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -163,11 +164,10 @@ func TestCloseEarly(t *testing.T) {
 // TestRetryKinds: 4xx is final at once; 5xx and network errors are
 // tried Attempts times and end as errkind.Other.
 func TestRetryKinds(t *testing.T) {
-	var hits atomic.Int32
-	status := 500
+	var hits, status atomic.Int32
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		htsget.WriteError(w, &htsget.Error{Status: status, Code: "X", Message: "m"})
+		htsget.WriteError(w, &htsget.Error{Status: int(status.Load()), Code: "X", Message: "m"})
 	}))
 	defer ts.Close()
 	c := &Client{Attempts: 3, Backoff: time.Millisecond}
@@ -176,7 +176,7 @@ func TestRetryKinds(t *testing.T) {
 		hits   int32
 		kind   errkind.Kind
 	}{{500, 3, errkind.Other}, {429, 3, errkind.Other}, {404, 1, errkind.Usage}, {401, 1, errkind.Key}, {403, 1, errkind.Key}} {
-		status = c2.status
+		status.Store(int32(c2.status))
 		hits.Store(0)
 		_, err := c.Ticket(context.Background(), ts.URL+"/reads/x", &htsget.Request{})
 		var he *htsget.Error
@@ -314,6 +314,7 @@ func TestIdleTimeout(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	var ranges []string
+	var mu sync.Mutex
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !first.Swap(true) {
 			w.Header().Set("Content-Length", strconv.Itoa(len(data)))
@@ -325,7 +326,9 @@ func TestIdleTimeout(t *testing.T) {
 			}
 			return
 		}
+		mu.Lock()
 		ranges = append(ranges, r.Header.Get("Range"))
+		mu.Unlock()
 		http.ServeContent(w, r, "x", time.Time{}, bytes.NewReader(data))
 	}))
 	defer ts.Close()
@@ -339,9 +342,11 @@ func TestIdleTimeout(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("%d bytes, %v", len(got), err)
 	}
+	mu.Lock()
 	if len(ranges) != 1 || ranges[0] != "bytes=1000-" {
 		t.Errorf("resumed with %q", ranges)
 	}
+	mu.Unlock()
 
 	// Without attempts left, the stall is the error.
 	first.Store(false)
@@ -358,10 +363,10 @@ func TestIdleTimeout(t *testing.T) {
 func TestRangeIgnored(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789"), 100)
 	var hits atomic.Int32
-	short := false
+	var short atomic.Bool
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		if short {
+		if short.Load() {
 			w.Write(data[:50])
 			return
 		}
@@ -376,7 +381,7 @@ func TestRangeIgnored(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data[100:200]) {
 		t.Fatalf("%q, %v", got, err)
 	}
-	short = true
+	short.Store(true)
 	hits.Store(0)
 	r, _ = c.Open(context.Background(), tk, ts.URL)
 	defer r.Close()

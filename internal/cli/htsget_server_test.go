@@ -28,9 +28,8 @@ import (
 // its place.
 type ticketServer struct {
 	*httptest.Server
-	token string // when set, /reads and /variants want it as a bearer token
-
 	mu     sync.Mutex
+	token  string // when set, /reads and /variants want it as a bearer token
 	ticket func(*htsget.Request, *http.Request) (*htsget.Ticket, *htsget.Error)
 	files  map[string][]byte
 	// fault, when set, may answer a request in its place (a 500, a cut
@@ -64,7 +63,7 @@ func (s *ticketServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.seen = append(s.seen, seenRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
 		Range: r.Header.Get("Range"), Auth: r.Header.Get("Authorization"),
 		PublicKey: r.Header.Get(htsget.PublicKeyHeader), Body: string(b)})
-	fault, ticket := s.fault, s.ticket
+	fault, ticket, token := s.fault, s.ticket, s.token
 	s.mu.Unlock()
 	if fault != nil && fault(w, r) {
 		return
@@ -85,7 +84,7 @@ func (s *ticketServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		http.ServeContent(w, r, parts[1], time.Time{}, bytes.NewReader(f))
 	case htsget.Reads, htsget.Variants:
-		if s.token != "" && r.Header.Get("Authorization") != "Bearer "+s.token {
+		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
 			htsget.WriteError(w, htsget.Errorf(htsget.InvalidAuthentication, "a bearer token is needed"))
 			return
 		}
@@ -122,6 +121,13 @@ func (s *ticketServer) requests() []seenRequest {
 func (s *ticketServer) setTicket(f func(*htsget.Request, *http.Request) (*htsget.Ticket, *htsget.Error)) {
 	s.mu.Lock()
 	s.ticket = f
+	s.mu.Unlock()
+}
+
+// setToken makes /reads and /variants want token as a bearer token.
+func (s *ticketServer) setToken(token string) {
+	s.mu.Lock()
+	s.token = token
 	s.mu.Unlock()
 }
 

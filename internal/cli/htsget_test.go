@@ -192,8 +192,9 @@ func TestHtsgetPlaintext(t *testing.T) {
 // the exit code of their class, the token never printed, no output left.
 func TestHtsgetServerErrors(t *testing.T) {
 	e := newHtsgetEnv(t)
-	e.s.token = "s3cr3t-t0ken"
-	if err := os.WriteFile(filepath.Join(e.dir, "token"), []byte(e.s.token+"\n"), 0o600); err != nil {
+	token := "s3cr3t-t0ken"
+	e.s.setToken(token)
+	if err := os.WriteFile(filepath.Join(e.dir, "token"), []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var answer atomic.Pointer[htsget.Error]
@@ -218,18 +219,18 @@ func TestHtsgetServerErrors(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.says) {
 			t.Errorf("%s: exit %d, want %d with %q:\n%s", c.name, code, c.code, c.says, stderr)
 		}
-		if strings.Contains(stderr, e.s.token) {
+		if strings.Contains(stderr, token) {
 			t.Errorf("%s: the token is printed: %s", c.name, stderr)
 		}
 		clitest.EmptyDir(t, e.out)
 	}
 	// The token of the variable.
 	answer.Store(htsget.Errorf(htsget.NotFound, "no file x"))
-	t.Setenv(tokenEnv, e.s.token)
+	t.Setenv(tokenEnv, token)
 	if code, _, stderr := runIn(t, e.dir, "htsget", "--no-encryption", endpoint); code != exitUsage || !strings.Contains(stderr, "NotFound") {
 		t.Errorf("token of %s: exit %d: %s", tokenEnv, code, stderr)
 	}
-	if got := e.s.requests(); got[len(got)-1].Auth != "Bearer "+e.s.token {
+	if got := e.s.requests(); got[len(got)-1].Auth != "Bearer "+token {
 		t.Errorf("Authorization %q", got[len(got)-1].Auth)
 	}
 	// A token that would break the header is refused before any request.
@@ -368,7 +369,8 @@ func TestHtsgetRetries(t *testing.T) {
 // ticket gives it.
 func TestHtsgetTokenOrigin(t *testing.T) {
 	e := newHtsgetEnv(t)
-	e.s.token = "t0ken-of-the-ticket-server"
+	token := "t0ken-of-the-ticket-server"
+	e.s.setToken(token)
 	other := newTicketServer(t)
 	ou := other.addFile("reads.bam", e.plain)
 	own := e.s.addFile("reads.bam", e.plain)
@@ -385,11 +387,11 @@ func TestHtsgetTokenOrigin(t *testing.T) {
 		rangeURL(e.s.URL+"/redirect", 2000, 3000),
 		{URL: ou, Headers: map[string]string{"Range": "bytes=3000-3999", "Authorization": "Bearer for-the-bucket"}},
 	}})
-	t.Setenv(tokenEnv, e.s.token)
+	t.Setenv(tokenEnv, token)
 	mustRun(t, e.dir, "htsget", "--no-encryption", "-o", "out/t.bam", e.s.URL+"/reads/t")
 	sameBytes(t, "output", e.readOut(t, "t.bam"), e.plain[:4000])
 	for _, r := range e.s.requests() {
-		if r.Auth != "Bearer "+e.s.token {
+		if r.Auth != "Bearer "+token {
 			t.Errorf("the ticket server's %s %s got Authorization %q", r.Method, r.Path, r.Auth)
 		}
 	}
@@ -398,7 +400,7 @@ func TestHtsgetTokenOrigin(t *testing.T) {
 		t.Fatalf("the other origin got %d requests: %+v", len(got), got)
 	}
 	for _, r := range got {
-		if r.Auth != "" && r.Auth != "Bearer for-the-bucket" || strings.Contains(r.Auth, e.s.token) {
+		if r.Auth != "" && r.Auth != "Bearer for-the-bucket" || strings.Contains(r.Auth, token) {
 			t.Errorf("the other origin got Authorization %q for %s", r.Auth, r.Range)
 		}
 	}
