@@ -212,6 +212,8 @@ func TestHtsgetServerErrors(t *testing.T) {
 		{"not found", htsget.Errorf(htsget.NotFound, "no file x"), []string{"--token-file", "token"}, exitUsage, "NotFound: no file x (HTTP 404)"},
 		{"bad region", nil, []string{"--token-file", "token", "-r", "chr1:5-2"}, exitUsage, "chr1:5-2"},
 		{"bad format", nil, []string{"--token-file", "token", "--format", "SAM"}, exitUsage, "--format SAM"},
+		{"server error", &htsget.Error{Status: 500, Code: "InternalError", Message: "disk on fire"}, []string{"--token-file", "token", "--retries", "1"},
+			exitError, "InternalError: disk on fire (HTTP 500) (after 2 attempts)"},
 	} {
 		answer.Store(c.err)
 		args := append(append([]string{"htsget", "--no-encryption"}, c.args...), "-o", "out/x.bam", endpoint)
