@@ -56,7 +56,6 @@ type Reader struct {
 	buf    chunk // what is left of its current chunk
 	err    error // sticky
 	wg     sync.WaitGroup
-	total  int64
 }
 
 var _ io.ReadCloser = (*Reader)(nil)
@@ -142,7 +141,6 @@ func (r *Reader) Read(b []byte) (int, error) {
 			if len(r.buf.b) == 0 {
 				r.release()
 			}
-			r.total += int64(n)
 			return n, nil
 		}
 		if r.cur == len(r.parts) {
@@ -168,9 +166,6 @@ func (r *Reader) Read(b []byte) (int, error) {
 	}
 	return 0, r.err
 }
-
-// Size returns how many bytes were read so far.
-func (r *Reader) Size() int64 { return r.total }
 
 func (r *Reader) release() {
 	if r.buf.pooled != nil {
