@@ -59,6 +59,7 @@ var envDoc = []clidoc.Entry{
 	{Name: publicKeyEnv, Doc: "keygen: where to write the public key, when --pk is not given"},
 	{Name: passphraseEnv, Doc: "the passphrase of the secret key (keygen: of the new key); a warning says that other processes can read it"},
 	{Name: newPassphraseEnv, Doc: "keygen --convert and --relock: the passphrase of the new key"},
+	{Name: tokenEnv, Doc: "htsget: the bearer token, when --token-file is not given"},
 	{Name: "C4GH_LOG", Doc: "accepted for the reference tool's logging configuration; not read (messages go to stderr)"},
 	{Name: "AWS_ENDPOINT_URL_S3", Doc: "s3:// paths: the S3 endpoint of a store that is not AWS (http://127.0.0.1:7070, https://s3.example.org), path-style; or --s3-config"},
 	{Name: "AWS_ACCESS_KEY_ID", Doc: "s3:// paths: the access key, with AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); else ~/.aws/credentials and the rest of the AWS chain"},
@@ -93,7 +94,7 @@ func commands(e *env) []command {
 	return []command{
 		keygenCommand(e), pubkeyCommand(e), encryptCommand(e), decryptCommand(e), catCommand(e),
 		reencryptCommand(e), rearrangeCommand(e), spliceCommand(e), inspectCommand(e), verifyCommand(e),
-		lsCommand(e), cleanupCommand(e), cpCommand(e),
+		lsCommand(e), cleanupCommand(e), cpCommand(e), htsgetCommand(e),
 		mountCommand(e), completionCommand(e), manCommand(e),
 	}
 }
