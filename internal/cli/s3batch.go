@@ -298,6 +298,10 @@ func mkdirAll(dir, folder string, below bool, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
+	// The output folder itself the user named: made as it is.
+	if err := os.MkdirAll(dir, perm); err != nil || rel == "." {
+		return err
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
