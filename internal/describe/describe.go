@@ -1,6 +1,7 @@
 // Package describe tells what a Crypt4GH file holds without decrypting
 // its body: the layout of its header and body, and, with a key, what the
-// packets it opens hold. It is what crypt4gh inspect prints.
+// packets it opens hold. It is what crypt4gh inspect prints, and the
+// lines of crypt4gh ls.
 package describe
 
 import (
