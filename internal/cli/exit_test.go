@@ -15,6 +15,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/htsget"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/mount"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -75,6 +76,10 @@ var sentinelCodes = map[string]struct {
 	"objstore.ErrTooLarge":          {objstore.ErrTooLarge, exitUsage},
 	"objstore.ErrUnsupported":       {objstore.ErrUnsupported, exitUsage},
 	"reencrypt.ErrNothingToAdd":     {reencrypt.ErrNothingToAdd, exitUsage},
+	"reencrypt.ErrTooManyPackets":   {reencrypt.ErrTooManyPackets, exitData},
+	"htsget.ErrBadTicket":           {htsget.ErrBadTicket, exitData},
+	"htsget.ErrBadDataURL":          {htsget.ErrBadDataURL, exitData},
+	"htsget.ErrBadPublicKey":        {htsget.ErrBadPublicKey, exitKey},
 }
 
 // TestSentinelExitCodes checks the exit code of every sentinel, alone and

@@ -94,7 +94,7 @@ func commands(e *env) []command {
 		keygenCommand(e), pubkeyCommand(e), encryptCommand(e), decryptCommand(e), catCommand(e),
 		reencryptCommand(e), rearrangeCommand(e), spliceCommand(e), inspectCommand(e), verifyCommand(e),
 		lsCommand(e), cleanupCommand(e), cpCommand(e),
-		mountCommand(e), completionCommand(e), manCommand(e),
+		mountCommand(e), serveCommand(e), completionCommand(e), manCommand(e),
 	}
 }
 
