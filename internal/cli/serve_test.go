@@ -420,3 +420,212 @@ func oracleEditListBug(t *testing.T, file []byte, sk *keys.SecretKey) bool {
 }
 
 func base64Std(pk keys.PublicKey) string { return base64.StdEncoding.EncodeToString(pk[:]) }
+
+// smallBAM makes reads.bam (with its index) in dir, encrypted for me.pub
+// (made there too) as reads.bam.c4gh.
+func smallBAM(t *testing.T, dir string) {
+	t.Helper()
+	writeSAM(t, dir, 3000)
+	tool(t, dir, "samtools", "sort", "-o", "reads.bam", "reads.sam")
+	tool(t, dir, "samtools", "index", "reads.bam")
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam", "-o", "reads.bam.c4gh")
+}
+
+// rawGet sends a GET of path exactly as given (no cleaning, no
+// escaping) and returns the status and the body.
+func rawGet(t *testing.T, base, path string, header map[string]string) (int, string) {
+	t.Helper()
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.URL = &neturl.URL{Scheme: u.Scheme, Host: u.Host, Opaque: "//" + u.Host + path}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServeRefusals: what a server is not configured for gets the
+// protocol's error and status, and nothing outside SOURCE is read or
+// served, however the path is spelled.
+func TestServeRefusals(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	smallBAM(t, dir)
+	_, pub := themKey(t, dir)
+	src := filepath.Join(dir, "src")
+	for _, d := range []string{"src/sub", "src/sub/deeper"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"src/reads.bam.c4gh", "src/sub/x.bam.c4gh", "secret.bam.c4gh"} {
+		if err := os.Link(filepath.Join(dir, "reads.bam.c4gh"), filepath.Join(dir, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(dir, "reads.bam.bai"), filepath.Join(src, "reads.bam.bai")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../secret.bam.c4gh", filepath.Join(src, "link.bam.c4gh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dir, filepath.Join(src, "sub", "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokens"), []byte("# the tokens\ns3cr3t-token\n\nsecond-t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, dir, "--sk", "me.sec", "--token-file", "tokens", "src")
+	auth := map[string]string{"Authorization": "Bearer s3cr3t-token", htsget.PublicKeyHeader: string(pub)}
+	c4gh := "?encryptionScheme=C4GH"
+	for _, c := range []struct {
+		what, path string
+		header     map[string]string
+		status     int
+		code       string
+	}{
+		{"no token", "/reads/reads" + c4gh, map[string]string{htsget.PublicKeyHeader: string(pub)}, 401, htsget.InvalidAuthentication},
+		{"a wrong token", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer s3cr3t-tokeN", htsget.PublicKeyHeader: string(pub)}, 401, htsget.InvalidAuthentication},
+		{"a token's prefix", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer s3cr3t", htsget.PublicKeyHeader: string(pub)}, 401, htsget.InvalidAuthentication},
+		{"the comment as a token", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer # the tokens", htsget.PublicKeyHeader: string(pub)}, 401, htsget.InvalidAuthentication},
+		{"plaintext from a C4GH-only server", "/reads/reads", auth, 403, htsget.PermissionDenied},
+		{"no key header", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken"}, 400, htsget.InvalidInput},
+		{"a key header that is not a key", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken", htsget.AltPublicKeyHeader: "bm90IGEga2V5"}, 400, htsget.InvalidInput},
+		{"an unknown id", "/reads/nothere" + c4gh, auth, 404, htsget.NotFound},
+		{"an unknown reference", "/reads/reads" + c4gh + "&referenceName=chrX", auth, 400, htsget.InvalidRange},
+		{"start after end", "/reads/reads" + c4gh + "&referenceName=chr1&start=10&end=5", auth, 400, htsget.InvalidRange},
+		{"an unknown format", "/reads/reads" + c4gh + "&format=VCF", auth, 400, htsget.UnsupportedFormat},
+		{"no index", "/reads/sub/x" + c4gh + "&referenceName=chr1", auth, 404, htsget.NotFound},
+		{"..", "/reads/../secret" + c4gh, auth, 400, htsget.InvalidInput},
+		{"sub/../..", "/reads/sub/../../secret" + c4gh, auth, 400, htsget.InvalidInput},
+		{"encoded dots", "/reads/%2e%2e/secret" + c4gh, auth, 400, htsget.InvalidInput},
+		{"encoded slashes", "/reads/sub%2F..%2F..%2Fsecret" + c4gh, auth, 400, htsget.InvalidInput},
+		{"an encoded slash in a name that exists", "/reads/sub%2fx" + c4gh, auth, 400, htsget.InvalidInput},
+		{"an absolute path", "/reads//" + strings.TrimPrefix(dir, "/") + "/secret" + c4gh, auth, 400, htsget.InvalidInput},
+		{"a symbolic link out of SOURCE", "/reads/link" + c4gh, auth, 404, htsget.NotFound},
+		{"a folder link out of SOURCE", "/reads/sub/out/secret" + c4gh, auth, 404, htsget.NotFound},
+		{"a forged data URL", "/data/c4gh/reads.bam.c4gh?s=0&e=100&x=9999999999&t=AAAA", nil, 403, htsget.PermissionDenied},
+		{"a data URL out of SOURCE", "/data/c4gh/../secret.bam.c4gh?s=0&e=100&x=9999999999&t=AAAA", nil, 400, htsget.InvalidInput},
+		{"an unknown endpoint", "/other/reads", auth, 404, htsget.NotFound},
+	} {
+		status, body := rawGet(t, s.base, c.path, c.header)
+		e := htsget.ReadError(status, strings.NewReader(body))
+		if status != c.status || e.Code != c.code {
+			t.Errorf("%s (%s): %d %s, want %d %s", c.what, c.path, status, body, c.status, c.code)
+		}
+	}
+	// A listed token and a key: a ticket, for a subfolder too; the
+	// service-info needs no token.
+	for _, p := range []string{"/reads/reads" + c4gh + "&referenceName=chr1", "/reads/sub/x" + c4gh, "/reads/service-info"} {
+		h := auth
+		if strings.HasSuffix(p, "service-info") {
+			h = nil
+		}
+		if status, body := rawGet(t, s.base, p, h); status != 200 {
+			t.Errorf("%s: %d %s", p, status, body)
+		}
+	}
+	// A data URL gives its file and its range only.
+	tk, he := getTicket(t, http.MethodGet, s.base+"/reads/reads"+c4gh+"&referenceName=chr1&start=1000&end=2000", nil, auth)
+	if he != nil {
+		t.Fatal(he)
+	}
+	var part htsget.URL
+	for _, u := range tk.URLs {
+		if strings.Contains(u.URL, "/data/") && part.URL == "" {
+			part = u
+		}
+	}
+	for _, forged := range []string{
+		strings.Replace(part.URL, "/reads.bam.c4gh?", "/sub/x.bam.c4gh?", 1),
+		strings.Replace(part.URL, "/data/c4gh/", "/data/plain/", 1),
+		regexp.MustCompile(`e=\d+`).ReplaceAllString(part.URL, "e=99999999"),
+	} {
+		if b, status := fetchPart(t, htsget.URL{URL: forged}); status != 403 {
+			t.Errorf("forged %s: %d %s", forged, status, b)
+		}
+	}
+	if b, status := fetchPart(t, htsget.URL{URL: part.URL, Headers: map[string]string{"Range": "bytes=0-99999999"}}); status != 416 {
+		t.Errorf("a range past the grant: %d %s", status, b)
+	}
+	// Tokens and keys never reach the log.
+	if log := s.stderr(); strings.Contains(log, "s3cr3t") || strings.Contains(log, string(pub)) || strings.Contains(log, "t0ken") {
+		t.Errorf("the log shows a token or a key:\n%s", log)
+	}
+	if !strings.Contains(s.stderr(), "Crypt4GH tickets of") || strings.Contains(s.stderr(), "plaintext tickets") {
+		t.Errorf("the start line:\n%s", s.stderr())
+	}
+}
+
+// TestServeUsage: bad flags and sources are usage errors, before
+// anything listens.
+func TestServeUsage(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	os.WriteFile(filepath.Join(dir, "empty"), []byte("# none\n\n"), 0o600)
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"serve", "--sk", "me.sec"}, exitUsage, "serve needs SOURCE"},
+		{[]string{"serve", "--sk", "me.sec", "nothere"}, exitUsage, "nothere"},
+		{[]string{"serve", "--sk", "me.sec", "me.pub"}, exitUsage, "is not a folder"},
+		{[]string{"serve", "--sk", "me.sec", "--tls-cert", "c.pem", "."}, exitUsage, "--tls-cert and --tls-key go together"},
+		{[]string{"serve", "--sk", "me.sec", "--token-file", "empty", "."}, exitUsage, "lists no token"},
+		{[]string{"serve", "--sk", "me.sec", "--token-file", "nothere", "."}, exitUsage, "--token-file"},
+		{[]string{"serve", "--sk", "me.sec", "--listen", "8080", "."}, exitUsage, "not HOST:PORT"},
+		{[]string{"serve", "--sk", "me.sec", "s3://bucket/key"}, exitUsage, "end a prefix with /"},
+		{[]string{"serve", "--sk", "me.pub", "."}, exitKey, ""},
+	} {
+		code, _, stderr := runIn(t, dir, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", c.args, code, stderr, c.code, c.msg)
+		}
+	}
+}
+
+// TestServeS3: a bucket prefix served as a folder is: samtools reads a
+// region through a plaintext ticket, and a Crypt4GH ticket decrypts to
+// the same records; ids with slashes are keys under the prefix, and
+// nothing outside the prefix is served.
+func TestServeS3(t *testing.T) {
+	e := newS3Env(t)
+	writeSAM(t, e.dir, 3000)
+	tool(t, e.dir, "samtools", "sort", "-o", "reads.bam", "reads.sam")
+	tool(t, e.dir, "samtools", "index", "reads.bam")
+	e.must(t, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam", "-o", "reads.bam.c4gh")
+	e.must(t, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam.bai", "-o", "reads.bam.bai.c4gh")
+	for _, k := range []string{"archive/runs/reads.bam.c4gh", "archive/runs/reads.bam.bai.c4gh", "other/reads.bam.c4gh"} {
+		e.put(t, k, e.read(t, filepath.Base(k)))
+	}
+	sk, pub := themKey(t, e.dir)
+	s := startServe(t, e.dir, "--sk", "me.sec", "--plaintext", "s3://"+testBucket+"/archive/")
+	const region = "chr1:100000-150000"
+	c := regionCase{"reads.bam", "reads.bam.bai", samCount, samHeader, samIndex}
+	tool(t, e.dir, "samtools", "view", "--no-PG", "-b", "-o", "s3.bam", s.base+"/reads/runs/reads?"+htsgetQuery(region))
+	checkRegionFile(t, e.dir, c, "s3.bam", region)
+	c4ghTicket(t, e.dir, http.MethodGet, s.base+"/reads/runs/reads?"+htsgetQuery(region, "encryptionScheme", "C4GH"), nil, pub, sk, "s3c4gh.bam")
+	checkRegionFile(t, e.dir, c, "s3c4gh.bam", region)
+	for _, p := range []string{"/reads/../other/reads", "/reads/runs%2F..%2F..%2Fother%2Freads", "/reads/reads"} {
+		if status, body := rawGet(t, s.base, p, nil); status != 400 && status != 404 {
+			t.Errorf("%s: %d %s", p, status, body)
+		}
+	}
+}
