@@ -3,9 +3,11 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -627,5 +630,250 @@ func TestServeS3(t *testing.T) {
 		if status, body := rawGet(t, s.base, p, nil); status != 400 && status != 404 {
 			t.Errorf("%s: %d %s", p, status, body)
 		}
+	}
+}
+
+// bigBAM writes big.bam.c4gh in dir: the small reads.bam followed by
+// random bytes up to n bytes, a file whose header is a BAM's (a
+// whole-file ticket reads no further), and returns its plaintext.
+func bigBAM(t *testing.T, dir string, n int) []byte {
+	t.Helper()
+	small, err := os.ReadFile(filepath.Join(dir, "reads.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := make([]byte, n)
+	copy(plain, small)
+	rand.NewChaCha8([32]byte{5}).Read(plain[len(small):])
+	if err := os.WriteFile(filepath.Join(dir, "big.bam"), plain, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "big.bam", "-o", "big.bam.c4gh")
+	os.Remove(filepath.Join(dir, "big.bam"))
+	return plain
+}
+
+// download fetches the parts of tk with a reader that takes at most
+// rate bytes a second (0: no limit) and returns the SHA-256 of the
+// concatenation and its length.
+func download(tk *htsget.Ticket, rate int, got *atomic.Int64) ([32]byte, int64, error) {
+	h := sha256.New()
+	var n int64
+	for _, u := range tk.URLs {
+		if strings.HasPrefix(u.URL, "data:") {
+			b, err := htsget.DecodeDataURL(u.URL)
+			if err != nil {
+				return [32]byte{}, 0, err
+			}
+			h.Write(b)
+			n += int64(len(b))
+			continue
+		}
+		req, err := http.NewRequest(http.MethodGet, u.URL, nil)
+		if err != nil {
+			return [32]byte{}, 0, err
+		}
+		for k, v := range u.Headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return [32]byte{}, 0, err
+		}
+		if resp.StatusCode != http.StatusPartialContent && resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return [32]byte{}, 0, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		buf := make([]byte, 256<<10)
+		for {
+			k, err := resp.Body.Read(buf)
+			h.Write(buf[:k])
+			n += int64(k)
+			got.Add(int64(k))
+			if rate > 0 && k > 0 {
+				time.Sleep(time.Duration(k) * time.Second / time.Duration(rate))
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				resp.Body.Close()
+				return [32]byte{}, n, err
+			}
+		}
+		resp.Body.Close()
+	}
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	return sum, n, nil
+}
+
+// peakRSS is the peak resident memory of the process, from VmHWM.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	}
+	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return kb << 10
+}
+
+// TestServeLoad: 200 ticket requests, 20 at a time, and 20 downloads of
+// 100 MiB at once (plaintext and Crypt4GH) all succeed, with the right
+// bytes, while the server's peak memory stays within 128 MiB.
+func TestServeLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test: 2 GiB over loopback")
+	}
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	smallBAM(t, dir)
+	_, pub := themKey(t, dir)
+	plain := bigBAM(t, dir, 100<<20)
+	stored, err := os.ReadFile(filepath.Join(dir, "big.bam.c4gh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
+	key := map[string]string{htsget.PublicKeyHeader: string(pub)}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	sem := make(chan struct{}, 20)
+	for i := range 200 {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			q := htsgetQuery(fmt.Sprintf("chr%d:%d-%d", 1+i%2, 1000*i+1, 1000*i+5000))
+			if i%2 == 0 {
+				q += "&encryptionScheme=C4GH"
+			}
+			req, _ := http.NewRequest(http.MethodGet, s.base+"/reads/reads?"+q, nil)
+			req.Header.Set(htsget.PublicKeyHeader, string(pub))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			if _, err := htsget.ReadTicket(resp.Body); resp.StatusCode != 200 || err != nil {
+				errs <- fmt.Errorf("ticket %d: status %d, %v", i, resp.StatusCode, err)
+			}
+		}()
+	}
+	wg.Wait()
+
+	plainTicket, he := getTicket(t, http.MethodGet, s.base+"/reads/big", nil, nil)
+	if he != nil {
+		t.Fatal(he)
+	}
+	c4ghTk, he := getTicket(t, http.MethodGet, s.base+"/reads/big?encryptionScheme=C4GH", nil, key)
+	if he != nil {
+		t.Fatal(he)
+	}
+	// What the Crypt4GH ticket's ranges of the stored file hold.
+	var c4ghWant []byte
+	for _, u := range c4ghTk.URLs {
+		if !strings.HasPrefix(u.URL, "data:") {
+			var a, b int64
+			fmt.Sscanf(u.Headers["Range"], "bytes=%d-%d", &a, &b)
+			c4ghWant = append(c4ghWant, stored[a:b+1]...)
+		} else {
+			d, _ := htsget.DecodeDataURL(u.URL)
+			c4ghWant = append(c4ghWant, d...)
+		}
+	}
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk, want := plainTicket, plain
+			if i%2 == 1 {
+				tk, want = c4ghTk, c4ghWant
+			}
+			sum, n, err := download(tk, 0, new(atomic.Int64))
+			if err != nil {
+				errs <- fmt.Errorf("download %d: %v", i, err)
+			} else if sum != sha256.Sum256(want) {
+				errs <- fmt.Errorf("download %d: %d bytes, not the %d of the file", i, n, len(want))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if rss := peakRSS(t, s.cmd.Process.Pid); rss > 128<<20 {
+		t.Errorf("the server's peak RSS is %d MiB, more than 128 MiB", rss>>20)
+	} else {
+		t.Logf("the server's peak RSS: %d MiB", rss>>20)
+	}
+}
+
+// TestServeSIGTERM: SIGTERM during downloads stops the server from
+// taking new requests, lets the downloads finish whole, then ends the
+// command with 143.
+func TestServeSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads of 16 MiB at a few MiB a second")
+	}
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	smallBAM(t, dir)
+	plain := bigBAM(t, dir, 16<<20)
+	s := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
+	tk, he := getTicket(t, http.MethodGet, s.base+"/reads/big", nil, nil)
+	if he != nil {
+		t.Fatal(he)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	var got [4]atomic.Int64
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sum, n, err := download(tk, 8<<20, &got[i]) // about 2 s
+			if err != nil {
+				errs <- fmt.Errorf("download %d: %v after %d bytes", i, err, n)
+			} else if sum != sha256.Sum256(plain) {
+				errs <- fmt.Errorf("download %d: %d bytes, not the file", i, n)
+			}
+		}()
+	}
+	// Signal once every download is under way.
+	for i := range got {
+		for got[i].Load() < 1<<20 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop after the downloads")
+	}
+	if s.code != 128+int(syscall.SIGTERM) || !strings.Contains(s.stderr(), "stopped serving") {
+		t.Errorf("exit %d:\n%s", s.code, s.stderr())
+	}
+	if n := strings.Count(s.stderr(), "GET /data/plain/big.bam.c4gh 206 16777216B "); n != 4 {
+		t.Errorf("%d whole downloads logged, want 4:\n%s", n, s.stderr())
 	}
 }
