@@ -114,7 +114,7 @@ func parseRange(h string, start, end int64) (lo, hi int64, partial, ok bool) {
 		return start, end, false, true
 	}
 	spec, found := strings.CutPrefix(h, "bytes=")
-	if !found || strings.Contains(spec, ",") {
+	if !found || strings.Contains(spec, ",") || end <= start {
 		return 0, 0, false, false
 	}
 	a, b, found := strings.Cut(strings.TrimSpace(spec), "-")
