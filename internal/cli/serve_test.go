@@ -3,11 +3,20 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	cryptorand "crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -34,6 +43,9 @@ import (
 // binary as a child), talk to it over loopback with samtools, bcftools
 // and plain HTTP requests, and read what it gives with the tools, this
 // command's decrypt and the other Go implementation.
+
+// serveClient is the client of the serve tests' requests.
+var serveClient = http.DefaultClient
 
 // served is a running serve process.
 type served struct {
@@ -144,7 +156,7 @@ func getTicket(t *testing.T, method, u string, body []byte, header map[string]st
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := serveClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +206,7 @@ func fetchPart(t *testing.T, u htsget.URL) ([]byte, int) {
 	for k, v := range u.Headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := serveClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +463,7 @@ func rawGet(t *testing.T, base, path string, header map[string]string) (int, str
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := serveClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +688,7 @@ func download(tk *htsget.Ticket, rate int, got *atomic.Int64) ([32]byte, int64, 
 		for k, v := range u.Headers {
 			req.Header.Set(k, v)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := serveClient.Do(req)
 		if err != nil {
 			return [32]byte{}, 0, err
 		}
@@ -758,7 +770,7 @@ func TestServeLoad(t *testing.T) {
 			}
 			req, _ := http.NewRequest(http.MethodGet, s.base+"/reads/reads?"+q, nil)
 			req.Header.Set(htsget.PublicKeyHeader, string(pub))
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := serveClient.Do(req)
 			if err != nil {
 				errs <- err
 				return
@@ -875,5 +887,57 @@ func TestServeSIGTERM(t *testing.T) {
 	}
 	if n := strings.Count(s.stderr(), "GET /data/plain/big.bam.c4gh 206 16777216B "); n != 4 {
 		t.Errorf("%d whole downloads logged, want 4:\n%s", n, s.stderr())
+	}
+}
+
+// TestServeTLS: with --tls-cert and --tls-key the server speaks HTTPS
+// only, and the data URLs of its tickets are https URLs.
+func TestServeTLS(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	smallBAM(t, dir)
+	sk, pub := themKey(t, dir)
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(cryptorand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	serveClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	t.Cleanup(func() { serveClient = http.DefaultClient })
+
+	s := startServe(t, dir, "--sk", "me.sec", "--tls-cert", "cert.pem", "--tls-key", "key.pem", ".")
+	if !strings.HasPrefix(s.base, "https://") {
+		t.Fatalf("the start line names %s", s.base)
+	}
+	const region = "chr1:1000-90000"
+	tk := c4ghTicket(t, dir, http.MethodGet, s.base+"/reads/reads?"+htsgetQuery(region, "encryptionScheme", "C4GH"), nil, pub, sk, "tls.bam")
+	for _, u := range tk.URLs {
+		if !strings.HasPrefix(u.URL, "data:") && !strings.HasPrefix(u.URL, "https://127.0.0.1") {
+			t.Errorf("a data URL of an HTTPS server: %s", u.URL)
+		}
+	}
+	checkRegionFile(t, dir, regionCase{"reads.bam", "reads.bam.bai", samCount, samHeader, samIndex}, "tls.bam", region)
+	// Plain HTTP gets nothing.
+	if resp, err := http.Get("http" + strings.TrimPrefix(s.base, "https") + "/reads/service-info"); err == nil {
+		if resp.StatusCode == 200 {
+			t.Error("plain HTTP to an HTTPS server got 200")
+		}
+		resp.Body.Close()
 	}
 }
