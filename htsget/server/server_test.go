@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/htsget"
@@ -106,3 +108,28 @@ func FuzzHandler(f *testing.F) {
 	})
 }
 
+// TestGrantExpiry: a data URL is good until its expiry and refused after
+// it; a URL signed with another server's key is refused.
+func TestGrantExpiry(t *testing.T) {
+	key, other := []byte("0123456789abcdef0123456789abcdef"), []byte("another key, of another server!!")
+	g := grant{kind: kindPlain, name: "x.bam.c4gh", start: 0, end: 10, expires: 1000}
+	for _, c := range []struct {
+		key  []byte
+		now  int64
+		want string
+	}{
+		{key, 999, ""}, {key, 1000, ""}, {key, 1001, "expired"}, {other, 999, "not a data URL"},
+	} {
+		u, err := url.Parse(g.url("http://h", c.key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, e := parseGrant(strings.TrimPrefix(u.Path, "/data/"), u.Query(), key, time.Unix(c.now, 0))
+		switch {
+		case c.want == "" && (e != nil || got != g):
+			t.Errorf("at %d: %+v, %v", c.now, got, e)
+		case c.want != "" && (e == nil || e.Status != 403 || !strings.Contains(e.Message, c.want)):
+			t.Errorf("at %d: %v, want 403 %q", c.now, e, c.want)
+		}
+	}
+}
