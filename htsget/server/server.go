@@ -45,6 +45,11 @@ type Config struct {
 	// BaseURL is the scheme and host of the data URLs in tickets
 	// ("https://htsget.example.org"); when empty, those of the request.
 	BaseURL string
+	// Presign makes the stored ranges of Crypt4GH tickets presigned GET
+	// URLs of the objects, when the source is a store that gives them,
+	// instead of URLs of the server's /data endpoint: the requester then
+	// reads the bucket directly, and must be able to reach it.
+	Presign bool
 	// TicketLifetime is how long the data URLs of a ticket are valid;
 	// one hour when 0.
 	TicketLifetime time.Duration

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
@@ -118,6 +119,17 @@ func (s *storeSource) Open(ctx context.Context, name string) (Object, error) {
 		return nil, err
 	}
 	return storeObject{o}, nil
+}
+
+// presignGet returns a presigned GET URL of the object at name, when the
+// store gives them.
+func (s *storeSource) presignGet(ctx context.Context, name string, lifetime time.Duration) (string, bool, error) {
+	p, ok := s.st.(objstore.Presigner)
+	if !ok {
+		return "", false, nil
+	}
+	u, err := p.PresignGet(ctx, s.prefix.Join(name), lifetime)
+	return u, true, err
 }
 
 type storeObject struct{ *objstore.Object }

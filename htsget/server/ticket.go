@@ -153,6 +153,18 @@ func (s *Server) ticket(r *http.Request, req *htsget.Request, recipient *keys.Pu
 	expires := time.Now().Add(s.cfg.TicketLifetime).Unix()
 	t := &htsget.Ticket{Format: format}
 	class := req.Class
+	var presigned string
+	if recipient != nil && s.cfg.Presign {
+		if ss, ok := s.cfg.Source.(*storeSource); ok {
+			u, ok, err := ss.presignGet(r.Context(), name, s.cfg.TicketLifetime)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				presigned = u
+			}
+		}
+	}
 	add := func(kind string, p reencrypt.Part) {
 		if p.Data != nil {
 			if len(p.Data) > 0 {
@@ -163,8 +175,12 @@ func (s *Server) ticket(r *http.Request, req *htsget.Request, recipient *keys.Pu
 		if p.End == p.Start {
 			return
 		}
-		g := grant{kind: kind, name: name, start: p.Start, end: p.End, expires: expires}
-		t.URLs = append(t.URLs, htsget.URL{URL: g.url(base, s.urlKey), Class: class,
+		u := presigned
+		if kind != kindC4GH || u == "" {
+			g := grant{kind: kind, name: name, start: p.Start, end: p.End, expires: expires}
+			u = g.url(base, s.urlKey)
+		}
+		t.URLs = append(t.URLs, htsget.URL{URL: u, Class: class,
 			Headers: map[string]string{"Range": fmt.Sprintf("bytes=%d-%d", p.Start, p.End-1)}})
 	}
 	if recipient == nil {

@@ -27,6 +27,7 @@ type serveOptions struct {
 	TLSKey     string
 	BaseURL    string
 	MaxStreams int
+	Presign    bool
 	Quiet      bool
 }
 
@@ -59,6 +60,8 @@ func serveCommand(e *env) command {
 			&cli.StringFlag{Name: "tls-key", Destination: &o.TLSKey, Usage: "the private key of --tls-cert at `PATH` (PEM)"},
 			&cli.StringFlag{Name: "url", Destination: &o.BaseURL,
 				Usage: "the `URL` clients reach the server at, for the data URLs of tickets (default: the scheme and Host of each request)"},
+			&cli.BoolFlag{Name: "presign", Destination: &o.Presign,
+				Usage: "with an s3:// SOURCE: give the stored ranges of Crypt4GH tickets as presigned GET URLs of the objects, which requesters must reach"},
 			&cli.IntFlag{Name: "max-streams", Value: 64, Destination: &o.MaxStreams,
 				Usage: "send at most `N` data responses at once; more wait their turn"},
 			passphraseFileFlag(&o.PassphraseFile), quietFlag(&o.Quiet, false),
@@ -83,6 +86,9 @@ func serveAction(e *env, o *serveOptions) error {
 	}
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
+	}
+	if o.Presign && !objstore.IsURL(e.args[0]) {
+		return usagef("--presign is for an s3:// SOURCE")
 	}
 	if o.MaxStreams < 1 {
 		return usagef("--max-streams must be at least 1")
@@ -112,7 +118,7 @@ func serveAction(e *env, o *serveOptions) error {
 	defer sk.Zero()
 	srv, err := server.New(server.Config{
 		Source: src, Key: sk, Plaintext: o.Plaintext, Tokens: tokens, BaseURL: o.BaseURL,
-		MaxStreams: o.MaxStreams, Log: log.New(e.stderr, "crypt4gh serve: ", log.LstdFlags|log.LUTC),
+		MaxStreams: o.MaxStreams, Presign: o.Presign, Log: log.New(e.stderr, "crypt4gh serve: ", log.LstdFlags|log.LUTC),
 	})
 	if err != nil {
 		return err

@@ -614,6 +614,7 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "--sk", "me.sec", "--token-file", "nothere", "."}, exitUsage, "--token-file"},
 		{[]string{"serve", "--sk", "me.sec", "--listen", "8080", "."}, exitUsage, "not HOST:PORT"},
 		{[]string{"serve", "--sk", "me.sec", "s3://bucket/key"}, exitUsage, "end a prefix with /"},
+		{[]string{"serve", "--sk", "me.sec", "--presign", "."}, exitUsage, "--presign is for an s3:// SOURCE"},
 		{[]string{"serve", "--sk", "me.pub", "."}, exitKey, ""},
 	} {
 		code, _, stderr := runIn(t, dir, c.args...)
@@ -649,6 +650,20 @@ func TestServeS3(t *testing.T) {
 		if status, body := rawGet(t, s.base, p, nil); status != 400 && status != 404 {
 			t.Errorf("%s: %d %s", p, status, body)
 		}
+	}
+
+	// With --presign the stored ranges are presigned URLs of the object:
+	// the requester reads the bucket, not the server.
+	p := startServe(t, e.dir, "--sk", "me.sec", "--presign", "s3://"+testBucket+"/archive/")
+	tk := c4ghTicket(t, e.dir, http.MethodGet, p.base+"/reads/runs/reads?"+htsgetQuery(region, "encryptionScheme", "C4GH"), nil, pub, sk, "presigned.bam")
+	checkRegionFile(t, e.dir, c, "presigned.bam", region)
+	for _, u := range tk.URLs {
+		if !strings.HasPrefix(u.URL, "data:") && (!strings.HasPrefix(u.URL, e.px.Endpoint()) || !strings.Contains(u.URL, "X-Amz-Signature=")) {
+			t.Errorf("not a presigned URL of the store: %s", u.URL)
+		}
+	}
+	if strings.Contains(p.stderr(), "GET /data/") {
+		t.Errorf("the server served data:\n%s", p.stderr())
 	}
 }
 
