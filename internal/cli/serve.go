@@ -2,12 +2,10 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"log"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 
@@ -132,18 +130,8 @@ func serveAction(e *env, o *serveOptions) error {
 	// From here on the signals stop the server, which lets the requests
 	// under way finish; the command then ends with 128 + the signal's
 	// number, as every command does.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	signal.Ignore(syscall.SIGPIPE)
-	defer signal.Stop(sigs)
-	e.cleanup.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := make(chan os.Signal, 1)
-	go func() {
-		got <- <-sigs
-		cancel()
-	}()
+	ctx, caught, release := e.takeSignals(os.Interrupt, syscall.SIGTERM)
+	defer release()
 	if !e.quiet {
 		scheme := "http"
 		if o.TLSCert != "" {
@@ -165,8 +153,7 @@ func serveAction(e *env, o *serveOptions) error {
 	if err := srv.Serve(ctx, ln, o.TLSCert, o.TLSKey); err != nil {
 		return err
 	}
-	s := <-got
-	sig, _ := s.(syscall.Signal)
+	sig, _ := caught()
 	fmt.Fprintf(e.stderr, "crypt4gh: stopped serving (%v)\n", sig)
 	return quietExit(128 + int(sig))
 }

@@ -153,13 +153,7 @@ func getTicket(t *testing.T, method, u string, body []byte, header map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := serveClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := serveDo(t, req, header)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		e := htsget.ReadError(resp.StatusCode, resp.Body)
@@ -173,6 +167,19 @@ func getTicket(t *testing.T, method, u string, body []byte, header map[string]st
 		t.Fatalf("%s %s: %v", method, u, err)
 	}
 	return tk, nil
+}
+
+// serveDo sends req with the headers and returns the response.
+func serveDo(t *testing.T, req *http.Request, header map[string]string) *http.Response {
+	t.Helper()
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := serveClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // fetchTicket concatenates the parts of a ticket, as a client does.
@@ -203,13 +210,7 @@ func fetchPart(t *testing.T, u htsget.URL) ([]byte, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range u.Headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := serveClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := serveDo(t, req, u.Headers)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -467,13 +468,7 @@ func rawGet(t *testing.T, base, path string, header map[string]string) (int, str
 		t.Fatal(err)
 	}
 	req.URL = &neturl.URL{Scheme: u.Scheme, Host: u.Host, Opaque: "//" + u.Host + path}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := serveClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := serveDo(t, req, header)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
