@@ -256,15 +256,23 @@ func checkRegionFile(t *testing.T, dir string, c regionCase, got, region string)
 	}
 }
 
-// TestServePlaintextHtslib: samtools and bcftools, unmodified, read
-// regions of the encrypted files through serve --plaintext: the records
-// of each region and the header are those of the original.
-func TestServePlaintextHtslib(t *testing.T) {
+// TestServeRegions serves the region fixtures (BAM with BAI and CSI,
+// CRAM, VCF.gz, BCF; some indexes encrypted) with serve --plaintext, and
+// asks for regions of each with both kinds of tickets.
+func TestServeRegions(t *testing.T) {
 	t.Setenv(secretKeyEnv, "")
 	t.Setenv(passphraseEnv, "")
 	dir := t.TempDir()
 	cases := regionFixtures(t, dir)
 	s := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
+	t.Run("htslib", func(t *testing.T) { servePlaintextHtslib(t, dir, cases, s) })
+	t.Run("c4gh", func(t *testing.T) { serveC4GH(t, dir, cases, s) })
+}
+
+// servePlaintextHtslib: samtools and bcftools, unmodified, read regions
+// of the encrypted files through serve --plaintext: the records of each
+// region and the header are those of the original.
+func servePlaintextHtslib(t *testing.T, dir string, cases []regionCase, s *served) {
 	if !strings.Contains(s.stderr(), "on loopback only") {
 		t.Errorf("the start line does not say it listens on loopback:\n%s", s.stderr())
 	}
@@ -357,21 +365,20 @@ func themKey(t *testing.T, dir string) (*keys.SecretKey, []byte) {
 	return &sk, []byte(htsget.EncodePublicKey(sk.Public()))
 }
 
-// TestServeC4GH: Crypt4GH tickets, fetched with plain HTTP requests and
+// serveC4GH: Crypt4GH tickets, fetched with plain HTTP requests and
 // concatenated, are crypt4gh files for the requester's key that both
 // implementations decrypt to a file holding every record of the regions;
 // the server's own key never reaches the requester, and the body comes as
 // ranges of the file as stored, not decrypted.
-func TestServeC4GH(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
-	dir := t.TempDir()
-	cases := regionFixtures(t, dir)
+func serveC4GH(t *testing.T, dir string, cases []regionCase, s *served) {
 	sk, pub := themKey(t, dir)
-	s := startServe(t, dir, "--sk", "me.sec", ".")
+	regions := serveRegions[:3]
+	if testing.Short() {
+		regions = regions[1:2]
+	}
 	for _, c := range htsgetCases(cases) {
 		t.Run(c.name, func(t *testing.T) {
-			for i, region := range serveRegions[:3] {
+			for i, region := range regions {
 				u := fmt.Sprintf("%s/%s/%s?%s", s.base, c.endpoint, c.id, htsgetQuery(region, "format", c.format, "encryptionScheme", "C4GH"))
 				out := fmt.Sprintf("c4gh%d-%s", i, c.name)
 				tk := c4ghTicket(t, dir, http.MethodGet, u, nil, pub, sk, out)
