@@ -13,6 +13,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
 	"github.com/c4gh-go/crypt4gh/region"
@@ -27,6 +28,14 @@ var extensions = map[string]string{
 }
 
 var formatOf = map[region.Format]string{region.BAM: "BAM", region.CRAM: "CRAM", region.VCF: "VCF", region.BCF: "BCF"}
+
+// A ticket's bounds: its data: URLs hold the blocks cut at the regions'
+// edges, made anew for each ticket, so that a request for many regions
+// would hold many blocks in memory and in the answer.
+const (
+	maxRegions  = 1024
+	maxNewBytes = 8 << 20
+)
 
 // serveTicket answers GET and POST /ENDPOINT/ID.
 func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, id string) {
@@ -214,13 +223,16 @@ func (s *Server) plan(r *http.Request, req *htsget.Request, name string, plain *
 	if req.Class == "" && len(req.Regions) == 0 {
 		return []region.Piece{{Start: 0, End: plain.Size()}}, nil
 	}
+	if len(req.Regions) > maxRegions {
+		return nil, htsget.Errorf(htsget.PayloadTooLarge, "%d regions: a ticket takes at most %d", len(req.Regions), maxRegions)
+	}
 	idx, err := s.readIndex(r, name)
 	if err != nil {
 		return nil, err
 	}
 	f, err := region.Open(plain, plain.Size(), req.ID, idx)
 	if err != nil {
-		return nil, regionError(err)
+		return nil, err // the server's files do not fit: logged
 	}
 	regions := make([]region.Region, len(req.Regions))
 	for i, g := range req.Regions {
@@ -229,6 +241,9 @@ func (s *Server) plan(r *http.Request, req *htsget.Request, name string, plain *
 	p, err := f.Plan(regions)
 	if err != nil {
 		return nil, regionError(err)
+	}
+	if p.New > maxNewBytes {
+		return nil, htsget.Errorf(htsget.PayloadTooLarge, "the regions cut %d MiB of blocks at their edges, more than the %d MiB of a ticket: ask for fewer regions at once", p.New>>20, maxNewBytes>>20)
 	}
 	return p.Pieces, nil
 }
@@ -240,6 +255,9 @@ func regionError(err error) error {
 		return htsget.Errorf(htsget.InvalidRange, "%v", err)
 	case errors.Is(err, region.ErrNoIndex):
 		return htsget.Errorf(htsget.NotFound, "%v", err)
+	case errkind.Of(err) == errkind.Usage:
+		// A region the file cannot have (unplaced reads of a VCF).
+		return htsget.Errorf(htsget.InvalidInput, "%v", err)
 	}
 	return err
 }

@@ -563,6 +563,14 @@ func TestServeRefusals(t *testing.T) {
 			t.Errorf("%s: %d %s", p, status, body)
 		}
 	}
+	// Too many regions at once.
+	var many []string
+	for i := range 1025 {
+		many = append(many, fmt.Sprintf(`{"referenceName":"chr1","start":%d,"end":%d}`, i*100, i*100+50))
+	}
+	if _, he := getTicket(t, http.MethodPost, s.base+"/reads/reads"+c4gh, []byte(`{"regions":[`+strings.Join(many, ",")+`]}`), auth); he == nil || he.Status != 413 || he.Code != htsget.PayloadTooLarge {
+		t.Errorf("1025 regions: %v, want 413 PayloadTooLarge", he)
+	}
 	// A data URL gives its file and its range only.
 	tk, he := getTicket(t, http.MethodGet, s.base+"/reads/reads"+c4gh+"&referenceName=chr1&start=1000&end=2000", nil, auth)
 	if he != nil {
