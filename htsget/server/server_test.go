@@ -2,6 +2,9 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -131,5 +134,72 @@ func TestGrantExpiry(t *testing.T) {
 		case c.want != "" && (e == nil || e.Status != 403 || !strings.Contains(e.Message, c.want)):
 			t.Errorf("at %d: %v, want 403 %q", c.now, e, c.want)
 		}
+	}
+}
+
+// slowSource serves one file of n bytes whose Stream writes slowly and
+// stops when the context of Open is done, as an object store's does.
+type slowSource struct{ n int64 }
+
+func (s slowSource) String() string { return "slow" }
+
+func (s slowSource) Open(ctx context.Context, name string) (Object, error) {
+	if name != "f.bam.c4gh" {
+		return nil, fs.ErrNotExist
+	}
+	return slowObject{ctx: ctx, n: s.n}, nil
+}
+
+type slowObject struct {
+	ctx context.Context
+	n   int64
+}
+
+func (o slowObject) ReadAt(p []byte, off int64) (int, error) { clear(p); return len(p), nil }
+func (o slowObject) Size() int64                             { return o.n }
+func (o slowObject) Close() error                            { return nil }
+func (o slowObject) Stream(w io.Writer, off, n int64) (int64, error) {
+	var done int64
+	for done < n {
+		if err := o.ctx.Err(); err != nil {
+			return done, err
+		}
+		time.Sleep(50 * time.Millisecond)
+		k, err := w.Write(make([]byte, min(n-done, 100)))
+		done += int64(k)
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// TestLongDownload: a data response may last longer than the server's
+// ReadTimeout: the deadline for reading the request does not end the
+// request's context, which an object store's reads depend on.
+func TestLongDownload(t *testing.T) {
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Source: slowSource{n: 1000}, Key: &sk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := s.HTTPServer()
+	hs.ReadTimeout = 100 * time.Millisecond
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config = hs
+	ts.Start()
+	defer ts.Close()
+	g := grant{kind: kindC4GH, name: "f.bam.c4gh", start: 0, end: 1000, expires: time.Now().Add(time.Hour).Unix()}
+	resp, err := http.Get(g.url(ts.URL, s.urlKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || len(b) != 1000 {
+		t.Fatalf("status %d, %d bytes of 1000 (%v)", resp.StatusCode, len(b), err)
 	}
 }
