@@ -14,6 +14,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -95,6 +96,25 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
 	return s, nil
+}
+
+// ReadTokens reads bearer tokens, one a line; blank lines and lines
+// that start with # are left out. No token is an error.
+func ReadTokens(r io.Reader) ([]string, error) {
+	var tokens []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if t := strings.TrimSpace(sc.Text()); t != "" && !strings.HasPrefix(t, "#") {
+			tokens = append(tokens, t)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(tokens) == 0 {
+		return nil, errors.New("lists no token")
+	}
+	return tokens, nil
 }
 
 // HTTPServer returns an http.Server for s with the timeouts of a server

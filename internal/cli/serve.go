@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"log"
 	"net"
@@ -191,27 +190,16 @@ func (e *env) serveSource(source string) (server.Source, error) {
 	return server.Store(st, loc), nil
 }
 
-// readTokens reads the bearer tokens of path: one a line, blank lines and
-// lines starting with # left out.
+// readTokens reads the bearer tokens of --token-file.
 func readTokens(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, usagef("failed to read --token-file %s: %v", quoteName(path), pathErr(err))
 	}
 	defer f.Close()
-	var tokens []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		t := strings.TrimSpace(sc.Text())
-		if t != "" && !strings.HasPrefix(t, "#") {
-			tokens = append(tokens, t)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, usagef("failed to read --token-file %s: %v", quoteName(path), err)
-	}
-	if len(tokens) == 0 {
-		return nil, usagef("--token-file %s lists no token", quoteName(path))
+	tokens, err := server.ReadTokens(f)
+	if err != nil {
+		return nil, usagef("--token-file %s: %v", quoteName(path), err)
 	}
 	return tokens, nil
 }
