@@ -48,7 +48,7 @@ func serveCommand(e *env) command {
 		Flags: append([]cli.Flag{
 			skFlag(&o.SK),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Destination: &o.Listen,
-				Usage: "listen on `ADDR` (HOST:PORT; :PORT for every interface)"},
+				Usage: "listen on `ADDR` (HOST:PORT; :PORT for every interface; default 127.0.0.1:8080, this machine only)"},
 			&cli.BoolFlag{Name: "plaintext", Destination: &o.Plaintext,
 				Usage: "also answer requests without encryptionScheme, with the decrypted data (for samtools, bcftools, IGV)"},
 			&cli.StringFlag{Name: "token-file", Destination: &o.TokenFile,
@@ -131,24 +131,23 @@ func serveAction(e *env, o *serveOptions) error {
 	// number, as every command does.
 	ctx, caught, release := e.takeSignals(os.Interrupt, syscall.SIGTERM)
 	defer release()
-	if !e.quiet {
-		scheme := "http"
-		if o.TLSCert != "" {
-			scheme = "https"
-		}
-		what := "Crypt4GH tickets"
-		if o.Plaintext {
-			what += " and plaintext tickets"
-		}
-		where := "on loopback only (--listen HOST:PORT for others)"
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			where = "to the network"
-			if o.Plaintext && o.TLSCert == "" {
-				e.warnf("plaintext tickets over plain HTTP to the network: anyone on the way reads the data; give --tls-cert and --tls-key")
-			}
-		}
-		fmt.Fprintf(e.stderr, "crypt4gh: serving %s of %s at %s://%s, %s\n", what, quoteName(e.args[0]), scheme, ln.Addr(), where)
+	// The start line, -q or not: where the server listens matters.
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
 	}
+	what := "Crypt4GH tickets"
+	if o.Plaintext {
+		what += " and plaintext tickets"
+	}
+	where := "on loopback only (--listen HOST:PORT for others)"
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		where = "to the network"
+		if o.Plaintext && o.TLSCert == "" {
+			e.warnf("plaintext tickets over plain HTTP to the network: anyone on the way reads the data; give --tls-cert and --tls-key")
+		}
+	}
+	fmt.Fprintf(e.stderr, "crypt4gh: serving %s of %s at %s://%s, %s\n", what, quoteName(e.args[0]), scheme, ln.Addr(), where)
 	if err := srv.Serve(ctx, ln, o.TLSCert, o.TLSKey); err != nil {
 		return err
 	}
