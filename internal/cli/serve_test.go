@@ -571,6 +571,10 @@ func TestServeRefusals(t *testing.T) {
 	if _, he := getTicket(t, http.MethodPost, s.base+"/reads/reads"+c4gh, []byte(`{"regions":[`+strings.Join(many, ",")+`]}`), auth); he == nil || he.Status != 413 || he.Code != htsget.PayloadTooLarge {
 		t.Errorf("1025 regions: %v, want 413 PayloadTooLarge", he)
 	}
+	big := append([]byte(`{"regions":[],"x":"`), bytes.Repeat([]byte("a"), 2<<20)...)
+	if _, he := getTicket(t, http.MethodPost, s.base+"/reads/reads"+c4gh, append(big, `"}`...), auth); he == nil || he.Status != 413 {
+		t.Errorf("a 2 MiB request: %v, want 413", he)
+	}
 	// A data URL gives its file and its range only.
 	tk, he := getTicket(t, http.MethodGet, s.base+"/reads/reads"+c4gh+"&referenceName=chr1&start=1000&end=2000", nil, auth)
 	if he != nil {
