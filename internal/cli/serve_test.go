@@ -296,7 +296,10 @@ func servePlaintextHtslib(t *testing.T, dir string, cases []regionCase, s *serve
 			tool(t, dir, c.write[0], append(c.write[1:], out, fmt.Sprintf("%s/%s/%s?format=%s", s.base, c.endpoint, c.id, c.format))...)
 			checkRegionFile(t, dir, c.regionCase, out, "chr1")
 			if c.endpoint == htsget.Reads {
-				out := "header-" + c.name
+				out := "unplaced-" + c.name
+				tool(t, dir, c.write[0], append(c.write[1:], out, fmt.Sprintf("%s/%s/%s?format=%s&referenceName=*", s.base, c.endpoint, c.id, c.format))...)
+				checkRegionFile(t, dir, c.regionCase, out, "*")
+				out = "header-" + c.name
 				tool(t, dir, c.write[0], append(c.write[1:], out, fmt.Sprintf("%s/%s/%s?format=%s&class=header", s.base, c.endpoint, c.id, c.format))...)
 				if h, want := c.head(t, dir, out), c.head(t, dir, c.name); h != want {
 					t.Errorf("class=header: the header differs:\n%s\nwant\n%s", h, want)
