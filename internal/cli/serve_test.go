@@ -980,3 +980,51 @@ func TestServeTLS(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// TestServeInstances: two instances with the same key and folder serve
+// each other's tickets (the parts of a ticket from one, fetched from the
+// other, decrypt to the region), while an instance with another key
+// refuses them.
+func TestServeInstances(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	smallBAM(t, dir)
+	_, pub := themKey(t, dir)
+	mustRun(t, dir, "keygen", "--sk", "other.sec", "--pk", "other.pub", "--nocrypt")
+	a := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
+	b := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
+	other := startServe(t, dir, "--sk", "other.sec", "--plaintext", ".")
+	const region = "chr1:20000-120000"
+	c := regionCase{"reads.bam", "reads.bam.bai", samCount, samHeader, samIndex}
+	for _, q := range []string{htsgetQuery(region, "encryptionScheme", "C4GH"), htsgetQuery(region)} {
+		tk, he := getTicket(t, http.MethodGet, a.base+"/reads/reads?"+q, nil, map[string]string{htsget.PublicKeyHeader: string(pub)})
+		if he != nil {
+			t.Fatal(he)
+		}
+		moved := func(base string) *htsget.Ticket {
+			m := &htsget.Ticket{Format: tk.Format}
+			for _, u := range tk.URLs {
+				u.URL = strings.Replace(u.URL, a.base, base, 1)
+				m.URLs = append(m.URLs, u)
+			}
+			return m
+		}
+		got := fetchTicket(t, moved(b.base))
+		out := "moved.bam"
+		if strings.Contains(q, "C4GH") {
+			os.WriteFile(filepath.Join(dir, out+".c4gh"), got, 0o600)
+			mustRun(t, dir, "decrypt", "--sk", "them.sec", "-i", out+".c4gh", "-o", out, "-f")
+		} else {
+			os.WriteFile(filepath.Join(dir, out), got, 0o600)
+		}
+		checkRegionFile(t, dir, c, out, region)
+		for _, u := range moved(other.base).URLs {
+			if strings.HasPrefix(u.URL, "http") {
+				if body, status := fetchPart(t, u); status != http.StatusForbidden {
+					t.Errorf("another key's instance: %d %s", status, body)
+				}
+			}
+		}
+	}
+}
