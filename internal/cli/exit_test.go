@@ -81,6 +81,7 @@ var sentinelCodes = map[string]struct {
 	"objstore.ErrUnsupported":       {objstore.ErrUnsupported, exitUsage},
 	"reencrypt.ErrNothingToAdd":     {reencrypt.ErrNothingToAdd, exitUsage},
 	"client.ErrBadURL":              {client.ErrBadURL, exitUsage},
+	"reencrypt.ErrTooManyPackets":   {reencrypt.ErrTooManyPackets, exitData},
 }
 
 // TestSentinelExitCodes checks the exit code of every sentinel, alone and

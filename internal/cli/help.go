@@ -95,7 +95,7 @@ func commands(e *env) []command {
 		keygenCommand(e), pubkeyCommand(e), encryptCommand(e), decryptCommand(e), catCommand(e),
 		reencryptCommand(e), rearrangeCommand(e), spliceCommand(e), inspectCommand(e), verifyCommand(e),
 		lsCommand(e), cleanupCommand(e), cpCommand(e), htsgetCommand(e),
-		mountCommand(e), completionCommand(e), manCommand(e),
+		mountCommand(e), serveCommand(e), completionCommand(e), manCommand(e),
 	}
 }
 

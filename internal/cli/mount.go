@@ -102,18 +102,8 @@ func mountAction(e *env, o *mountOptions) error {
 	// They are caught before the mount exists, so that none can end the
 	// process with the file system mounted; the command then ends with
 	// 128 + the signal's number, as every command does.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	signal.Ignore(syscall.SIGPIPE)
-	defer signal.Stop(sigs)
-	e.cleanup.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := make(chan os.Signal, 1)
-	go func() {
-		got <- <-sigs
-		cancel()
-	}()
+	ctx, caught, release := e.takeSignals(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer release()
 	srv, err := mount.Mount(src, mountpoint, mount.Options{
 		Key: sk, Sender: sender, AllowOther: o.AllowOther, DirectIO: o.DirectIO, Log: e.stderr,
 		Refresh: o.Refresh,
@@ -132,12 +122,41 @@ func mountAction(e *env, o *mountOptions) error {
 	if err := srv.Wait(ctx); err != nil {
 		return err
 	}
-	select {
-	case s := <-got:
-		sig, _ := s.(syscall.Signal)
-		fmt.Fprintf(e.stderr, "crypt4gh: unmounted %s (%v)\n", quoteName(mountpoint), sig)
-		return quietExit(128 + int(sig))
-	default:
+	sig, ok := caught()
+	if !ok {
 		return nil // unmounted from outside
 	}
+	fmt.Fprintf(e.stderr, "crypt4gh: unmounted %s (%v)\n", quoteName(mountpoint), sig)
+	return quietExit(128 + int(sig))
+}
+
+// takeSignals makes the signals sigs the command's own from here on,
+// for a command that runs until one comes (SIGPIPE is ignored, and the
+// process's cleanup handler stopped): ctx is cancelled at the first of
+// them, and caught then returns it. The caller must call release.
+func (e *env) takeSignals(sigs ...os.Signal) (ctx context.Context, caught func() (syscall.Signal, bool), release func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	signal.Ignore(syscall.SIGPIPE)
+	e.cleanup.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s := <-ch:
+			got <- s
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	caught = func() (syscall.Signal, bool) {
+		select {
+		case s := <-got:
+			sig, _ := s.(syscall.Signal)
+			return sig, true
+		default:
+			return 0, false
+		}
+	}
+	return ctx, caught, func() { signal.Stop(ch); cancel() }
 }
