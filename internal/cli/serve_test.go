@@ -267,6 +267,49 @@ func TestServeRegions(t *testing.T) {
 	s := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
 	t.Run("htslib", func(t *testing.T) { servePlaintextHtslib(t, dir, cases, s) })
 	t.Run("c4gh", func(t *testing.T) { serveC4GH(t, dir, cases, s) })
+	t.Run("client", func(t *testing.T) { serveClientCommand(t, dir, cases, s) })
+}
+
+// serveClientCommand: crypt4gh htsget, the client, against crypt4gh serve:
+// a region of every format for another reader's key (one region as a GET,
+// two as a POST), the same as a crypt4gh file (--keep-encrypted) that
+// decrypt opens, and a plaintext ticket (--no-encryption); each file holds
+// every record of its regions and the original's header.
+func serveClientCommand(t *testing.T, dir string, cases []regionCase, s *served) {
+	if _, err := os.Stat(filepath.Join(dir, "them.sec")); err != nil {
+		themKey(t, dir)
+	}
+	region := serveRegions[1]
+	for _, c := range htsgetCases(cases) {
+		t.Run(c.name, func(t *testing.T) {
+			u := s.base + "/" + c.endpoint + "/" + c.id
+			args := []string{"htsget", "--sk", "them.sec"}
+			if c.format != "" {
+				args = append(args, "--format", c.format)
+			}
+			out := "client-" + c.name
+			mustRun(t, dir, append(args, "--region", region, "-o", out, u)...)
+			checkRegionFile(t, dir, c.regionCase, out, region)
+
+			two := "client-two-" + c.name
+			mustRun(t, dir, append(args, "--region", "chr1:100000-100010", "--region", "chr2:5000-9000", "-o", two, u)...)
+			checkRegionFile(t, dir, c.regionCase, two, "chr1:100000-100010")
+			checkRegionFile(t, dir, c.regionCase, two, "chr2:5000-9000")
+
+			kept := "client-kept-" + c.name
+			mustRun(t, dir, append(args, "--region", region, "--keep-encrypted", "-o", kept+".c4gh", u)...)
+			mustRun(t, dir, "decrypt", "--sk", "them.sec", "-i", kept+".c4gh", "-o", kept)
+			checkRegionFile(t, dir, c.regionCase, kept, region)
+
+			plain := "client-plain-" + c.name
+			noKey := []string{"htsget", "--no-encryption", "--region", region, "-o", plain}
+			if c.format != "" {
+				noKey = append(noKey, "--format", c.format)
+			}
+			mustRun(t, dir, append(noKey, u)...)
+			checkRegionFile(t, dir, c.regionCase, plain, region)
+		})
+	}
 }
 
 // servePlaintextHtslib: samtools and bcftools, unmodified, read regions
