@@ -73,3 +73,24 @@ func BenchmarkReadBlock(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlan plans a region of the fixtures' BAM that starts and ends
+// inside blocks: its two edge blocks decompressed, cut and compressed
+// again, on two cores where there are two.
+func BenchmarkPlan(b *testing.B) {
+	f := openFixture(b, fixtures(b), "reads.bam", "reads.bam.bai")
+	r, err := Parse("chr1:50000-120000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := f.Plan([]Region{r})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if p.New == 0 {
+			b.Fatal("no edge blocks")
+		}
+	}
+}
