@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/internal/describe"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -321,40 +321,21 @@ func spliceRegion(e *env, o *spliceOptions, recipients []keys.PublicKey) error {
 	return out.Finish(noPacketHint(bodyError(err, rp.plain.HeaderSize(), size), sk, nil))
 }
 
-// printRegionPlan prints what the regions of the file cost: the ranges
-// of its plaintext that are copied, the bytes made anew, and the
-// segments read.
-func printRegionPlan(w io.Writer, name string, rp *regionPlan, bodySize int64) error {
+// regionReport is what inspect --region prints of the regions of the
+// file called name (as shown): the ranges of its plaintext that are
+// copied, the bytes made anew, and the segments read.
+func regionReport(name string, rp *regionPlan, bodySize int64) (*describe.RegionPlan, error) {
 	list, _ := rp.plain.EditList()
 	cost, err := rp.plan.Cost(list, bodySize)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Regions of %s:\n", name)
-	for _, p := range rp.plan.Pieces {
-		if p.Data != nil {
-			fmt.Fprintf(&b, "  new     %s (an edge block made anew)\n", plural(int64(len(p.Data)), "byte"))
-			continue
-		}
-		fmt.Fprintf(&b, "  copy    bytes [%d, %d) of the plaintext (%s)\n", p.Start, p.End, plural(p.End-p.Start, "byte"))
-	}
-	fmt.Fprintf(&b, "  output     %s: %s copied, %s new\n", plural(rp.plan.Size(), "byte"), plural(rp.plan.Copied, "byte"), plural(rp.plan.New, "byte"))
-	fmt.Fprintf(&b, "  segments   %s read: %s of the %s body\n", plural(int64(len(cost.Segments)), "segment"),
-		plural(cost.Stored, "byte"), plural(bodySize, "byte"))
-	// splice --region copies those segments and seals each run of new
-	// bytes in whole new segments.
-	spliced, run := cost.Stored, int64(0)
+	pieces := make([]describe.RegionPiece, len(rp.plan.Pieces))
 	for i, p := range rp.plan.Pieces {
+		pieces[i] = describe.CopyPiece(p.Start, p.End)
 		if p.Data != nil {
-			run += int64(len(p.Data))
-		}
-		if run > 0 && (p.Data == nil || i == len(rp.plan.Pieces)-1) {
-			spliced += body.EncryptedSize(body.Floor(run + body.SegmentSize - 1))
-			run = 0
+			pieces[i] = describe.NewPiece(int64(len(p.Data)))
 		}
 	}
-	fmt.Fprintf(&b, "  splice     about %s of body: the segments read, and the new bytes in new segments\n", plural(spliced, "byte"))
-	_, err = io.WriteString(w, b.String())
-	return err
+	return describe.Region(name, pieces, cost.Segments, cost.Stored, bodySize), nil
 }
