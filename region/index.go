@@ -142,14 +142,15 @@ func readIndex(ra io.ReaderAt, size int64) (x *Index, err error) {
 	return readBGZFIndex(r)
 }
 
-// readBAI reads a BAI index of size bytes: in one read, so that an index
-// that is itself a Crypt4GH file has each of its segments decrypted once.
+// readBAI reads a BAI index of size bytes: at once (in parallel parts of
+// whole segments), so that an index that is itself a Crypt4GH file has
+// each of its segments decrypted once.
 func readBAI(r io.ReaderAt, size int64) (*Index, error) {
 	if size > maxIndex {
 		return nil, fmt.Errorf("a BAI index of %d bytes, more than %d", size, maxIndex)
 	}
 	b := make([]byte, size)
-	if n, err := r.ReadAt(b, 0); n < len(b) {
+	if n, err := readAt(r, b, 0); n < len(b) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}

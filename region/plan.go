@@ -412,8 +412,11 @@ func craiHolds(e craiEntry, t target) bool {
 
 // Write writes the output of pieces, copying their ranges from src (the
 // plaintext the plan was made for), and returns how many bytes it wrote.
-// When src has a CopyRange method (as [c4gh.ReaderAt] has) it is used, so
-// that no segment is decrypted twice.
+// A range of 512 KiB or more is read in parts of 256 KiB that start at
+// multiples of 256 KiB, as many at once as GOMAXPROCS, so that from a
+// [c4gh.ReaderAt] of a file without an edit list no segment is decrypted
+// twice; a shorter range uses src's CopyRange method where it has one (as
+// [c4gh.ReaderAt] has), for the same reason.
 func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
 	var written int64
 	for _, pc := range pieces {
@@ -442,8 +445,12 @@ type rangeCopier interface {
 	CopyRange(dst io.Writer, start, end int64) (int64, error)
 }
 
-// copyRange writes [start, end) of src to dst.
+// copyRange writes [start, end) of src to dst: a range of several parts
+// in parallel (copyParallel).
 func copyRange(dst io.Writer, src io.ReaderAt, start, end int64) (int64, error) {
+	if end-start >= 2*partSize && runtime.GOMAXPROCS(0) > 1 {
+		return copyParallel(dst, src, start, end)
+	}
 	if rc, ok := src.(rangeCopier); ok {
 		n, err := rc.CopyRange(dst, start, end)
 		if err == nil && n < end-start {
