@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/biogo/hts/bgzf"
@@ -158,6 +159,38 @@ func (x *baiIndex) chunks(ref int, beg, end int64) ([]bgzf.Chunk, error) {
 		return compareVoffsets(a.Begin, b.Begin)
 	})
 	return out, nil
+}
+
+// after returns an offset of reference ref's records at or after which
+// every record starts at or after position end, or the largest offset
+// when the index gives none. It is where the first chunk of the leaf
+// bins past end begins: a leaf bin (16 kbp) holds only records that lie
+// in its tile, and a BAI indexes a BAM sorted by position. The chunks of
+// the larger bins that overlap a region hold records of their whole span,
+// most of them past the region (for a region of 200 kbp of a 1 GiB BAM,
+// three chunks of 45 MB further on); no record of the region starts
+// there.
+func (x *baiIndex) after(ref int, end int64) uint64 {
+	bound := uint64(math.MaxUint64)
+	if ref < 0 || ref >= len(x.refs) {
+		return bound
+	}
+	r := &x.refs[ref]
+	last := (end - 1) >> baiShift[5]
+	b := x.b[r.bins:]
+	for range r.nbin {
+		bin := binary.LittleEndian.Uint32(b)
+		n := int(binary.LittleEndian.Uint32(b[4:]))
+		chunks := b[8 : 8+16*n]
+		b = b[8+16*n:]
+		if bin < baiFirst[5] || bin >= baiFirst[5]+1<<15 || int64(bin-baiFirst[5]) <= last { // not a leaf past end
+			continue
+		}
+		for ; len(chunks) >= 16; chunks = chunks[16:] {
+			bound = min(bound, binary.LittleEndian.Uint64(chunks))
+		}
+	}
+	return bound
 }
 
 // baiOverlaps reports whether bin is a bin of the BAI scheme that holds

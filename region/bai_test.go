@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/biogo/hts/bam"
 	"github.com/biogo/hts/bgzf"
 	"github.com/biogo/hts/sam"
+
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 )
 
 // biogoChunks returns the chunks that biogo/hts's BAI reader gives for
@@ -357,4 +360,62 @@ func largeBAI(nref int, n int64) []byte {
 		pos += uint64(n) * perBase
 	}
 	return b.Bytes()
+}
+
+// TestAfterKeepsRecords plans regions of a BAM whose larger bins hold
+// chunks far past the regions (reads across 16 kbp and 1 Mbp boundaries;
+// enough reads that samtools keeps its leaf bins rather than merging
+// them into larger ones), which the plan leaves out: the output still
+// holds every record of each region, as samtools counts them, and some
+// plans are smaller than the index's chunks.
+func TestAfterKeepsRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes a BAM with samtools")
+	}
+	clitest.Tool(t, "samtools")
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(21, 22))
+	const length, n = 1_200_000, 100
+	var sam bytes.Buffer
+	fmt.Fprintf(&sam, "@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:c\tLN:%d\n", length)
+	seq := make([]byte, n)
+	for i := range 150_000 {
+		pos := rng.IntN(length - n)
+		switch {
+		case i%1000 == 0: // across 1 Mbp: in a bin of 8 Mbp
+			pos = 1<<20 - n/2
+		case i%10 == 0: // across a 16 kbp tile
+			pos = (1+rng.IntN(length>>14-1))<<14 - n/2
+		}
+		for j := range seq {
+			seq[j] = "ACGT"[rng.IntN(4)]
+		}
+		fmt.Fprintf(&sam, "r%d\t0\tc\t%d\t60\t%dM\t*\t0\t0\t%s\t%s\n", i, pos+1, n, seq, strings.Repeat("I", n))
+	}
+	os.WriteFile(filepath.Join(dir, "reads.sam"), sam.Bytes(), 0o666)
+	run(t, dir, "samtools", "sort", "-o", "reads.bam", "reads.sam")
+	run(t, dir, "samtools", "index", "reads.bam")
+	f := openFixture(t, dir, "reads.bam", "reads.bam.bai")
+	smaller := 0
+	for i := range 12 {
+		beg := rng.Int64N(1_000_000 - 200_000)
+		end := beg + 1 + rng.Int64N(200_000)
+		if i == 0 {
+			beg, end = 100_000, 110_000
+		}
+		r := Region{Name: "c", Start: beg, End: end}
+		writeRegions(t, f, dir, "out.bam", []string{r.String()})
+		run(t, dir, "samtools", "index", "out.bam")
+		want := run(t, dir, "samtools", "view", "-c", "reads.bam", r.String())
+		if got := run(t, dir, "samtools", "view", "-c", "out.bam", r.String()); got != want {
+			t.Errorf("%s: %s records, %s in the BAM", r, strings.TrimSpace(got), strings.TrimSpace(want))
+		}
+		all, _ := f.idx.bai.chunks(0, beg, end)
+		if kept, _ := f.chunks(target{ref: 0, start: beg, end: end}); len(kept) < len(all) {
+			smaller++
+		}
+	}
+	if smaller == 0 {
+		t.Errorf("no plan left out a chunk past its region")
+	}
 }

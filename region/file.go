@@ -236,6 +236,8 @@ func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
 	switch x.kind {
 	case kindBAI:
 		cs, err = x.bai.chunks(t.ref, start, end)
+		bound := x.bai.after(t.ref, end)
+		cs = slices.DeleteFunc(cs, func(c bgzf.Chunk) bool { return uint64(c.Begin.File)<<16|uint64(c.Begin.Block) >= bound })
 	case kindCSI:
 		cs = x.csi.Chunks(t.ref, int(start), int(end))
 	case kindTBI:
