@@ -96,14 +96,14 @@ func encrypted(t testing.TB, n int) ([]byte, *c4gh.ReaderAt, *countingReaderAt) 
 func TestWriteDecryptsOnce(t *testing.T) {
 	data, ra, c := encrypted(t, 4<<20)
 	start, end := int64(100_000), int64(3_000_000)
-	c.n = 0
+	c.n.Store(0)
 	var out bytes.Buffer
 	if _, err := Write(&out, ra, []Piece{{Start: start, End: end}}); err != nil || !bytes.Equal(out.Bytes(), data[start:end]) {
 		t.Fatalf("Write: %v", err)
 	}
 	segments := body.SegmentOf(end-1) - body.SegmentOf(start) + 1
-	if want := segments * body.EncryptedSegmentSize; c.n != want {
-		t.Errorf("read %d encrypted bytes for %d segments (%d bytes)", c.n, segments, want)
+	if want, n := segments*body.EncryptedSegmentSize, c.n.Load(); n != want {
+		t.Errorf("read %d encrypted bytes for %d segments (%d bytes)", n, segments, want)
 	}
 }
 
