@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 
@@ -139,12 +140,7 @@ func (x *baiIndex) chunks(ref int, beg, end int64) ([]bgzf.Chunk, error) {
 		min = offs[tile]
 	}
 	var out []bgzf.Chunk
-	b := x.b[r.bins:]
-	for range r.nbin {
-		bin := binary.LittleEndian.Uint32(b)
-		n := int(binary.LittleEndian.Uint32(b[4:]))
-		chunks := b[8 : 8+16*n]
-		b = b[8+16*n:]
+	for bin, chunks := range x.bins(r) {
 		if !baiOverlaps(bin, beg, end) {
 			continue
 		}
@@ -175,14 +171,8 @@ func (x *baiIndex) after(ref int, end int64) uint64 {
 	if ref < 0 || ref >= len(x.refs) {
 		return bound
 	}
-	r := &x.refs[ref]
 	last := (end - 1) >> baiShift[5]
-	b := x.b[r.bins:]
-	for range r.nbin {
-		bin := binary.LittleEndian.Uint32(b)
-		n := int(binary.LittleEndian.Uint32(b[4:]))
-		chunks := b[8 : 8+16*n]
-		b = b[8+16*n:]
+	for bin, chunks := range x.bins(&x.refs[ref]) {
 		if bin < baiFirst[5] || bin >= baiFirst[5]+1<<15 || int64(bin-baiFirst[5]) <= last { // not a leaf past end
 			continue
 		}
@@ -191,6 +181,21 @@ func (x *baiIndex) after(ref int, end int64) uint64 {
 		}
 	}
 	return bound
+}
+
+// bins yields the bins of r: each bin's number and its chunks, 16 bytes
+// each. parseBAI checked their counts.
+func (x *baiIndex) bins(r *baiRef) iter.Seq2[uint32, []byte] {
+	return func(yield func(uint32, []byte) bool) {
+		b := x.b[r.bins:]
+		for range r.nbin {
+			n := int(binary.LittleEndian.Uint32(b[4:]))
+			if !yield(binary.LittleEndian.Uint32(b), b[8:8+16*n]) {
+				return
+			}
+			b = b[8+16*n:]
+		}
+	}
 }
 
 // baiOverlaps reports whether bin is a bin of the BAI scheme that holds
