@@ -1,7 +1,6 @@
 package describe
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -93,12 +92,7 @@ func Region(file string, pieces []RegionPiece, segments []int64, stored, bodySiz
 // Print writes r for people, or as JSON.
 func (r *RegionPlan) Print(w io.Writer, asJSON bool) error {
 	if asJSON {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(b, '\n'))
-		return err
+		return printJSON(w, r)
 	}
 	plural := textfmt.Plural
 	name := r.File
