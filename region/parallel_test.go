@@ -10,7 +10,6 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
-	"github.com/c4gh-go/crypt4gh/keys"
 )
 
 // failingReaderAt fails every read that reaches from.
@@ -69,25 +68,7 @@ func TestParallelReads(t *testing.T) {
 func encrypted(t testing.TB, n int) ([]byte, *c4gh.ReaderAt, *countingReaderAt) {
 	data := make([]byte, n)
 	rand.Read(data)
-	sk, err := keys.Generate(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var enc bytes.Buffer
-	w, err := c4gh.NewWriter(&enc, c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(data)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c := &countingReaderAt{r: bytes.NewReader(enc.Bytes())}
-	ra, err := c4gh.NewReaderAt(c, int64(enc.Len()), &sk, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ra.Close() })
+	ra, _, c := encrypt(t, data)
 	return data, ra, c
 }
 
