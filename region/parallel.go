@@ -13,6 +13,24 @@ import (
 // so that no segment is decrypted twice where the plaintext's offsets
 // are those of the body (a file without an edit list).
 
+// Serial is implemented by a source whose reads should come one at a
+// time: an object that a reader fetches ahead in windows, where reads at
+// once would each fetch a window and download bytes twice. [File.Plan]
+// and [Write] read such a source (given to [Open], or to Write) on one
+// goroutine, in order.
+type Serial interface {
+	// Serial reports whether reads should come one at a time.
+	Serial() bool
+}
+
+// jobs returns how many goroutines read src at once.
+func jobs(src io.ReaderAt) int {
+	if s, ok := src.(Serial); ok && s.Serial() {
+		return 1
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
 // partSize is how much one goroutine reads at once: four segments.
 const partSize = 4 << 16
 
@@ -31,7 +49,7 @@ func parts(off, n int64) [][2]int64 {
 // parts read at once.
 func readAt(r io.ReaderAt, p []byte, off int64) (int, error) {
 	ps := parts(off, int64(len(p)))
-	workers := min(len(ps), runtime.GOMAXPROCS(0))
+	workers := min(len(ps), jobs(r))
 	if workers < 2 {
 		return r.ReadAt(p, off)
 	}
@@ -67,7 +85,7 @@ func readAt(r io.ReaderAt, p []byte, off int64) (int, error) {
 // core. What comes before a part that fails to read is written.
 func copyParallel(dst io.Writer, src io.ReaderAt, start, end int64) (int64, error) {
 	ps := parts(start, end-start)
-	workers := min(len(ps), runtime.GOMAXPROCS(0))
+	workers := min(len(ps), jobs(src))
 	bufs := make([][]byte, workers)
 	for i := range bufs {
 		bufs[i] = make([]byte, partSize)

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"io"
 	mrand "math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
@@ -110,4 +113,41 @@ func BenchmarkWrite(b *testing.B) {
 			}
 		}
 	})
+}
+
+// concurrentReaderAt notes how many reads it served at once, at most.
+type concurrentReaderAt struct {
+	r          io.ReaderAt
+	serial     bool
+	now, most  atomic.Int32
+	sleepEvery time.Duration
+}
+
+func (c *concurrentReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n := c.now.Add(1)
+	defer c.now.Add(-1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+	time.Sleep(c.sleepEvery) // reads overlap if they come at once
+	return c.r.ReadAt(p, off)
+}
+
+func (c *concurrentReaderAt) Serial() bool { return c.serial }
+
+// TestSerial: Write reads a Serial source one read at a time, and
+// another in parallel parts where there are cores for them.
+func TestSerial(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("one core: nothing is read in parallel")
+	}
+	data := make([]byte, 2<<20)
+	for _, serial := range []bool{true, false} {
+		c := &concurrentReaderAt{r: bytes.NewReader(data), serial: serial, sleepEvery: 2 * time.Millisecond}
+		if _, err := Write(io.Discard, c, []Piece{{Start: 0, End: int64(len(data))}}); err != nil {
+			t.Fatal(err)
+		}
+		if most := c.most.Load(); serial && most != 1 || !serial && most < 2 {
+			t.Errorf("Serial() %v: %d reads at once", serial, most)
+		}
+	}
 }

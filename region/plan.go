@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -224,13 +223,13 @@ func (p *Plan) edge(e edge) {
 
 // makeEdges decompresses the edge blocks of p, cuts them and compresses
 // them again, on as many cores as there are (the work of a region of a
-// few MiB is mostly this), and then drops the pieces that came out
-// empty. It returns the error of the first edge that fails.
+// few MiB is mostly this) unless the source is [Serial], and then drops
+// the pieces that came out empty. It returns the error of the first edge that fails.
 func (f *File) makeEdges(p *Plan) error {
 	errs := make([]error, len(p.edges))
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range min(len(p.edges), runtime.GOMAXPROCS(0)) {
+	for range min(len(p.edges), jobs(f.src)) {
 		wg.Go(func() {
 			for i := range next {
 				e := p.edges[i]
@@ -413,7 +412,8 @@ func craiHolds(e craiEntry, t target) bool {
 // Write writes the output of pieces, copying their ranges from src (the
 // plaintext the plan was made for), and returns how many bytes it wrote.
 // A range of 512 KiB or more is read in parts of 256 KiB that start at
-// multiples of 256 KiB, as many at once as GOMAXPROCS, so that from a
+// multiples of 256 KiB, as many at once as GOMAXPROCS (one at a time from
+// a [Serial] source), so that from a
 // [c4gh.ReaderAt] of a file without an edit list no segment is decrypted
 // twice; a shorter range uses src's CopyRange method where it has one (as
 // [c4gh.ReaderAt] has), for the same reason.
@@ -448,7 +448,7 @@ type rangeCopier interface {
 // copyRange writes [start, end) of src to dst: a range of several parts
 // in parallel (copyParallel).
 func copyRange(dst io.Writer, src io.ReaderAt, start, end int64) (int64, error) {
-	if end-start >= 2*partSize && runtime.GOMAXPROCS(0) > 1 {
+	if end-start >= 2*partSize && jobs(src) > 1 {
 		return copyParallel(dst, src, start, end)
 	}
 	if rc, ok := src.(rangeCopier); ok {

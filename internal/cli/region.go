@@ -85,8 +85,20 @@ func (r *regionOptions) parse() ([]region.Region, error) {
 // regionPlan is the plan of the regions of one crypt4gh file.
 type regionPlan struct {
 	plain *c4gh.ReaderAt // the file's plaintext
+	src   io.ReaderAt    // plain, marked region.Serial for an object
 	plan  *region.Plan
 }
+
+// An object is fetched ahead in windows (objio.Planned): reads at once
+// would fetch bytes twice, so region reads its plaintext, and an index
+// object, one read at a time (region.Serial).
+type (
+	serialPlain struct{ *c4gh.ReaderAt }
+	serialIndex struct{ io.ReaderAt }
+)
+
+func (serialPlain) Serial() bool { return true }
+func (serialIndex) Serial() bool { return true }
 
 // planRegions plans the regions of ro in the crypt4gh file of size bytes
 // at src, named name (its path or URL, beside which the index is
@@ -103,8 +115,12 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 	if err != nil {
 		return nil, noPacketHint(err, sk, opts.Sender)
 	}
+	var ra io.ReaderAt = plain
+	if _, ok := src.(*objio.Planned); ok {
+		ra = serialPlain{plain}
+	}
 	// The format first: a file that has none has no index either.
-	if _, err := region.Detect(plain, plain.Size()); err != nil {
+	if _, err := region.Detect(ra, plain.Size()); err != nil {
 		plain.Close()
 		return nil, fmt.Errorf("%s: %w", quoteName(shownName(name)), err)
 	}
@@ -113,7 +129,7 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 		plain.Close()
 		return nil, err
 	}
-	f, err := region.Open(plain, plain.Size(), shownName(name), idx)
+	f, err := region.Open(ra, plain.Size(), shownName(name), idx)
 	if err != nil {
 		plain.Close()
 		return nil, err
@@ -132,7 +148,7 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 		}
 		po.Plan(plain.HeaderSize(), size-plain.HeaderSize(), cost.Segments)
 	}
-	return &regionPlan{plain: plain, plan: plan}, nil
+	return &regionPlan{plain: plain, src: ra, plan: plan}, nil
 }
 
 // readIndex finds and reads the index of the data at name.
@@ -188,13 +204,21 @@ func (e *env) openIndexFile(p string, sk *keys.SecretKey, opts *c4gh.DecryptOpti
 		ra, size, c = f, fi.Size(), f
 	}
 	if !strings.HasSuffix(p, c4ghSuffix) {
-		return ra, size, c, nil
+		return serialIf(objstore.IsURL(p), ra), size, c, nil
 	}
 	r, err := c4gh.NewReaderAt(ra, size, sk, &c4gh.DecryptOptions{Sender: opts.Sender, Strict: opts.Strict})
 	if err != nil {
 		return nil, 0, c, fmt.Errorf("index %s: %w", quoteName(shownName(p)), noPacketHint(err, sk, opts.Sender))
 	}
-	return r, r.Size(), closers{r, c}, nil
+	return serialIf(objstore.IsURL(p), r), r.Size(), closers{r, c}, nil
+}
+
+// serialIf returns ra, marked region.Serial when serial is true.
+func serialIf(serial bool, ra io.ReaderAt) io.ReaderAt {
+	if serial {
+		return serialIndex{ra}
+	}
+	return ra
 }
 
 // openIndexObject opens the object at the URL p, which may not exist.
@@ -267,7 +291,7 @@ func decryptRegion(e *env, o *decryptOptions, in *input, out io.Writer) error {
 		return err
 	}
 	defer rp.plain.Close()
-	if _, err := region.Write(out, rp.plain, rp.plan.Pieces); err != nil {
+	if _, err := region.Write(out, rp.src, rp.plan.Pieces); err != nil {
 		return decryptError(err, rp.plain.HeaderSize(), size)
 	}
 	return nil
