@@ -121,8 +121,10 @@ func readIndex(ra io.ReaderAt, size int64) (x *Index, err error) {
 			x, err = nil, fmt.Errorf("malformed index (%v)", p)
 		}
 	}()
-	ra = io.NewSectionReader(ra, 0, size)
 	var head [4]byte
+	if size < int64(len(head)) {
+		return nil, fmt.Errorf("too short: %w", io.ErrUnexpectedEOF)
+	}
 	if n, err := ra.ReadAt(head[:], 0); n < len(head) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF

@@ -134,20 +134,27 @@ func (c *concurrentReaderAt) ReadAt(p []byte, off int64) (int, error) {
 
 func (c *concurrentReaderAt) Serial() bool { return c.serial }
 
-// TestSerial: Write reads a Serial source one read at a time, and
-// another in parallel parts where there are cores for them.
+// TestSerial: Write and ReadIndex read a Serial source one read at a
+// time, and another in parallel parts where there are cores for them.
 func TestSerial(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("one core: nothing is read in parallel")
 	}
 	data := make([]byte, 2<<20)
+	bai := largeBAI(2, 100_000_000)
 	for _, serial := range []bool{true, false} {
 		c := &concurrentReaderAt{r: bytes.NewReader(data), serial: serial, sleepEvery: 2 * time.Millisecond}
 		if _, err := Write(io.Discard, c, []Piece{{Start: 0, End: int64(len(data))}}); err != nil {
 			t.Fatal(err)
 		}
-		if most := c.most.Load(); serial && most != 1 || !serial && most < 2 {
-			t.Errorf("Serial() %v: %d reads at once", serial, most)
+		ci := &concurrentReaderAt{r: bytes.NewReader(bai), serial: serial, sleepEvery: 2 * time.Millisecond}
+		if _, err := ReadIndex(ci, int64(len(bai)), "x.bai"); err != nil {
+			t.Fatal(err)
+		}
+		for what, most := range map[string]int32{"Write": c.most.Load(), "ReadIndex": ci.most.Load()} {
+			if serial && most != 1 || !serial && most < 2 {
+				t.Errorf("%s, Serial() %v: %d reads at once", what, serial, most)
+			}
 		}
 	}
 }
