@@ -162,12 +162,7 @@ func (r *Report) Open(h *header.Header, sk *keys.SecretKey) error {
 // Print writes r for people, or as JSON.
 func (r *Report) Print(w io.Writer, asJSON bool) error {
 	if asJSON {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(b, '\n'))
-		return err
+		return printJSON(w, r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(label, format string, args ...any) {
@@ -234,6 +229,16 @@ func (r *Report) Print(w io.Writer, asJSON bool) error {
 		line("plaintext size", "%s (no edit list)", bytesText(*r.PlaintextSize))
 	}
 	return tw.Flush()
+}
+
+// printJSON writes v as indented JSON and a newline.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // editListHumanMax is how many lengths of an edit list the human output
