@@ -61,7 +61,7 @@ func TestMountCommand(t *testing.T) {
 	// One ready line; a second mount on the same folder is refused.
 	// The mount serves before the command prints its ready line: wait
 	// for the line, not for a guessed delay.
-	ready := "crypt4gh: mounted " + src + " at " + mp + "; Ctrl-C or fusermount3 -u " + mp + " to unmount"
+	ready := "crypt4gh: mounted " + src + " at " + mp + ": 2 files; Ctrl-C or fusermount3 -u " + mp + " to unmount"
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(m.stderr.String(), ready) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -201,4 +201,98 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestMountRefresh: with --dir-cache-time, a file replaced in the source
+// reads as it is now at its next open (a larger plaintext, whole), a new
+// file appears and a removed one goes once the listing is older than the
+// time given, and a file for another key is named on stderr once, not at
+// every listing.
+func TestMountRefresh(t *testing.T) {
+	t.Parallel()
+	e, dir, src, mp := mountSetup(t)
+	sk := filepath.Join(dir, "me.sec")
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(e.bin, args...)
+		cmd.Env = cleanEnv()
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, msg)
+		}
+	}
+	encrypt := func(plain []byte, pk, name string, force bool) {
+		t.Helper()
+		p := filepath.Join(dir, "plain")
+		os.WriteFile(p, plain, 0o600)
+		args := []string{"encrypt", "--recipient_pk", pk, "-i", p, "-o", filepath.Join(src, name)}
+		if force {
+			args = append(args, "--force")
+		}
+		run(args...)
+	}
+	run("keygen", "--nocrypt", "--sk", sk, "--pk", sk+".pub")
+	first := randomBytes(100000, 31)
+	encrypt(first, sk+".pub", "a.txt.c4gh", false)
+	encrypt(first, e.pk, "other.c4gh", false)
+
+	// With listings kept for an hour, a file replaced by a larger one
+	// is read whole, as it is now, at its next open.
+	m, got := startMount(t, e.bin, cleanEnv(), mp, "a.txt", "--sk", sk, "--dir-cache-time", "1h", src, mp)
+	if !bytes.Equal(got, first) {
+		t.Fatalf("a.txt: %d bytes, not the plaintext", len(got))
+	}
+	second := randomBytes(250000, 32)
+	encrypt(second, sk+".pub", "a.txt.c4gh", true)
+	if got, err := os.ReadFile(filepath.Join(mp, "a.txt")); err != nil || !bytes.Equal(got, second) {
+		t.Errorf("a.txt after it was replaced: %d bytes (want %d), %v", len(got), len(second), err)
+	}
+	if fi, err := os.Stat(filepath.Join(mp, "a.txt")); err != nil || fi.Size() != int64(len(second)) {
+		t.Errorf("a.txt after it was replaced: stat %v, %v", fi, err)
+	}
+	m.stop(t)
+	if !strings.Contains(m.stderr.String(), "a.txt.c4gh: changed since it was listed") {
+		t.Errorf("the reopened file is not logged:\n%s", m.stderr.String())
+	}
+
+	// Listings kept for 300 ms: the folder follows the source.
+	const every = 300 * time.Millisecond
+	m, _ = startMount(t, e.bin, cleanEnv(), mp, "a.txt", "--sk", sk, "--dir-cache-time", every.String(), src, mp)
+	// A new file appears, a removed one goes.
+	encrypt(first, sk+".pub", "b.txt.c4gh", false)
+	os.Remove(filepath.Join(src, "a.txt.c4gh"))
+	names := func() string {
+		entries, _ := os.ReadDir(mp)
+		var names []string
+		for _, en := range entries {
+			names = append(names, en.Name())
+		}
+		return strings.Join(names, " ")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for names() != "b.txt" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := names(); got != "b.txt" {
+		t.Fatalf("listing after the refresh: %q, want b.txt", got)
+	}
+	gone := func() bool {
+		_, err := os.Stat(filepath.Join(mp, "a.txt"))
+		return os.IsNotExist(err)
+	}
+	for !gone() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !gone() {
+		t.Error("a.txt is still there after it was removed")
+	}
+	if got, err := os.ReadFile(filepath.Join(mp, "b.txt")); err != nil || !bytes.Equal(got, first) {
+		t.Errorf("b.txt: %d bytes, %v", len(got), err)
+	}
+	// Listed again a few times: other.c4gh is still named once.
+	time.Sleep(3 * every)
+	names()
+	m.stop(t)
+	if n := strings.Count(m.stderr.String(), "other.c4gh: left out"); n != 1 {
+		t.Errorf("other.c4gh named %d times, want once:\n%s", n, m.stderr.String())
+	}
 }

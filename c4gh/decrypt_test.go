@@ -522,3 +522,70 @@ func TestResumable(t *testing.T) {
 		t.Fatalf("a file with an edit list: %v, want ErrResumeEditList", err)
 	}
 }
+
+// TestAssembledStream reads a stream laid out as an htsget-rs Crypt4GH
+// ticket makes it: a packet for another reader first, an edit list
+// before the data keys, and segments of two files (two data keys) that
+// were not contiguous in either, the edit list applied across them.
+func TestAssembledStream(t *testing.T) {
+	archive, reader := testKey(t), testKey(t)
+	ptA, ptB := plaintext(4*65536+10), plaintext(3*65536)
+	fileA, fileB := encryptFor(t, archive, ptA), encryptFor(t, archive, ptB)
+	parse := func(f []byte) (*header.Header, [32]byte) {
+		h, err := header.Parse(bytes.NewReader(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := h.Decrypt(archive, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, c.DataKeys[0]
+	}
+	hA, keyA := parse(fileA)
+	hB, keyB := parse(fileB)
+	segment := func(f []byte, h *header.Header, i int64) []byte {
+		start := h.Size() + i*body.EncryptedSegmentSize
+		return f[start:min(start+body.EncryptedSegmentSize, int64(len(f)))]
+	}
+	list := []uint64{5, 65536, 100, 65536*2 - 200}
+	el, err := header.EditListPayload(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := testKey(t)
+	h := &header.Header{Packets: slices.Clone(hA.Packets)}
+	for _, p := range [][]byte{el, header.DataKeyPayload(&keyA), header.DataKeyPayload(&keyB)} {
+		pk, err := header.SealPacket(server, reader.Public(), p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Packets = append(h.Packets, pk)
+	}
+	stream := h.Marshal()
+	stream = append(stream, segment(fileA, hA, 1)...)
+	stream = append(stream, segment(fileB, hB, 2)...)
+	stream = append(stream, segment(fileA, hA, 3)...)
+	stream = append(stream, segment(fileA, hA, 4)...) // the short one, last
+	present := slices.Concat(ptA[65536:2*65536], ptB[2*65536:], ptA[3*65536:])
+	want := slices.Concat(present[5:5+65536], present[5+65536+100:5+65536+100+65536*2-200])
+
+	r, err := NewReader(bytes.NewReader(stream), reader, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iotest.TestReader(r, want); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = NewReader(bytes.NewReader(stream), reader, &DecryptOptions{Jobs: 3})
+	var buf bytes.Buffer
+	if _, err := r.WriteTo(&buf); err != nil || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("WriteTo: %d bytes, %v", buf.Len(), err)
+	}
+	// The archive's key opens only its own packet: no edit list, and
+	// the segments under the other key fail.
+	r, _ = NewReader(bytes.NewReader(stream), archive, nil)
+	if _, err := io.ReadAll(r); !errors.Is(err, body.ErrAuth) {
+		t.Fatalf("the archive's view: %v", err)
+	}
+}

@@ -28,9 +28,9 @@
 // also an entry of the same folder: then NAME is shown as it is, the plain
 // file winning, so that every name shown stands for one file of the source
 // and nothing in the source is hidden by a decrypted view. A folder is
-// listed, and the headers in it opened, once, when it is first looked at;
-// the listing is kept while the file system is mounted. The source must not
-// change meanwhile.
+// listed, and the headers in it opened, when it is first looked at; the
+// listing is kept while the file system is mounted, or, with
+// [Options.Refresh], until it is older than that (see there).
 //
 // A file whose edit list reaches past the end of its body (segments were
 // cut off, say by an incomplete transfer) is shown with the size that the

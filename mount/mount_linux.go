@@ -57,6 +57,7 @@ type Server struct {
 	tree       *tree
 	mountpoint string
 	done       chan struct{} // closed when serving has ended
+	top        Shown
 
 	mu sync.Mutex // serialises Unmount
 }
@@ -92,22 +93,25 @@ func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
 		logw = os.Stderr
 	}
 	t := newTree(src, opts.Key, opts.Sender, logw)
-	top, err := t.list(context.Background(), "")
+	top, err := t.list(context.Background(), "", nil)
 	if err != nil {
 		t.close()
 		return nil, fmt.Errorf("failed to read source: %w", err)
 	}
 
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	fsys := &fsys{tree: t, uid: uid, gid: gid, fileMode: 0o400, dirMode: 0o500, blksize: blksize, directIO: opts.DirectIO}
+	fsys := &fsys{tree: t, uid: uid, gid: gid, fileMode: 0o400, dirMode: 0o500, blksize: blksize, directIO: opts.DirectIO, refresh: max(opts.Refresh, 0)}
 	if opts.DirectIO {
 		fsys.blksize = directBlksize
 	}
 	if opts.AllowOther {
 		fsys.fileMode, fsys.dirMode = 0o444, 0o555
 	}
-	root := &dirNode{fsys: fsys, node: node{dir: true, modTime: time.Now()}, nodes: top, loaded: true}
+	root := &dirNode{fsys: fsys, node: node{dir: true, modTime: time.Now()}, listing: top}
 	ttl := timeout
+	if fsys.refresh > 0 {
+		ttl = min(ttl, fsys.refresh)
+	}
 	mo := fuse.MountOptions{
 		AllowOther:    opts.AllowOther,
 		Options:       []string{"default_permissions"},
@@ -142,6 +146,13 @@ func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("failed to mount %s: %w", mp, err)
 	}
 	s := &Server{srv: srv, tree: t, mountpoint: mp, done: make(chan struct{})}
+	for _, n := range top.nodes {
+		if n.dir {
+			s.top.Folders++
+		} else {
+			s.top.Files++
+		}
+	}
 	go func() {
 		srv.Wait()
 		t.close()
@@ -149,6 +160,9 @@ func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
 	}()
 	return s, nil
 }
+
+// Top returns what the top folder showed when it was mounted.
+func (s *Server) Top() Shown { return s.top }
 
 // Wait blocks until the file system is unmounted, by [Server.Unmount] or
 // from outside (fusermount3 -u, umount), or until ctx is done: then it
@@ -212,6 +226,7 @@ type fsys struct {
 	fileMode, dirMode uint32
 	blksize           uint32 // reported by stat
 	directIO          bool   // encrypted files around the page cache
+	refresh           time.Duration
 }
 
 // attr fills in the attributes of n.
@@ -230,17 +245,17 @@ func (f *fsys) attr(n *node, out *fuse.Attr) {
 	out.Blocks = (out.Size + 511) / 512
 }
 
-// dirNode is a folder, listed the first time it is looked at.
+// dirNode is a folder, listed the first time it is looked at, and again
+// when its listing is older than fsys.refresh.
 type dirNode struct {
 	fs.Inode
 	fsys *fsys
 	path string // in the source
 	node node   // of the parent's listing; the zero node for the top
 
-	mu     sync.Mutex
-	loaded bool
-	nodes  []node
-	added  bool // nodes are children of the inode
+	mu      sync.Mutex
+	listing *listing
+	shown   map[string]*file // the children of the inode: their files, nil for folders
 }
 
 var (
@@ -250,34 +265,69 @@ var (
 	_ fs.NodeStatfser  = (*dirNode)(nil)
 )
 
-// load lists the folder once and adds its entries to the inode.
+// load lists the folder unless its listing is fresh, and makes the
+// children of the inode those of the listing.
 func (d *dirNode) load(ctx context.Context) ([]node, syscall.Errno) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.loaded {
-		// A listing is kept for good: let no interrupt cut it short.
-		nodes, err := d.fsys.tree.list(context.WithoutCancel(ctx), d.path)
-		if err != nil {
+	stale := d.listing != nil && d.fsys.refresh > 0 && time.Since(d.listing.at) >= d.fsys.refresh
+	if d.listing == nil || stale {
+		// A listing is kept: let no interrupt cut it short.
+		l, err := d.fsys.tree.list(context.WithoutCancel(ctx), d.path, d.listing)
+		switch {
+		case err == nil:
+			d.listing = l
+		case stale:
+			// Show what was there rather than nothing; try again at
+			// the next look.
+			d.fsys.tree.log.printf("%s: failed to list again, showing the earlier listing: %v", quote(display(d.path)), err)
+		default:
 			d.fsys.tree.log.printf("%s: failed to list: %v", quote(display(d.path)), err)
 			return nil, syscall.EIO
 		}
-		d.nodes, d.loaded = nodes, true
 	}
-	if !d.added {
-		for i := range d.nodes {
-			n := &d.nodes[i]
-			var ops fs.InodeEmbedder
-			mode := uint32(syscall.S_IFREG)
-			if n.dir {
-				ops, mode = &dirNode{fsys: d.fsys, path: path.Join(d.path, n.name), node: *n}, syscall.S_IFDIR
-			} else {
-				ops = &fileNode{fsys: d.fsys, node: *n}
-			}
-			d.AddChild(n.name, d.NewPersistentInode(ctx, ops, fs.StableAttr{Mode: mode}), false)
+	d.sync(ctx)
+	return d.listing.nodes, 0
+}
+
+// sync makes the children of the inode those of the listing: a name that
+// went is removed, a file that changed gets a new inode (processes that
+// have the old one open keep reading what they opened), a new name is
+// added. The kernel is not told: it forgets names after the refresh time
+// (the entry timeout), and a notice from here could wait for the lookup
+// under way, which holds the folder.
+func (d *dirNode) sync(ctx context.Context) {
+	nodes := d.listing.nodes
+	if d.shown == nil {
+		d.shown = make(map[string]*file, len(nodes))
+	}
+	want := make(map[string]bool, len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		want[n.name] = true
+		f, ok := d.shown[n.name]
+		if ok && f == n.file && (n.dir == (f == nil)) {
+			continue
 		}
-		d.added = true
+		if ok {
+			d.RmChild(n.name)
+		}
+		var ops fs.InodeEmbedder
+		mode := uint32(syscall.S_IFREG)
+		if n.dir {
+			ops, mode = &dirNode{fsys: d.fsys, path: path.Join(d.path, n.name), node: *n}, syscall.S_IFDIR
+		} else {
+			ops = &fileNode{fsys: d.fsys, node: *n}
+		}
+		d.AddChild(n.name, d.NewPersistentInode(ctx, ops, fs.StableAttr{Mode: mode}), true)
+		d.shown[n.name] = n.file
 	}
-	return d.nodes, 0
+	for name := range d.shown {
+		if !want[name] {
+			d.RmChild(name)
+			delete(d.shown, name)
+		}
+	}
 }
 
 func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -292,6 +342,12 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	ch := d.GetChild(name)
 	if ch == nil {
 		return nil, syscall.ENOENT
+	}
+	if fn, ok := ch.Operations().(*fileNode); ok {
+		var a fuse.AttrOut
+		fn.Getattr(ctx, nil, &a) // opened again since it was listed, maybe
+		out.Attr = a.Attr
+		return ch, 0
 	}
 	d.fsys.attr(&nodes[i], &out.Attr)
 	return ch, 0
@@ -349,6 +405,8 @@ func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno
 type fileNode struct {
 	fs.Inode
 	fsys *fsys
+
+	mu   sync.Mutex
 	node node
 }
 
@@ -358,7 +416,10 @@ var (
 )
 
 func (f *fileNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	f.fsys.attr(&f.node, &out.Attr)
+	f.mu.Lock()
+	n := f.node
+	f.mu.Unlock()
+	f.fsys.attr(&n, &out.Attr)
 	return 0
 }
 
@@ -366,8 +427,35 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil, 0, syscall.EROFS
 	}
-	file := f.node.file
-	if err := file.open(context.WithoutCancel(ctx)); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	f.mu.Lock()
+	file, changed := f.node.file, false
+	if f.fsys.refresh > 0 {
+		var err error
+		if file, changed, err = f.fsys.tree.current(ctx, &f.node); err != nil {
+			f.mu.Unlock()
+			file.report(err)
+			return nil, 0, syscall.EIO
+		}
+	}
+	f.mu.Unlock()
+	if changed {
+		// What the kernel holds of the earlier file is no longer true:
+		// its size, and its pages (dropped too as it opens a file without
+		// FOPEN_KEEP_CACHE). The notice is sent from another goroutine
+		// and waited for a while only, so that a kernel that wanted this
+		// open to end first could not hold the mount.
+		done := make(chan struct{})
+		go func() {
+			f.NotifyContent(0, 0)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		}
+	}
+	if err := file.open(ctx); err != nil {
 		file.report(err)
 		return nil, 0, syscall.EIO
 	}
@@ -378,8 +466,11 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if f.fsys.directIO && file.enc != nil {
 		return h, fuse.FOPEN_DIRECT_IO, 0
 	}
-	// The kernel may keep what it read across opens: the source does not
-	// change while it is mounted.
+	if changed {
+		return h, 0, 0
+	}
+	// The kernel may keep what it read across opens: the file has not
+	// changed since it was listed.
 	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 

@@ -19,3 +19,6 @@ func (s *Server) Wait(ctx context.Context) error { return ErrNotSupported }
 
 // Unmount returns ErrNotSupported.
 func (s *Server) Unmount() error { return ErrNotSupported }
+
+// Top returns the zero Shown.
+func (s *Server) Top() Shown { return Shown{} }

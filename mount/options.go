@@ -2,6 +2,7 @@ package mount
 
 import (
 	"io"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -34,6 +35,17 @@ type Options struct {
 	// file needs Linux 6.6 or later. Plain files of the source are
 	// served through the page cache either way.
 	DirectIO bool
+	// Refresh, when not zero, is how long a folder's listing is kept: a
+	// folder looked at after that is listed again, files that appeared are
+	// shown, files that are gone go, and files that changed are shown as
+	// they are now (their headers opened again; the unchanged ones are
+	// not read again). A file that no process has open is also checked
+	// when it is opened, through the Source's [Stater], so that a file
+	// re-keyed or replaced since it was listed is read as it is now. The
+	// kernel keeps names and attributes for Refresh too. Zero keeps every
+	// listing while the file system is mounted: the source must not
+	// change.
+	Refresh time.Duration
 	// Log receives one line for each entry of the source that is left out
 	// and for each read error (once per damaged segment). Nil means
 	// os.Stderr.
@@ -48,3 +60,6 @@ var (
 	errNoKey    = errkind.New(errkind.Usage, "no secret key")
 	errNoSource = errkind.New(errkind.Usage, "no source")
 )
+
+// Shown counts the entries of a folder of the mount.
+type Shown struct{ Files, Folders int }

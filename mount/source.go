@@ -17,10 +17,12 @@ import (
 // under a prefix of an object store. Paths are slash-separated and relative to the top of the tree,
 // which is "" (never ".", never starting or ending with a slash).
 //
-// A Source must not change while it is mounted: the mount lists each
-// folder once, the first time it is looked at, and reads files at the
-// sizes it listed. Its methods may be called from several goroutines at
-// once.
+// Unless [Options.Refresh] is set, a Source must not change while it is
+// mounted: the mount lists each folder once, the first time it is looked
+// at, and reads files at the sizes it listed. With it, folders are listed
+// again when their listing is older, and a file that changed is opened
+// again (see [Stater]). Its methods may be called from several goroutines
+// at once.
 type Source interface {
 	// ReadDir lists the folder at dir. The entries need not be sorted;
 	// their names are single path elements.
@@ -36,10 +38,22 @@ type Entry struct {
 	Dir     bool      // a folder; otherwise a regular file
 	Size    int64     // of a file, in bytes
 	ModTime time.Time // shown as the time of the file or folder
+	// Version, when not "", tells one version of a file from another
+	// where its size and time may not (an object's ETag).
+	Version string
 	// Other, when not "", says what the entry is when it is neither a
 	// regular file nor a folder ("a named pipe", "a device"): the mount
 	// leaves it out, and logs it as it logs every entry left out.
 	Other string
+}
+
+// Stater is implemented by a Source that can describe one file without
+// listing its folder. With [Options.Refresh], the mount asks it before it
+// opens a file that no process has open: a file whose size, time or
+// version differ from its listing's is then read as it is now (its header
+// opened again), not as it was listed.
+type Stater interface {
+	Stat(ctx context.Context, name string) (Entry, error)
 }
 
 // File is an open file of a [Source]. ReadAt may be called from several
@@ -125,6 +139,21 @@ func (d dirSource) inside(p string) bool {
 	}
 	rel, err := filepath.Rel(root, real)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func (d dirSource) Stat(ctx context.Context, name string) (Entry, error) {
+	p := d.path(name)
+	if !d.inside(p) {
+		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: errOutside}
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return Entry{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: errNotRegular}
+	}
+	return Entry{Name: path.Base(name), Size: fi.Size(), ModTime: fi.ModTime()}, nil
 }
 
 func (d dirSource) Open(ctx context.Context, name string) (File, error) {

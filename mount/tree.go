@@ -74,15 +74,63 @@ type node struct {
 	dir     bool
 	modTime time.Time
 	file    *file // for a file
+	stamp   stamp // of the entry of the source
+}
+
+// stamp is what tells one version of an entry of the source from another.
+type stamp struct {
+	size    int64
+	modTime time.Time
+	version string
+}
+
+func stampOf(e Entry) stamp { return stamp{e.Size, e.ModTime, e.Version} }
+
+// same compares by version where both have one (an object's Stat knows
+// its ETag, not its time), else by time.
+func (s stamp) same(o stamp) bool {
+	if s.version != "" && o.version != "" {
+		return s.size == o.size && s.version == o.version
+	}
+	return s.size == o.size && s.modTime.Equal(o.modTime) && s.version == o.version
+}
+
+// listing is a folder as the view shows it.
+type listing struct {
+	nodes []node // sorted by name
+	// leftOut are the entries of the source left out, by name, with the
+	// stamp they had: listed again unchanged, they are left out again
+	// without a second line in the log or a second read of their header.
+	leftOut map[string]stamp
+	at      time.Time // when the source was listed
 }
 
 // list returns the entries that the folder dir of the source shows, sorted
 // by name. It opens the header of every Crypt4GH file in it, and logs each
-// entry that it leaves out.
-func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
+// entry that it leaves out. With prev, the folder's earlier listing, the
+// files that have not changed since are kept as they are, and what was left
+// out and has not changed is left out again, silently.
+func (t *tree) list(ctx context.Context, dir string, prev *listing) (*listing, error) {
+	at := time.Now()
 	entries, err := t.src.ReadDir(ctx, dir)
 	if err != nil {
 		return nil, err
+	}
+	l := &listing{leftOut: map[string]stamp{}, at: at}
+	kept := map[string]node{} // the files of prev, by their name in the source
+	if prev != nil {
+		for _, n := range prev.nodes {
+			if n.file != nil {
+				kept[path.Base(n.file.path)] = n
+			}
+		}
+	}
+	leave := func(e Entry, format string, args ...any) {
+		st := stampOf(e)
+		if old, ok := prev.left(e.Name); !ok || !old.same(st) {
+			t.log.printf(format, args...)
+		}
+		l.leftOut[e.Name] = st
 	}
 	names := make(map[string]bool, len(entries))
 	for _, e := range entries {
@@ -95,28 +143,39 @@ func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
 	for _, e := range entries {
 		p := path.Join(dir, e.Name)
 		shown := strings.TrimSuffix(e.Name, Suffix)
+		old, unchanged := kept[e.Name]
+		unchanged = unchanged && !e.Dir && old.stamp.same(stampOf(e))
 		switch {
 		case !validName(e.Name):
-			t.log.printf("%s: left out: not a valid file name", quote(p))
+			leave(e, "%s: left out: not a valid file name", quote(p))
 		case e.Other != "":
-			t.log.printf("%s: left out: %s", quote(p), e.Other)
+			leave(e, "%s: left out: %s", quote(p), e.Other)
 		case e.Dir || shown == e.Name || shown == "":
 			f := (*file)(nil)
-			if !e.Dir {
+			if unchanged {
+				f = old.file
+			} else if !e.Dir {
 				f = &file{t: t, path: p, size: e.Size, src: lazyFile{src: t.src, name: p}}
 			}
-			out = append(out, node{name: e.Name, dir: e.Dir, modTime: e.ModTime, file: f})
+			out = append(out, node{name: e.Name, dir: e.Dir, modTime: e.ModTime, file: f, stamp: stampOf(e)})
 		case names[shown]:
-			t.log.printf("%s: left out: %s is beside it", quote(p), quote(path.Join(dir, shown)))
+			leave(e, "%s: left out: %s is beside it", quote(p), quote(path.Join(dir, shown)))
 		case e.Size < 0:
-			t.log.printf("%s: left out: negative size %d", quote(p), e.Size)
+			leave(e, "%s: left out: negative size %d", quote(p), e.Size)
+		case unchanged:
+			out = append(out, node{name: shown, modTime: e.ModTime, file: old.file, stamp: old.stamp})
 		default:
+			if st, ok := prev.left(e.Name); ok && st.same(stampOf(e)) {
+				l.leftOut[e.Name] = st // its header did not open, and it has not changed
+				continue
+			}
 			enc = append(enc, e)
 		}
 	}
 
 	// Open the headers, a few at a time.
 	files := make([]*file, len(enc))
+	errs := make([]error, len(enc))
 	var wg sync.WaitGroup
 	jobs := make(chan int)
 	for range min(headerJobs, len(enc)) {
@@ -126,6 +185,7 @@ func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
 				f, err := t.openHeader(ctx, p, enc[i].Size)
 				if err != nil {
 					t.log.printf("%s: left out: %v", quote(p), err)
+					errs[i] = err
 					continue
 				}
 				files[i] = f
@@ -138,13 +198,28 @@ func (t *tree) list(ctx context.Context, dir string) ([]node, error) {
 	close(jobs)
 	wg.Wait()
 	for i, f := range files {
-		if f != nil {
-			out = append(out, node{name: strings.TrimSuffix(enc[i].Name, Suffix), modTime: enc[i].ModTime, file: f})
+		switch {
+		case f != nil:
+			out = append(out, node{name: strings.TrimSuffix(enc[i].Name, Suffix), modTime: enc[i].ModTime, file: f, stamp: stampOf(enc[i])})
+		case errkind.Of(errs[i]) != errkind.Other:
+			// Not for this key, or not Crypt4GH: the same answer until
+			// the file changes. An I/O error is tried again.
+			l.leftOut[enc[i].Name] = stampOf(enc[i])
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	indexTimes(out)
-	return out, nil
+	l.nodes = out
+	return l, nil
+}
+
+// left returns the stamp of name when l left it out.
+func (l *listing) left(name string) (stamp, bool) {
+	if l == nil {
+		return stamp{}, false
+	}
+	st, ok := l.leftOut[name]
+	return st, ok
 }
 
 // indexData are, for each suffix of an index, the suffixes that the name
@@ -215,6 +290,38 @@ func (t *tree) openHeader(ctx context.Context, p string, size int64) (*file, err
 	}
 	t.opened = append(t.opened, f)
 	return f, nil
+}
+
+// current returns the file that n stands for now: n.file, unless no
+// process has it open and the source, asked through its [Stater], says it
+// changed since it was listed. Then the new file replaces n's (changed
+// reports it); an encrypted one has its header opened again.
+func (t *tree) current(ctx context.Context, n *node) (f *file, changed bool, err error) {
+	st, ok := t.src.(Stater)
+	if !ok || n.file.src.inUse() {
+		return n.file, false, nil
+	}
+	e, err := st.Stat(ctx, n.file.path)
+	if err != nil {
+		return n.file, false, err
+	}
+	if stampOf(e).same(n.stamp) {
+		return n.file, false, nil
+	}
+	if n.file.enc != nil {
+		f, err = t.openHeader(ctx, n.file.path, e.Size)
+		if err != nil {
+			return n.file, false, fmt.Errorf("changed since it was listed: %w", err)
+		}
+	} else {
+		f = &file{t: t, path: n.file.path, size: e.Size, src: lazyFile{src: t.src, name: n.file.path}}
+	}
+	t.log.printf("%s: changed since it was listed: opened again (%d bytes shown)", quote(f.path), f.size)
+	n.file, n.stamp, n.modTime = f, stampOf(e), e.ModTime
+	if e.ModTime.IsZero() {
+		n.modTime = time.Now()
+	}
+	return f, true, nil
 }
 
 // standsFor returns the length of the plaintext that the edit list of r
@@ -454,6 +561,13 @@ func (l *lazyFile) acquire(ctx context.Context) (bool, error) {
 	}
 	l.refs++
 	return first, nil
+}
+
+// inUse reports whether the file is open.
+func (l *lazyFile) inUse() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.refs > 0
 }
 
 // release reports whether it closed the file.

@@ -55,6 +55,12 @@ type Config struct {
 	// not a loopback address. Without it New refuses one: the requests
 	// would carry the credentials' signatures and the data in the clear.
 	AllowInsecureHTTP bool
+	// Notice, when not nil, receives a line (without a newline) when a
+	// request has had no answer for half of IdleTimeout (30 s at most),
+	// once for each host: a server
+	// that accepts connections and never answers otherwise means a
+	// silent wait, bounded by IdleTimeout for each of the Attempts.
+	Notice func(string)
 }
 
 const (
@@ -114,7 +120,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	hc := newHTTPClient(c.idle)
 	c.slow = newHTTPClient(10 * c.idle)
-	opts = append(opts, config.WithHTTPClient(hc),
+	var watched config.HTTPClient = hc
+	nt := newNotifier(cfg.Notice, c.idle, 0) // its attempts are known below
+	if nt != nil {
+		watched = watchedClient{c: hc, n: nt}
+	}
+	opts = append(opts, config.WithHTTPClient(watched),
 		// The SDK's own log lines (such as its warnings about
 		// checksums) never reach the user's stderr: errors do.
 		config.WithLogger(logging.Nop{}), config.WithClientLogMode(0))
@@ -134,6 +145,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		c.attempts = defaultAttempts
 	}
 	attempts := c.attempts
+	if nt != nil {
+		nt.attempts = attempts
+	}
 	awscfg.Retryer = func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = attempts
@@ -173,6 +187,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.source = describeSource(creds, cfg)
 	return c, nil
 }
+
+// Endpoint returns the URL of the S3 endpoint the client uses, "" for
+// AWS's own.
+func (c *Client) Endpoint() string { return c.endpoint }
 
 // newHTTPClient returns the SDK's HTTP client with room for parallel
 // transfers, a limit on the wait for an answer, and a limit on how long a

@@ -17,7 +17,8 @@ import (
 
 // OpenURL returns the resource at an https:// URL (or an http:// URL to a
 // loopback address), such as a presigned URL or a file on a web server,
-// read with range requests. Of cfg it uses only Attempts and IdleTimeout.
+// read with range requests. Of cfg it uses only Attempts, IdleTimeout and
+// Notice.
 //
 // Requests are pinned to the resource's strong ETag with If-Match, or to
 // its Last-Modified time with If-Unmodified-Since where it has no strong
@@ -41,7 +42,7 @@ func OpenURL(ctx context.Context, rawURL string, cfg Config) (*Object, error) {
 	if attempts <= 0 {
 		attempts = defaultAttempts
 	}
-	s := &httpSource{url: loc.URL, client: webClient(idle), attempts: attempts}
+	s := &httpSource{url: loc.URL, client: webClient(idle), attempts: attempts, notice: newNotifier(cfg.Notice, idle, attempts)}
 	size, err := s.open(ctx)
 	if err != nil {
 		return nil, urlFail("open", loc, err)
@@ -110,6 +111,7 @@ type httpSource struct {
 	url          string
 	client       *http.Client
 	attempts     int
+	notice       *notifier
 	size         int64
 	etag         string // strong ETag, or ""
 	weakETag     string
@@ -178,7 +180,9 @@ func (s *httpSource) do(ctx context.Context, off, n int64, opening bool) (*http.
 				req.Header.Set("If-Unmodified-Since", s.lastModified)
 			}
 		}
+		stop := s.notice.watch(req.URL.Host)
 		resp, err := s.client.Do(req)
+		stop()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -114,6 +114,10 @@ func openS3(ctx context.Context, cfg Config) (Store, error) {
 // Store returns c as a [Store] of s3:// locations.
 func (c *Client) Store() Store { return s3Store{c} }
 
+// Endpoint returns the URL of the store's S3 endpoint, "" for AWS's own
+// (see [ObjectOfURL]).
+func (s s3Store) Endpoint() string { return s.c.endpoint }
+
 // s3Store is a Client seen as a Store: its methods with Locations.
 type s3Store struct{ c *Client }
 

@@ -200,3 +200,55 @@ func redactS3(s string) string {
 func invalidURL(shown, why string) error {
 	return &Error{Op: "parse", Location: shown, Err: &detailed{sentinel: ErrInvalidURL, detail: why}}
 }
+
+// ObjectOfURL returns the object of the S3 store at endpoint (its URL, ""
+// for AWS) that the http(s) URL u addresses, in path style
+// (https://HOST/BUCKET/KEY) or virtual-hosted style
+// (https://BUCKET.HOST/KEY), and whether u addresses one. The query (of a
+// presigned URL, say) plays no part. It tells that an https:// input and
+// an s3:// output are one object.
+func ObjectOfURL(u, endpoint string) (Location, bool) {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "https" && p.Scheme != "http") {
+		return Location{}, false
+	}
+	host := strings.ToLower(p.Host)
+	path := strings.TrimPrefix(p.Path, "/")
+	var hosts []string
+	if endpoint != "" {
+		e, err := url.Parse(endpoint)
+		if err != nil || e.Host == "" {
+			return Location{}, false
+		}
+		hosts = []string{strings.ToLower(e.Host)}
+	} else if strings.HasSuffix(host, ".amazonaws.com") {
+		hosts = awsHosts(host)
+	}
+	for _, h := range hosts {
+		if host == h {
+			bucket, key, ok := strings.Cut(path, "/")
+			if ok && bucket != "" && key != "" {
+				return Location{Bucket: bucket, Key: key}, true
+			}
+		}
+		if bucket, ok := strings.CutSuffix(host, "."+h); ok && bucket != "" && path != "" {
+			return Location{Bucket: bucket, Key: path}, true
+		}
+	}
+	return Location{}, false
+}
+
+// awsHosts returns the S3 endpoints of AWS that host may be or end in:
+// s3.amazonaws.com, s3.REGION.amazonaws.com, s3-REGION.amazonaws.com and
+// s3.dualstack.REGION.amazonaws.com, the region taken from host.
+func awsHosts(host string) []string {
+	labels := strings.Split(strings.TrimSuffix(host, ".amazonaws.com"), ".")
+	out := []string{"s3.amazonaws.com"}
+	for i, l := range labels {
+		rest := strings.Join(labels[i:], ".")
+		if l == "s3" || strings.HasPrefix(l, "s3-") {
+			out = append(out, rest+".amazonaws.com")
+		}
+	}
+	return out
+}

@@ -76,3 +76,31 @@ func TestParse(t *testing.T) {
 		t.Errorf("Join: %+v", got)
 	}
 }
+
+func TestObjectOfURL(t *testing.T) {
+	obj := func(b, k string) objstore.Location { return objstore.Location{Bucket: b, Key: k} }
+	for _, c := range []struct {
+		url, endpoint string
+		want          objstore.Location
+		ok            bool
+	}{
+		{"https://s3.example.org/b/dir/k.c4gh?X-Amz-Signature=1", "https://s3.example.org", obj("b", "dir/k.c4gh"), true},
+		{"https://b.s3.example.org/dir/k.c4gh", "https://S3.example.org", obj("b", "dir/k.c4gh"), true},
+		{"http://127.0.0.1:9000/b/k", "http://127.0.0.1:9000", obj("b", "k"), true},
+		{"http://127.0.0.1:9001/b/k", "http://127.0.0.1:9000", objstore.Location{}, false},
+		{"https://s3.example.org/b", "https://s3.example.org", objstore.Location{}, false},
+		{"https://other.org/b/k", "https://s3.example.org", objstore.Location{}, false},
+		{"https://my.bucket.s3.amazonaws.com/k%20x", "", obj("my.bucket", "k x"), true},
+		{"https://b.s3.eu-west-1.amazonaws.com/k", "", obj("b", "k"), true},
+		{"https://s3.eu-west-1.amazonaws.com/b/k", "", obj("b", "k"), true},
+		{"https://s3-eu-west-1.amazonaws.com/b/k", "", obj("b", "k"), true},
+		{"https://b.s3.dualstack.us-east-2.amazonaws.com/k", "", obj("b", "k"), true},
+		{"https://example.org/b/k", "", objstore.Location{}, false},
+		{"ftp://s3.amazonaws.com/b/k", "", objstore.Location{}, false},
+	} {
+		got, ok := objstore.ObjectOfURL(c.url, c.endpoint)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ObjectOfURL(%q, %q) = %v, %v; want %v, %v", c.url, c.endpoint, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -77,60 +78,75 @@ type AssembleOptions struct {
 // Memory is a few segments and the plan: a few words per piece. No pieces
 // make a valid file whose plaintext is empty.
 func Assemble(dst io.Writer, src Source, pieces []Piece, opts AssembleOptions) error {
-	if opts.Reader == nil {
-		return errkind.New(errkind.Usage, "no reader key")
-	}
-	if err := checkPieces(pieces); err != nil {
-		return err
-	}
-	h, bodyStart, bodySize, err := readSource(src)
+	a, err := prepareAssembly(src, pieces, opts)
 	if err != nil {
 		return err
 	}
-	plainSize, err := body.PlaintextSize(bodySize)
-	if err != nil {
-		return fmt.Errorf("failed to read body: %w", err)
-	}
-	c, err := h.Decrypt(opts.Reader, nil)
-	if err != nil {
-		return err
-	}
-	defer c.Zero()
-	stands := edit.StandsFor(c.EditList, plainSize)
-	p, err := planAssembly(pieces, stands, plainSize)
-	if err != nil {
-		return err
-	}
-
-	nh, err := sealFor(c, p.list, opts.Reader, opts.Recipients, opts.Rand)
-	if err != nil {
-		return err
-	}
-
-	a := &assembler{dst: dst, src: src, bodyStart: bodyStart, bodySize: bodySize, pos: -1, key: &c.DataKeys[0]}
-	if a.open, err = body.NewOpener(c.DataKeys); err != nil {
-		return err
-	}
-	if p.needsLast {
-		// The short last segment, opened once before anything is
-		// written: its bytes go into new segments.
-		last := body.SegmentOf(plainSize - 1)
-		pt, err := a.openSegment(last)
-		if err != nil {
-			return err
-		}
-		a.lastPlain = append([]byte(nil), pt...)
-		defer clear(a.lastPlain)
-	}
-	if _, err := nh.WriteTo(dst); err != nil {
+	defer a.zero()
+	if _, err := a.header.WriteTo(dst); err != nil {
 		return fmt.Errorf("failed to write header: %w", err)
 	}
-	for _, op := range p.ops {
+	a.dst = dst
+	for _, op := range a.plan.ops {
 		if err := a.run(op); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// prepareAssembly does what Assemble does before it writes: it checks the
+// pieces, reads the source's header, plans the new body, seals the new
+// header and opens the short last segment when the plan needs it. The
+// caller must call zero when done.
+func prepareAssembly(src Source, pieces []Piece, opts AssembleOptions) (*assembler, error) {
+	if opts.Reader == nil {
+		return nil, errkind.New(errkind.Usage, "no reader key")
+	}
+	if err := checkPieces(pieces); err != nil {
+		return nil, err
+	}
+	h, bodyStart, bodySize, err := readSource(src)
+	if err != nil {
+		return nil, err
+	}
+	plainSize, err := body.PlaintextSize(bodySize)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read body: %w", err)
+	}
+	c, err := h.Decrypt(opts.Reader, nil)
+	if err != nil {
+		return nil, err
+	}
+	a := &assembler{src: src, source: h, contents: c, bodyStart: bodyStart, bodySize: bodySize, pos: -1, key: &c.DataKeys[0]}
+	ok := false
+	defer func() {
+		if !ok {
+			a.zero()
+		}
+	}()
+	stands := edit.StandsFor(c.EditList, plainSize)
+	if a.plan, err = planAssembly(pieces, stands, plainSize); err != nil {
+		return nil, err
+	}
+	if a.header, err = sealFor(c, a.plan.list, opts.Reader, opts.Recipients, opts.Rand); err != nil {
+		return nil, err
+	}
+	if a.open, err = body.NewOpener(c.DataKeys); err != nil {
+		return nil, err
+	}
+	if a.plan.needsLast {
+		// The short last segment, opened once before anything is
+		// written: its bytes go into new segments.
+		last := body.SegmentOf(plainSize - 1)
+		pt, err := a.openSegment(last)
+		if err != nil {
+			return nil, err
+		}
+		a.lastPlain = append([]byte(nil), pt...)
+	}
+	ok = true
+	return a, nil
 }
 
 // checkPieces fails on a piece that no source can satisfy.
@@ -302,6 +318,10 @@ func planAssembly(pieces []Piece, stands edit.Plaintext, plainSize int64) (*asse
 type assembler struct {
 	dst                 io.Writer
 	src                 io.ReadSeeker
+	source              *header.Header   // the source's header
+	contents            *header.Contents // what the reader found in it
+	header              *header.Header   // the new header
+	plan                *assembly
 	bodyStart, bodySize int64
 	pos                 int64 // the segment src is positioned at, or -1
 	key                 *[32]byte
@@ -350,6 +370,12 @@ func (a *assembler) run(op assemblyOp) error {
 		return fmt.Errorf("failed to write segment: %w", err)
 	}
 	return nil
+}
+
+// zero erases the keys and the plaintext that a holds.
+func (a *assembler) zero() {
+	a.contents.Zero()
+	clear(a.lastPlain)
 }
 
 // openSegment reads segment k of the source into a.buf and opens it.

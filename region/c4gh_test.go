@@ -21,24 +21,7 @@ func TestEncrypted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sk, err := keys.Generate(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var enc bytes.Buffer
-	w, err := c4gh.NewWriter(&enc, c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(plain)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ra, err := c4gh.NewReaderAt(bytes.NewReader(enc.Bytes()), int64(enc.Len()), &sk, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ra.Close()
+	ra, size, _ := encrypt(t, plain)
 	bai, _ := os.ReadFile(filepath.Join(dir, "reads.bam.bai"))
 	idx, err := ReadIndex(bytes.NewReader(bai), int64(len(bai)), "reads.bam.bai")
 	if err != nil {
@@ -62,7 +45,7 @@ func TestEncrypted(t *testing.T) {
 	if !bytes.Equal(fromEnc.Bytes(), fromPlain.Bytes()) || int64(fromEnc.Len()) != p.Size() {
 		t.Fatalf("the output through c4gh.ReaderAt differs")
 	}
-	bodySize := int64(enc.Len()) - ra.HeaderSize()
+	bodySize := size - ra.HeaderSize()
 	cost, err := p.Cost(nil, bodySize)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +70,33 @@ func TestEncrypted(t *testing.T) {
 	if stored != cost.Stored {
 		t.Errorf("stored %d, want %d", cost.Stored, stored)
 	}
+}
+
+// encrypt encrypts data for a new key and returns a c4gh.ReaderAt of it,
+// closed at the end of the test, the encrypted size, and the counter of
+// the encrypted bytes read.
+func encrypt(t testing.TB, data []byte) (*c4gh.ReaderAt, int64, *countingReaderAt) {
+	t.Helper()
+	sk, err := keys.Generate(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc bytes.Buffer
+	w, err := c4gh.NewWriter(&enc, c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := &countingReaderAt{r: bytes.NewReader(enc.Bytes())}
+	ra, err := c4gh.NewReaderAt(c, int64(enc.Len()), &sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ra.Close() })
+	return ra, int64(enc.Len()), c
 }
 
 // TestCostEditList checks that Cost maps the plan through an edit list:

@@ -11,7 +11,6 @@ import (
 
 	"github.com/biogo/hts/bgzf"
 	"github.com/biogo/hts/bgzf/index"
-	"github.com/biogo/hts/sam"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
@@ -29,9 +28,8 @@ type File struct {
 	format Format
 	hdr    header
 	idx    *Index
-	refs   []*sam.Reference // BAI: the references as biogo/hts numbers them
-	eof    int64            // where the end-of-file marker starts; size when there is none
-	major  byte             // CRAM: the major version
+	eof    int64 // where the end-of-file marker starts; size when there is none
+	major  byte  // CRAM: the major version
 }
 
 // Open reads the header of the plaintext src (size bytes, called name) and
@@ -96,12 +94,6 @@ func (f *File) checkIndex() error {
 	for _, e := range x.crai {
 		if e.container >= f.size {
 			return fmt.Errorf("%w: index %s does not belong to %s: it names offset %d of %d bytes", ErrData, x.name, f.name, e.container, f.size)
-		}
-	}
-	if x.kind == kindBAI {
-		var err error
-		if f.refs, err = refsFor(len(f.hdr.names)); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrData, f.name, err)
 		}
 	}
 	return nil
@@ -243,16 +235,15 @@ func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
 	}
 	switch x.kind {
 	case kindBAI:
-		if t.ref >= len(f.refs) {
-			return nil, nil
-		}
-		cs, err = x.bai.Chunks(f.refs[t.ref], int(start), int(end))
+		cs, err = x.bai.chunks(t.ref, start, end)
+		bound := x.bai.after(t.ref, end)
+		cs = slices.DeleteFunc(cs, func(c bgzf.Chunk) bool { return uint64(c.Begin.File)<<16|uint64(c.Begin.Block) >= bound })
 	case kindCSI:
 		cs = x.csi.Chunks(t.ref, int(start), int(end))
 	case kindTBI:
 		cs, err = x.tbi.Chunks(f.Names()[t.ref], int(start), int(end))
 	}
-	if errors.Is(err, index.ErrInvalid) || errors.Is(err, index.ErrNoReference) {
+	if errors.Is(err, index.ErrInvalid) || errors.Is(err, index.ErrNoReference) || errors.Is(err, errNoChunks) {
 		return nil, nil // no records there
 	}
 	return cs, err

@@ -9,10 +9,8 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/biogo/hts/bam"
 	"github.com/biogo/hts/bgzf"
 	"github.com/biogo/hts/csi"
-	"github.com/biogo/hts/sam"
 	"github.com/biogo/hts/tabix"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
@@ -91,7 +89,7 @@ func (k indexKind) String() string {
 type Index struct {
 	name     string
 	kind     indexKind
-	bai      *bam.Index
+	bai      *baiIndex
 	csi      *csi.Index
 	tbi      *tabix.Index
 	crai     []craiEntry
@@ -109,7 +107,7 @@ func (x *Index) Names() []string { return x.names }
 // it is (BAI, CSI, TBI or CRAI) is told by its bytes. A malformed index
 // wraps [ErrData]. At most 32 MiB are decompressed.
 func ReadIndex(r io.ReaderAt, size int64, name string) (*Index, error) {
-	x, err := readIndex(io.NewSectionReader(r, 0, size))
+	x, err := readIndex(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("%w: index %s: %v", ErrData, name, err)
 	}
@@ -117,45 +115,54 @@ func ReadIndex(r io.ReaderAt, size int64, name string) (*Index, error) {
 	return x, nil
 }
 
-func readIndex(r io.ReadSeeker) (x *Index, err error) {
+func readIndex(ra io.ReaderAt, size int64) (x *Index, err error) {
 	defer func() {
 		if p := recover(); p != nil { // a parser of biogo/hts gave up
 			x, err = nil, fmt.Errorf("malformed index (%v)", p)
 		}
 	}()
 	var head [4]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
+	if size < int64(len(head)) {
+		return nil, fmt.Errorf("too short: %w", io.ErrUnexpectedEOF)
+	}
+	if n, err := ra.ReadAt(head[:], 0); n < len(head) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, fmt.Errorf("too short: %w", err)
 	}
-	if _, err := r.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
 	if string(head[:]) == "BAI\x01" {
-		return readBAI(r)
+		return readBAI(ra, size)
 	}
 	if head[0] != 0x1f || head[1] != 0x8b {
 		return nil, errors.New("not a BAI, CSI, TBI or CRAI index")
 	}
+	r := io.NewSectionReader(ra, 0, size)
 	if head[3]&4 == 0 { // gzip without extra fields: not BGZF
 		return readCRAIIndex(r)
 	}
 	return readBGZFIndex(r)
 }
 
-func readBAI(r io.Reader) (*Index, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxIndex))
+// readBAI reads a BAI index of size bytes: at once (in parallel parts of
+// whole segments), so that an index that is itself a Crypt4GH file has
+// each of its segments decrypted once.
+func readBAI(r io.ReaderAt, size int64) (*Index, error) {
+	if size > maxIndex {
+		return nil, fmt.Errorf("a BAI index of %d bytes, more than %d", size, maxIndex)
+	}
+	b := make([]byte, size)
+	if n, err := readAt(r, b, 0); n < len(b) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	bai, st, err := parseBAI(b)
 	if err != nil {
 		return nil, err
 	}
-	st, err := walkBAI(b)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := bam.ReadIndex(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	return &Index{kind: kindBAI, bai: idx, stats: st}, nil
+	return &Index{kind: kindBAI, bai: bai, stats: st}, nil
 }
 
 // readBGZFIndex reads a BGZF-compressed index: CSI, TBI or, written with
@@ -237,23 +244,6 @@ func splitNames(b []byte) []string {
 		out = append(out, string(n))
 	}
 	return out
-}
-
-// refsFor returns n references numbered 0 to n-1, as bam.Index.Chunks
-// wants them.
-func refsFor(n int) ([]*sam.Reference, error) {
-	refs := make([]*sam.Reference, n)
-	for i := range refs {
-		r, err := sam.NewReference(fmt.Sprint("r", i), "", "", 1, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		refs[i] = r
-	}
-	if _, err := sam.NewHeader(nil, refs); err != nil {
-		return nil, err
-	}
-	return refs, nil
 }
 
 // walked is what a walk through an index learnt: the largest chunk end
@@ -344,14 +334,6 @@ func (w *walker) refs(nref int, pseudo uint32, loffset, linear bool) {
 			}
 		}
 	}
-}
-
-// walkBAI checks the structure of a BAI index.
-func walkBAI(b []byte) (walked, error) {
-	w := &walker{b: b}
-	w.take(4)
-	w.refs(w.count(4), 37450, false, true)
-	return w.st, w.err
 }
 
 // walkTBI checks the structure of a TBI index.

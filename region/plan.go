@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
@@ -43,6 +44,8 @@ type Plan struct {
 	// spans are the merged virtual-offset spans of a BGZF plan, for the
 	// tests.
 	spans []span
+	// edges are the new pieces still to make.
+	edges []edge
 }
 
 // Size returns the length of the output.
@@ -119,6 +122,9 @@ func (f *File) planBGZF(ts []target) (*Plan, error) {
 			return nil, fmt.Errorf("%w: index %s does not fit %s: %v", ErrData, f.idx.name, f.name, err)
 		}
 	}
+	if err := f.makeEdges(p); err != nil {
+		return nil, fmt.Errorf("%w: index %s does not fit %s: %v", ErrData, f.idx.name, f.name, err)
+	}
 	if f.eof < f.size {
 		p.add(Piece{Start: f.eof, End: f.size})
 	} else {
@@ -152,7 +158,8 @@ func mergeSpans(spans []span) []span {
 }
 
 // planSpan adds the pieces of the span s: the whole blocks inside it
-// copied, the parts of the blocks at its edges compressed again.
+// copied, the parts of the blocks at its edges to be compressed again
+// (by makeEdges).
 func (f *File) planSpan(p *Plan, s span) error {
 	if s.end.file > f.eof || (s.end.file == f.eof && s.end.block > 0) {
 		return fmt.Errorf("offset %d is past the data", s.end.file)
@@ -162,28 +169,25 @@ func (f *File) planSpan(p *Plan, s span) error {
 	// any byte, and the copy would hold half a block.
 	for _, v := range []voffset{s.begin, s.end} {
 		if v.block == 0 && v.file != f.eof {
-			if err := f.blockStart(v.file); err != nil {
+			if _, err := f.blockSize(v.file); err != nil {
 				return err
 			}
 		}
 	}
 	start := s.begin.file
 	if s.begin.block > 0 {
-		b, err := f.block(s.begin)
+		size, err := f.blockSize(s.begin.file)
 		if err != nil {
 			return err
 		}
-		stop := int64(len(b.data))
-		if s.end.file == b.off {
-			stop = s.end.block
+		e := edge{off: s.begin.file, lo: s.begin.block, hi: -1}
+		if s.end.file == s.begin.file {
+			e.hi = s.end.block
 		}
-		if stop < s.begin.block {
-			return fmt.Errorf("offset %d in a block of %d bytes", stop, len(b.data))
-		}
-		p.read(b.off, b.off+b.size)
-		p.add(Piece{Data: compressBlocks(b.data[s.begin.block:stop])})
-		start = b.off + b.size
-		if s.end.file == b.off {
+		p.read(e.off, e.off+size)
+		p.edge(e)
+		start = e.off + size
+		if s.end.file == e.off {
 			return nil
 		}
 	}
@@ -191,42 +195,114 @@ func (f *File) planSpan(p *Plan, s span) error {
 		p.add(Piece{Start: start, End: s.end.file})
 	}
 	if s.end.block > 0 {
-		b, err := f.block(s.end)
+		size, err := f.blockSize(s.end.file)
 		if err != nil {
 			return err
 		}
-		p.read(b.off, b.off+b.size)
-		p.add(Piece{Data: compressBlocks(b.data[:s.end.block])})
+		p.read(s.end.file, s.end.file+size)
+		p.edge(edge{off: s.end.file, hi: s.end.block})
 	}
 	return nil
 }
 
-// blockStart fails unless a BGZF block starts at off.
-func (f *File) blockStart(off int64) error {
+// An edge is a new piece to make: the data [lo, hi) of the BGZF block at
+// off (hi < 0: to the end of its data), compressed again. Its piece, at
+// index at of the plan's pieces, waits for it with empty Data.
+type edge struct {
+	at     int
+	off    int64
+	lo, hi int64
+}
+
+// edge adds the piece of e, to be made by makeEdges.
+func (p *Plan) edge(e edge) {
+	e.at = len(p.Pieces)
+	p.edges = append(p.edges, e)
+	p.Pieces = append(p.Pieces, Piece{Data: []byte{}})
+}
+
+// makeEdges decompresses the edge blocks of p, cuts them and compresses
+// them again, on as many cores as there are (the work of a region of a
+// few MiB is mostly this) unless the source is [Serial], and then drops
+// the pieces that came out empty. It returns the error of the first edge that fails.
+func (f *File) makeEdges(p *Plan) error {
+	errs := make([]error, len(p.edges))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(len(p.edges), jobs(f.src)) {
+		wg.Go(func() {
+			for i := range next {
+				e := p.edges[i]
+				data, err := f.cut(e)
+				errs[i] = err
+				if err == nil {
+					p.Pieces[e.at].Data = compressBlocks(data)
+				}
+			}
+		})
+	}
+	for i := range p.edges {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	pieces := p.Pieces
+	p.Pieces, p.edges, p.New = nil, nil, 0
+	for _, pc := range pieces {
+		n := len(p.Pieces)
+		switch {
+		case pc.Len() == 0:
+		case pc.Data != nil:
+			p.New += int64(len(pc.Data))
+			p.Pieces = append(p.Pieces, pc)
+		case n > 0 && p.Pieces[n-1].Data == nil && p.Pieces[n-1].End == pc.Start:
+			p.Pieces[n-1].End = pc.End // the edge between them was empty
+		default:
+			p.Pieces = append(p.Pieces, pc)
+		}
+	}
+	return nil
+}
+
+// cut reads the block of e and returns the data it wants.
+func (f *File) cut(e edge) ([]byte, error) {
+	b, err := readBlock(f.src, f.size, e.off)
+	if err != nil {
+		return nil, err
+	}
+	hi := e.hi
+	if hi < 0 {
+		hi = int64(len(b.data))
+	}
+	switch {
+	case e.lo > int64(len(b.data)):
+		return nil, fmt.Errorf("offset %d in a block of %d bytes", e.lo, len(b.data))
+	case hi > int64(len(b.data)), hi < e.lo:
+		return nil, fmt.Errorf("offset %d in a block of %d bytes", hi, len(b.data))
+	}
+	return b.data[e.lo:hi], nil
+}
+
+// blockSize returns the stored length of the BGZF block at off, and
+// fails unless one starts there.
+func (f *File) blockSize(off int64) (int64, error) {
 	if off < 0 || off > f.size {
-		return fmt.Errorf("offset %d is past the data", off)
+		return 0, fmt.Errorf("offset %d is past the data", off)
 	}
 	head := make([]byte, 18)
 	if _, err := f.src.ReadAt(head, off); err != nil && err != io.EOF {
-		return err
+		return 0, err
 	}
-	if _, err := blockSize(head); err != nil {
-		return fmt.Errorf("offset %d: %w", off, err)
-	}
-	return nil
-}
-
-// block reads the block that the virtual offset v points into, and checks
-// that v is inside it.
-func (f *File) block(v voffset) (block, error) {
-	b, err := readBlock(f.src, f.size, v.file)
+	n, err := blockSize(head)
 	if err != nil {
-		return block{}, err
+		return 0, fmt.Errorf("offset %d: %w", off, err)
 	}
-	if v.block > int64(len(b.data)) {
-		return block{}, fmt.Errorf("offset %d in a block of %d bytes", v.block, len(b.data))
-	}
-	return b, nil
+	return n, nil
 }
 
 // planCRAM plans a CRAM file: the file definition and header container,
@@ -335,8 +411,12 @@ func craiHolds(e craiEntry, t target) bool {
 
 // Write writes the output of pieces, copying their ranges from src (the
 // plaintext the plan was made for), and returns how many bytes it wrote.
-// When src has a CopyRange method (as [c4gh.ReaderAt] has) it is used, so
-// that no segment is decrypted twice.
+// A range of 512 KiB or more is read in parts of 256 KiB that start at
+// multiples of 256 KiB, as many at once as GOMAXPROCS (one at a time from
+// a [Serial] source), so that from a
+// [c4gh.ReaderAt] of a file without an edit list no segment is decrypted
+// twice; a shorter range uses src's CopyRange method where it has one (as
+// [c4gh.ReaderAt] has), for the same reason.
 func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
 	var written int64
 	for _, pc := range pieces {
@@ -365,8 +445,12 @@ type rangeCopier interface {
 	CopyRange(dst io.Writer, start, end int64) (int64, error)
 }
 
-// copyRange writes [start, end) of src to dst.
+// copyRange writes [start, end) of src to dst: a range of several parts
+// in parallel (copyParallel).
 func copyRange(dst io.Writer, src io.ReaderAt, start, end int64) (int64, error) {
+	if end-start >= 2*partSize && jobs(src) > 1 {
+		return copyParallel(dst, src, start, end)
+	}
 	if rc, ok := src.(rangeCopier); ok {
 		n, err := rc.CopyRange(dst, start, end)
 		if err == nil && n < end-start {

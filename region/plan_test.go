@@ -14,7 +14,7 @@ import (
 )
 
 // openFixture opens a fixture and its index.
-func openFixture(t *testing.T, dir, data, index string) *File {
+func openFixture(t testing.TB, dir, data, index string) *File {
 	t.Helper()
 	src, err := os.Open(filepath.Join(dir, data))
 	if err != nil {

@@ -20,7 +20,11 @@
 #                      segments (head -c of that many bytes to a file)
 #   planned            the bytes of the segments read, against the file
 #
-# Each time is the best of RUNS runs (default 5). The bytes that a region
+# Each time is the best of RUNS runs (default 5). With PREV=REV (a git
+# revision) the same commands of that version are timed in the same run,
+# taking turns, and given against this one. With KEEP=DIR the BAM, its
+# index and keys are made in DIR, and used from there when they are there
+# already (else in a temporary folder, removed at the end). The bytes that a region
 # of an object costs over S3 are checked by the tests
 # (internal/cli TestRegionObject: at most twice the planned bytes, the
 # index and a bounded read-ahead).
@@ -28,28 +32,44 @@ set -euo pipefail
 
 RUNS=${RUNS:-5}
 SIZE_MB=${SIZE_MB:-1024}
+PREV=${PREV:-}
+KEEP=${KEEP:-}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench-region.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
+data=$tmp
+if [[ -n $KEEP ]]; then
+	mkdir -p "$KEEP"
+	data=$(cd "$KEEP" && pwd)
+fi
+cd "$data"
 command -v samtools >/dev/null || { echo "bench-region: samtools is needed" >&2; exit 1; }
 
 echo "bench-region: building in $tmp ..." >&2
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -tags urfave_cli_no_docs -o "$tmp/crypt4gh" . &&
 	go build -o "$tmp/samgen" ./scripts/samgen)
 c4gh=$tmp/crypt4gh
+if [[ -n $PREV ]]; then
+	echo "bench-region: building $PREV ..." >&2
+	mkdir "$tmp/prevsrc"
+	git -C "$root" archive "$PREV" | tar -x -C "$tmp/prevsrc"
+	(cd "$tmp/prevsrc" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -tags urfave_cli_no_docs -o "$tmp/crypt4gh-prev" .)
+	rm -rf "$tmp/prevsrc"
+fi
 
-# About 36 bytes of BAM a read (random bases, constant qualities).
-reads=$((SIZE_MB * 1024 * 1024 / 36))
-echo "bench-region: making a BAM of $reads reads ..." >&2
-./samgen -reads "$reads" | samtools view -@ 2 -b -o reads.bam -
-samtools index reads.bam
-"$c4gh" keygen --sk me.sec --pk me.pub --nocrypt -f >/dev/null
-"$c4gh" keygen --sk them.sec --pk them.pub --nocrypt -f >/dev/null
-"$c4gh" encrypt --recipient_pk me.pub -q -i reads.bam -o reads.bam.c4gh
-"$c4gh" encrypt --recipient_pk me.pub -q -i reads.bam.bai -o reads.bam.bai.c4gh
-rm reads.bam.bai
+if [[ ! -f reads.bam.bai.c4gh || ! -f them.pub ]]; then
+	# About 36 bytes of BAM a read (random bases, constant qualities).
+	reads=$((SIZE_MB * 1024 * 1024 / 36))
+	echo "bench-region: making a BAM of $reads reads ..." >&2
+	"$tmp/samgen" -reads "$reads" | samtools view -@ 2 -b -o reads.bam -
+	samtools index reads.bam
+	"$c4gh" keygen --sk me.sec --pk me.pub --nocrypt -f >/dev/null
+	"$c4gh" keygen --sk them.sec --pk them.pub --nocrypt -f >/dev/null
+	"$c4gh" encrypt --recipient_pk me.pub -q -i reads.bam -o reads.bam.c4gh
+	"$c4gh" encrypt --recipient_pk me.pub -q -i reads.bam.bai -o reads.bam.bai.c4gh
+	rm reads.bam.bai
+fi
 
 # A region of about 1 MiB of BAM: the references are samgen's, 1e8 bases
 # each, with reads spread evenly, so half the BAM spans 1e8 bases.
@@ -71,21 +91,48 @@ best() {
 	echo "$b" # microseconds
 }
 
-start=$(best sh -c "'$c4gh' --version > /dev/null")
-# To /dev/null: the work, not the fsync of a committed file.
-dec=$(best sh -c "'$c4gh' decrypt --sk me.sec --region '$region' -i reads.bam.c4gh > /dev/null")
-"$c4gh" decrypt --sk me.sec --region "$region" -i reads.bam.c4gh -o r.bam -f
+"$c4gh" decrypt --sk me.sec --region "$region" -i reads.bam.c4gh -o "$tmp/r.bam" -f
 plan=$("$c4gh" inspect --sk me.sec --region "$region" reads.bam.c4gh)
 planned=$(sed -n 's/.*read: \([0-9]*\) bytes.*/\1/p' <<<"$plan")
-spl=$(best "$c4gh" splice --sk me.sec --recipient_pk them.pub --region "$region" -i reads.bam.c4gh -o r.bam.c4gh -f)
-copy=$(best sh -c "head -c $planned reads.bam.c4gh > copy && sync copy")
-size=$(stat -c %s reads.bam.c4gh)
-out=$(stat -c %s r.bam)
 
-samtools quickcheck r.bam
+# The commands timed, of the binary $1.
+start_cmd() { sh -c "'$1' --version > /dev/null"; }
+# To /dev/null: the work, not the fsync of a committed file.
+dec_cmd() { sh -c "'$1' decrypt --sk me.sec --region '$region' -i reads.bam.c4gh > /dev/null"; }
+spl_cmd() { "$1" splice --sk me.sec --recipient_pk them.pub --region "$region" -i reads.bam.c4gh -o "$tmp/r.bam.c4gh" -f; }
+copy_cmd() { sh -c "head -c $planned reads.bam.c4gh > '$tmp/copy' && sync '$tmp/copy'"; }
+
+# With PREV, the runs of the two versions take turns: each best of RUNS
+# is of runs spread over the same minutes.
+prev=${PREV:+$tmp/crypt4gh-prev}
+runs=$RUNS
+RUNS=1
+for _ in $(seq "$runs"); do
+	for m in start dec spl; do
+		t=$(best "${m}_cmd" "$c4gh")
+		if [[ -z ${!m:-} || $t -lt ${!m} ]]; then printf -v "$m" %s "$t"; fi
+		if [[ -n $prev ]]; then
+			t=$(best "${m}_cmd" "$prev")
+			v=p_$m
+			if [[ -z ${!v:-} || $t -lt ${!v} ]]; then printf -v "$v" %s "$t"; fi
+		fi
+	done
+	t=$(best copy_cmd)
+	if [[ -z ${copy:-} || $t -lt $copy ]]; then copy=$t; fi
+done
+size=$(stat -c %s reads.bam.c4gh)
+out=$(stat -c %s "$tmp/r.bam")
+
+samtools quickcheck "$tmp/r.bam"
 printf 'region %s of a %d MiB BAM (%d bytes of BAM out)\n' "$region" "$((size >> 20))" "$out"
-awk -v s="$start" -v d="$dec" -v p="$spl" -v c="$copy" -v pl="$planned" -v sz="$size" 'BEGIN {
-	printf "  decrypt --region   %.2f x start-up (--version); %.1f ms of work beyond it\n", d / s, (d - s) / 1000
-	printf "  splice --region    %.2f x copying the planned segments\n", p / c
-	printf "  planned            %d bytes: %.4f of the file\n", pl, pl / sz
+report() {
+	awk -v s="$1" -v d="$2" -v p="$3" -v c="$copy" -v pl="$planned" -v sz="$size" -v who="$4" 'BEGIN {
+	printf "  decrypt --region   %.2f x start-up (--version); %.1f ms of work beyond it%s\n", d / s, (d - s) / 1000, who
+	printf "  splice --region    %.2f x copying the planned segments%s\n", p / c, who
 }'
+}
+report "$start" "$dec" "$spl" ""
+if [[ -n $prev ]]; then
+	report "$p_start" "$p_dec" "$p_spl" " ($PREV)"
+fi
+awk -v pl="$planned" -v sz="$size" 'BEGIN { printf "  planned            %d bytes: %.4f of the file\n", pl, pl / sz }'

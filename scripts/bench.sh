@@ -44,7 +44,9 @@
 # and the mount's go test benchmark (the page cache warm); with S3=1,
 # scripts/bench-s3.sh (object storage against a local versitygw); with
 # REGION=1, scripts/bench-region.sh (a region of a 1 GiB BAM; needs
-# samtools and 3 GiB in $TMPDIR). Unless OTHER=0, the other Go
+# samtools and 3 GiB in $TMPDIR); with SERVE=1, scripts/bench-serve.sh (a
+# Crypt4GH ticket's time and the data endpoint's speed; needs samtools,
+# curl and jq). Unless OTHER=0, the other Go
 # implementation's command (github.com/neicnordic/crypt4gh v1.15.0, built
 # from the module cache or the proxy) is timed on the same files: its
 # start-up, a 1 KB decrypt, and encrypt and decrypt of the 1 GiB file,
@@ -65,6 +67,7 @@ PREV=${PREV:-}
 MOUNT=${MOUNT:-0}
 S3=${S3:-0}
 REGION=${REGION:-0}
+SERVE=${SERVE:-0}
 OTHER=${OTHER:-1}
 AGENT=${AGENT:-1}
 
@@ -384,6 +387,11 @@ fi
 if [[ $REGION != 0 ]]; then
 	echo
 	RUNS=$RUNS bash "$root/scripts/bench-region.sh"
+fi
+
+if [[ $SERVE != 0 ]]; then
+	echo
+	RUNS=$RUNS bash "$root/scripts/bench-serve.sh"
 fi
 
 if [[ $S3 != 0 ]]; then

@@ -93,7 +93,7 @@ func copyFile(e *env, o *cpOptions) error {
 			return err
 		}
 	}
-	if sameObject(src, dst) || !objstore.IsURL(src) && !objstore.IsURL(dst) && !outfile.IsStdout(dst) && outfile.SameFile(src, dst) {
+	if e.sameObject(src, dst) || !objstore.IsURL(src) && !objstore.IsURL(dst) && !outfile.IsStdout(dst) && outfile.SameFile(src, dst) {
 		return usagef("%s is SRC itself", quoteName(shownName(dst)))
 	}
 	var sk readerKey

@@ -114,14 +114,26 @@ func decrypt(e *env, o *decryptOptions) error {
 		keepTime(out, in)
 	}
 	lines, err := decryptOne(e, o, in, out, rng)
-	if err := out.Finish(err); err != nil {
+	if err := out.Finish(printSums(e, lines, err)); err != nil {
 		return err
 	}
 	if rng == nil && !o.region.given() {
 		removeResumeFiles(e, o.Output)
 	}
-	_, err = io.WriteString(e.stdout, lines)
-	return err
+	return nil
+}
+
+// printSums prints the checksum lines of a single file, when err is nil,
+// before its output is committed: a stdout that fails (a full disk, a
+// closed pipe) then leaves no output, as any failure does.
+func printSums(e *env, lines string, err error) error {
+	if err != nil || lines == "" {
+		return err
+	}
+	if _, err := io.WriteString(e.stdout, lines); err != nil {
+		return fmt.Errorf("failed to write the checksums: %w", err)
+	}
+	return nil
 }
 
 // decryptOne decrypts in to out and returns the checksum lines, if asked.

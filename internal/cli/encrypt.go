@@ -127,6 +127,7 @@ func encrypt(e *env, o *encryptOptions) error {
 		keepTime(out, in)
 	}
 	lines, err := encryptOne(e, o, in, out, rng, opts)
+	err = printSums(e, lines, err)
 	if hdr != nil {
 		if herr := hdr.Finish(err); err == nil {
 			err = herr
@@ -138,8 +139,7 @@ func encrypt(e *env, o *encryptOptions) error {
 		hdr.Undo()
 		return err
 	}
-	_, err = io.WriteString(e.stdout, lines)
-	return err
+	return nil
 }
 
 // encryptOne encrypts in to out, and returns the checksum lines if asked.

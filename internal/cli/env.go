@@ -89,7 +89,7 @@ func (e *env) flagsFirst() error {
 // FILE arguments is "-". Commands that read no data pass noData.
 func readsStdin(command string, args []string, input string) bool {
 	switch command {
-	case "keygen", "pubkey", "mount", "completion", "man":
+	case "keygen", "pubkey", "mount", "serve", "completion", "man":
 		return false
 	}
 	if len(args) > 0 {

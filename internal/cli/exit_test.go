@@ -16,6 +16,8 @@ import (
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/htsget/client"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/mount"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -70,6 +72,9 @@ var sentinelCodes = map[string]struct {
 	"region.ErrData":                {region.ErrData, exitData},
 	"region.ErrNoIndex":             {region.ErrNoIndex, exitUsage},
 	"region.ErrInvalidRegion":       {region.ErrInvalidRegion, exitUsage},
+	"htsget.ErrBadTicket":           {htsget.ErrBadTicket, exitData},
+	"htsget.ErrBadDataURL":          {htsget.ErrBadDataURL, exitData},
+	"htsget.ErrBadPublicKey":        {htsget.ErrBadPublicKey, exitKey},
 	"objstore.ErrInvalidURL":        {objstore.ErrInvalidURL, exitUsage},
 	"objstore.ErrNotFound":          {objstore.ErrNotFound, exitUsage},
 	"objstore.ErrNoBucket":          {objstore.ErrNoBucket, exitUsage},
@@ -82,6 +87,8 @@ var sentinelCodes = map[string]struct {
 	"objstore.ErrTooLarge":          {objstore.ErrTooLarge, exitUsage},
 	"objstore.ErrUnsupported":       {objstore.ErrUnsupported, exitUsage},
 	"reencrypt.ErrNothingToAdd":     {reencrypt.ErrNothingToAdd, exitUsage},
+	"client.ErrBadURL":              {client.ErrBadURL, exitUsage},
+	"reencrypt.ErrTooManyPackets":   {reencrypt.ErrTooManyPackets, exitData},
 }
 
 // TestSentinelExitCodes checks the exit code of every sentinel, alone and
@@ -107,12 +114,27 @@ func TestEverySentinelHasAClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := 0
+	// The top-level folders and the packages inside them (htsget/client).
+	var pkgDirs []string
 	for _, d := range dirs {
 		if !d.IsDir() || d.Name() == "scripts" || d.Name() == "internal" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") {
 			continue
 		}
+		filepath.WalkDir(filepath.Join(root, d.Name()), func(path string, e os.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case e.IsDir() && e.Name() == "testdata":
+				return filepath.SkipDir
+			case e.IsDir():
+				pkgDirs = append(pkgDirs, path)
+			}
+			return nil
+		})
+	}
+	for _, dir := range pkgDirs {
 		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, filepath.Join(root, d.Name()), func(fi os.FileInfo) bool {
+		pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
 			return !strings.HasSuffix(fi.Name(), "_test.go")
 		}, 0)
 		if err != nil {

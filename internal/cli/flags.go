@@ -163,7 +163,7 @@ func checkFlags(c *cli.Context) error {
 	if c.IsSet("jobs") && c.Int("jobs") < 1 {
 		return usagef("--jobs %d: give 1 or more (leave it out for one per CPU)", c.Int("jobs"))
 	}
-	for _, name := range []string{"input", "output", "range", "header", "sk", "passphrase-file"} {
+	for _, name := range []string{"input", "output", "range", "header", "sk", "passphrase-file", "token-file"} {
 		if c.IsSet(name) && c.String(name) == "" && !envSet(c, name) {
 			return usagef("--%s is empty", name)
 		}

@@ -60,6 +60,7 @@ var envDoc = []clidoc.Entry{
 	{Name: publicKeyEnv, Doc: "keygen: where to write the public key, when --pk is not given"},
 	{Name: passphraseEnv, Doc: "the passphrase of the secret key (keygen: of the new key); a warning says that other processes can read it"},
 	{Name: newPassphraseEnv, Doc: "keygen --convert and --relock: the passphrase of the new key"},
+	{Name: tokenEnv, Doc: "htsget: the bearer token, when --token-file is not given"},
 	{Name: agent.SocketEnv, Doc: "the socket of the key agent (crypt4gh agent): a command given no --sk, nor C4GH_SECRET_KEY, opens header packets through it"},
 	{Name: agent.PKEnv, Doc: "the key agent's public key, set with CRYPT4GH_AGENT"},
 	{Name: "C4GH_LOG", Doc: "accepted for the reference tool's logging configuration; not read (messages go to stderr)"},
@@ -96,8 +97,8 @@ func commands(e *env) []command {
 	return []command{
 		keygenCommand(e), pubkeyCommand(e), encryptCommand(e), decryptCommand(e), catCommand(e),
 		reencryptCommand(e), rearrangeCommand(e), spliceCommand(e), inspectCommand(e), verifyCommand(e),
-		lsCommand(e), cleanupCommand(e), cpCommand(e),
-		mountCommand(e), agentCommand(e), completionCommand(e), manCommand(e),
+		lsCommand(e), cleanupCommand(e), cpCommand(e), htsgetCommand(e),
+		mountCommand(e), serveCommand(e), agentCommand(e), completionCommand(e), manCommand(e),
 	}
 }
 

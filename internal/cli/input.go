@@ -111,7 +111,7 @@ func openStreams(e *env, s streamOptions, keyFiles []string, opts outfile.Option
 	if err := outfile.Distinct([]string{"-o", s.Output}, keyFiles); err != nil {
 		return nil, nil, err
 	}
-	if sameObject(s.Input, s.Output) {
+	if e.sameObject(s.Input, s.Output) {
 		// As for a file: the object would be replaced by what is made
 		// of it (only reencrypt, rearrange and splice work in place).
 		return nil, nil, usagef("-o %s is the input object", s.Output)
@@ -180,8 +180,10 @@ func (c *countedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// sameObject reports whether in and out name one object of a store.
-func sameObject(in, out string) bool {
+// sameObject reports whether in and out name one object of a store: the
+// same s3:// location, or an https:// URL of the S3 endpoint of the run
+// (path or virtual-hosted style, presigned or not) and its s3:// location.
+func (e *env) sameObject(in, out string) bool {
 	if !objstore.IsURL(in) || !objstore.IsURL(out) {
 		return false
 	}
@@ -190,7 +192,23 @@ func sameObject(in, out string) bool {
 		return false
 	}
 	b, err := objstore.Parse(out)
-	return err == nil && a.URL == "" && a == b
+	if err != nil || (a.URL != "") == (b.URL != "") {
+		return err == nil && a.URL == "" && a == b
+	}
+	web, obj := a, b
+	if b.URL != "" {
+		web, obj = b, a
+	}
+	st, err := e.store(obj)
+	if err != nil {
+		return false // said when the object is opened
+	}
+	ep, ok := st.(interface{ Endpoint() string })
+	if !ok {
+		return false
+	}
+	loc, ok := objstore.ObjectOfURL(web.URL, ep.Endpoint())
+	return ok && loc == obj
 }
 
 // keepTime makes a file output take the modification time of the regular

@@ -48,7 +48,23 @@ func inspectCommand(e *env) command {
 			"\n" +
 			"With --region (and --sk), prints instead what decrypt --region and splice\n" +
 			"--region would read of the file: the ranges of its plaintext copied, the\n" +
-			"bytes made anew, and the segments read, without writing any data.\n" +
+			"bytes made anew, and the segments read, without writing any data. With\n" +
+			"--json too, that plan is one JSON object, its fields (stable):\n" +
+			"  file                 the input path\n" +
+			"  pieces               what the output holds, in order, one object each:\n" +
+			"    kind                 copy (bytes of the plaintext) or new (an edge block\n" +
+			"                         compressed again)\n" +
+			"    start, end           the bytes copied, end excluded (null for new)\n" +
+			"    length               bytes of the piece\n" +
+			"  output_size          bytes that decrypt --region writes: copied_size +\n" +
+			"                       new_size\n" +
+			"  copied_size          bytes of the plaintext copied\n" +
+			"  new_size             bytes made anew\n" +
+			"  segments             indices of the stored segments read, increasing\n" +
+			"  segment_count        how many they are\n" +
+			"  segments_size        their bytes as stored\n" +
+			"  body_size            bytes of the file's body\n" +
+			"  splice_body_size     about the bytes of the body splice --region writes\n" +
 			"\n" +
 			"With --json the same facts are printed as one JSON object a file. Fields\n" +
 			"(stable; null when unknown, or when they need --sk and none was given):\n" +
@@ -302,13 +318,10 @@ func bodyLength(in *input) (int64, error) {
 }
 
 // inspectRegion prints what the regions of the file at path cost (see
-// printRegionPlan), without writing any data.
+// regionReport), without writing any data.
 func inspectRegion(e *env, o *inspectOptions, path string) error {
 	if o.secretKeyPath() == "" {
 		return withHint(usagef("--region needs the key that opens the file"), "add --sk KEY")
-	}
-	if o.JSON {
-		return usagef("--json cannot be used with --region")
 	}
 	in, err := e.openSource(path)
 	if err != nil {
@@ -329,7 +342,12 @@ func inspectRegion(e *env, o *inspectOptions, path string) error {
 		return err
 	}
 	defer rp.plain.Close()
-	return printRegionPlan(e.stdout, inputName(path), rp, size-rp.plain.HeaderSize())
+	name := shownName(inputPathOrStdin(path))
+	r, err := regionReport(name, rp, size-rp.plain.HeaderSize())
+	if err != nil {
+		return err
+	}
+	return r.Print(e.stdout, o.JSON)
 }
 
 // plural is n and unit, in the plural unless n is 1.

@@ -10,16 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/c4gh-go/crypt4gh/body"
-	"github.com/c4gh-go/crypt4gh/edit"
-	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/describe"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
-	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
 )
@@ -76,39 +72,12 @@ func lsCommand(e *env) command {
 	}}
 }
 
-// lsEntry is one line of ls: printed as is with --json, so keep the
-// field names stable (they are documented in the description).
-type lsEntry struct {
-	Name              string   `json:"name"`
-	Kind              string   `json:"kind"`
-	Size              *int64   `json:"size"`
-	BodyPlaintextSize *int64   `json:"body_plaintext_size"`
-	PlaintextSize     *int64   `json:"plaintext_size"`
-	OpenedBy          []string `json:"opened_by"`
-	Error             *string  `json:"error"`
-}
-
-// Kinds of ls entries.
-const (
-	kindCrypt4GH = "crypt4gh"
-	kindOther    = "other"
-	kindFolder   = "folder"
-)
-
-// namedKey is a secret key of --sk and the name it was given.
-type namedKey struct {
-	name string
-	sk   *keys.SecretKey
-}
-
 // lister prints the entries of ls and counts the failures.
 type lister struct {
 	e      *env
 	o      *lsOptions
-	keys   []namedKey
-	tw     *tabwriter.Writer
-	json   *json.Encoder
-	header bool // the column titles were printed
+	keys   []describe.NamedKey
+	table  *describe.Table
 	total  int
 	failed int
 	code   int
@@ -127,15 +96,16 @@ func list(e *env, o *lsOptions) error {
 		}
 		return listPending(e, o)
 	}
-	l := &lister{e: e, o: o, tw: tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0), json: json.NewEncoder(e.stdout)}
+	l := &lister{e: e, o: o}
 	for _, p := range o.Keys.Value() {
 		sk, err := readSecretKey(e, keyOptions{SK: p, PassphraseFile: o.PassphraseFile})
 		if err != nil {
 			return err
 		}
 		defer sk.Zero()
-		l.keys = append(l.keys, namedKey{name: p, sk: sk})
+		l.keys = append(l.keys, describe.NamedKey{Name: p, Key: sk})
 	}
+	l.table = describe.NewTable(e.stdout, o.JSON, len(l.keys) > 0)
 	for _, t := range e.args {
 		var err error
 		if objstore.IsURL(t) {
@@ -152,7 +122,7 @@ func list(e *env, o *lsOptions) error {
 			l.code = max(l.code, exitCode(err))
 		}
 	}
-	if err := l.tw.Flush(); err != nil {
+	if err := l.table.Flush(); err != nil {
 		return fmt.Errorf("%w: %w", errWriteOutput, err)
 	}
 	if l.failed > 0 {
@@ -208,7 +178,7 @@ func (l *lister) walked(p string, d fs.DirEntry, err error) error {
 		return nil
 	}
 	if d.IsDir() {
-		return l.print(lsEntry{Name: p + string(filepath.Separator), Kind: kindFolder})
+		return l.print(describe.Entry{Name: p + string(filepath.Separator), Kind: describe.KindFolder})
 	}
 	fi, err := os.Stat(p) // a link: what it points to
 	if err != nil {
@@ -216,17 +186,17 @@ func (l *lister) walked(p string, d fs.DirEntry, err error) error {
 		return nil
 	}
 	if fi.IsDir() {
-		return l.print(lsEntry{Name: p + string(filepath.Separator), Kind: kindFolder})
+		return l.print(describe.Entry{Name: p + string(filepath.Separator), Kind: describe.KindFolder})
 	}
 	return l.print(l.file(p, fi))
 }
 
 // file describes the file at p.
-func (l *lister) file(p string, fi os.FileInfo) lsEntry {
+func (l *lister) file(p string, fi os.FileInfo) describe.Entry {
 	size := fi.Size()
-	ent := lsEntry{Name: p, Size: &size}
+	ent := describe.Entry{Name: p, Size: &size}
 	if !fi.Mode().IsRegular() {
-		ent.Kind = kindOther
+		ent.Kind = describe.KindOther
 		ent.Size = nil
 		return ent
 	}
@@ -279,7 +249,7 @@ func (l *lister) objects(t string) error {
 			continue
 		}
 		if strings.HasSuffix(info.Key, "/") {
-			if err := l.print(lsEntry{Name: at.String(), Kind: kindFolder}); err != nil {
+			if err := l.print(describe.Entry{Name: at.String(), Kind: describe.KindFolder}); err != nil {
 				return err
 			}
 			continue
@@ -302,9 +272,9 @@ func (l *lister) objects(t string) error {
 }
 
 // object describes the object o, named name.
-func (l *lister) object(name string, o *objstore.Object) lsEntry {
+func (l *lister) object(name string, o *objstore.Object) describe.Entry {
 	size := o.Size()
-	ent := lsEntry{Name: name, Size: &size}
+	ent := describe.Entry{Name: name, Size: &size}
 	head, err := o.Head(objio.HeadSize)
 	if err != nil {
 		return l.failed1(ent, err)
@@ -317,116 +287,29 @@ func (l *lister) object(name string, o *objstore.Object) lsEntry {
 	return l.describe(ent, r, size)
 }
 
-// describe fills in ent from the file read from r, of size bytes: its
-// header, the plaintext size of its body, and the keys that open it.
-func (l *lister) describe(ent lsEntry, r io.Reader, size int64) lsEntry {
-	h, err := header.Parse(r)
-	if errors.Is(err, header.ErrNotCrypt4GH) || errors.Is(err, header.ErrEmptyInput) {
-		ent.Kind = kindOther
-		return ent
-	}
-	ent.Kind = kindCrypt4GH
+// describe fills in ent from the file read from r, of size bytes.
+func (l *lister) describe(ent describe.Entry, r io.Reader, size int64) describe.Entry {
+	ent, err := describe.List(ent, r, size, l.keys)
 	if err != nil {
-		return l.failed1(ent, err)
-	}
-	plain, err := body.PlaintextSize(size - h.Size())
-	if err != nil {
-		return l.failed1(ent, fmt.Errorf("body %w", err))
-	}
-	ent.BodyPlaintextSize = &plain
-	if len(l.keys) == 0 {
-		return ent
-	}
-	ent.OpenedBy = []string{}
-	for _, k := range l.keys {
-		c, err := h.Decrypt(k.sk, nil)
-		if errors.Is(err, header.ErrNoDecryptablePacket) {
-			continue
-		}
-		if err != nil {
-			return l.failed1(ent, fmt.Errorf("%s: %w", quoteName(k.name), err))
-		}
-		ent.OpenedBy = append(ent.OpenedBy, k.name)
-		if ent.PlaintextSize == nil {
-			var list edit.List
-			if c.HasEditList {
-				list = c.EditList
-			}
-			n := edit.StandsFor(list, plain).Size
-			ent.PlaintextSize = &n
-		}
-		c.Zero()
+		l.fail(fmt.Errorf("%s: %w", quoteName(ent.Name), err))
 	}
 	return ent
 }
 
 // failed1 reports the failure of one entry, which is still printed.
-func (l *lister) failed1(ent lsEntry, err error) lsEntry {
+func (l *lister) failed1(ent describe.Entry, err error) describe.Entry {
 	l.fail(fmt.Errorf("%s: %w", quoteName(ent.Name), err))
-	msg := err.Error()
-	ent.Error = &msg
+	ent, _ = describe.Failed(ent, err)
 	return ent
 }
 
 // print prints one entry.
-func (l *lister) print(ent lsEntry) error {
+func (l *lister) print(ent describe.Entry) error {
 	l.total++
-	if l.o.JSON {
-		if err := l.json.Encode(ent); err != nil {
-			return fmt.Errorf("%w: %w", errWriteOutput, err)
-		}
-		return nil
-	}
-	keyCol := len(l.keys) > 0
-	if !l.header {
-		l.header = true
-		titles := "SIZE\tPLAINTEXT\tKIND\t"
-		if keyCol {
-			titles += "OPENED BY\t"
-		}
-		fmt.Fprintln(l.tw, titles+"NAME")
-	}
-	kind := ent.Kind
-	if ent.Error != nil {
-		kind = "error"
-	}
-	line := sizeText(ent.Size) + "\t" + plainText(ent) + "\t" + kind + "\t"
-	if keyCol {
-		opened := "-"
-		switch {
-		case ent.Kind == kindCrypt4GH && ent.OpenedBy != nil && len(ent.OpenedBy) == 0:
-			opened = "none"
-		case len(ent.OpenedBy) > 0:
-			opened = quoteName(strings.Join(ent.OpenedBy, ","))
-		}
-		line += opened + "\t"
-	}
-	if _, err := fmt.Fprintln(l.tw, line+quoteName(ent.Name)); err != nil {
+	if err := l.table.Print(ent); err != nil {
 		return fmt.Errorf("%w: %w", errWriteOutput, err)
 	}
 	return nil
-}
-
-func sizeText(n *int64) string {
-	if n == nil {
-		return "-"
-	}
-	return strconv.FormatInt(*n, 10)
-}
-
-// plainText is the PLAINTEXT column: after the edit list when a key
-// opened the file, else that of the body ("≤" when a key might find an
-// edit list that keeps less).
-func plainText(ent lsEntry) string {
-	switch {
-	case ent.PlaintextSize != nil:
-		return sizeText(ent.PlaintextSize)
-	case ent.BodyPlaintextSize != nil:
-		return "≤" + sizeText(ent.BodyPlaintextSize)
-	case ent.Kind == kindCrypt4GH:
-		return "?"
-	}
-	return "-"
 }
 
 // pendingEntry is one upload of ls --pending, printed as is with --json.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/mount"
@@ -20,6 +21,7 @@ type mountOptions struct {
 	store      storeOptions
 	AllowOther bool
 	DirectIO   bool
+	Refresh    time.Duration
 	Quiet      bool
 }
 
@@ -33,13 +35,16 @@ func mountCommand(e *env) command {
 			"that --sk opens appears as NAME, decrypted as it is read; other files appear\n" +
 			"as they are. Nothing decrypted is written to disk. Files for other keys are\n" +
 			"left out and named once on stderr; a damaged segment makes the read that\n" +
-			"needs it fail (EIO). Runs in the foreground until Ctrl-C, SIGTERM or\n" +
+			"needs it fail (EIO). Folders are listed again when their listing is older\n" +
+			"than --dir-cache-time, and a file that changed is read as it is now when it\n" +
+			"is next opened. Runs in the foreground until Ctrl-C, SIGTERM or\n" +
 			"fusermount3 -u MOUNTPOINT. Linux only (FUSE)." + mountObjectsHelp,
 		Flags: append([]cli.Flag{
 			skFlag(&o.SK),
 			senderFlag(&o.Sender),
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)", Destination: &o.AllowOther},
 			&cli.BoolFlag{Name: "direct-io", Usage: "serve the decrypted files around the page cache, in large reads with read-ahead: a first read costs less CPU, a second one decrypts again", Destination: &o.DirectIO},
+			&cli.DurationFlag{Name: "dir-cache-time", Value: time.Minute, Usage: "how long a folder's listing is kept before it is read again (0: for as long as it is mounted)", Destination: &o.Refresh},
 			passphraseFileFlag(&o.PassphraseFile), quietFlag(&o.Quiet, false),
 		}, o.store.flags()...),
 		Action: func(c *cli.Context) error { return mountAction(e.start(c, o.Quiet, &o.store), o) },
@@ -57,6 +62,9 @@ func mountAction(e *env, o *mountOptions) error {
 		return usagef("mount needs SOURCE and MOUNTPOINT, got %s", plural(int64(len(e.args)), "argument"))
 	}
 	source, mountpoint := e.args[0], e.args[1]
+	if o.Refresh < 0 {
+		return usagef("--dir-cache-time %v is negative", o.Refresh)
+	}
 	paths := []string{source, mountpoint}
 	var src mount.Source
 	if objstore.IsURL(source) {
@@ -94,37 +102,61 @@ func mountAction(e *env, o *mountOptions) error {
 	// They are caught before the mount exists, so that none can end the
 	// process with the file system mounted; the command then ends with
 	// 128 + the signal's number, as every command does.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	signal.Ignore(syscall.SIGPIPE)
-	defer signal.Stop(sigs)
-	e.cleanup.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := make(chan os.Signal, 1)
-	go func() {
-		got <- <-sigs
-		cancel()
-	}()
+	ctx, caught, release := e.takeSignals(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer release()
 	srv, err := mount.Mount(src, mountpoint, mount.Options{
 		Key: sk, Sender: sender, AllowOther: o.AllowOther, DirectIO: o.DirectIO, Log: e.stderr,
+		Refresh: o.Refresh,
 	})
 	if err != nil {
 		return err
 	}
 	if !e.quiet {
-		fmt.Fprintf(e.stderr, "crypt4gh: mounted %s at %s; Ctrl-C or fusermount3 -u %s to unmount\n",
-			quoteName(source), quoteName(mountpoint), mountpoint)
+		top := plural(int64(srv.Top().Files), "file")
+		if n := srv.Top().Folders; n > 0 {
+			top += " and " + plural(int64(n), "folder")
+		}
+		fmt.Fprintf(e.stderr, "crypt4gh: mounted %s at %s: %s; Ctrl-C or fusermount3 -u %s to unmount\n",
+			quoteName(source), quoteName(mountpoint), top, mountpoint)
 	}
 	if err := srv.Wait(ctx); err != nil {
 		return err
 	}
-	select {
-	case s := <-got:
-		sig, _ := s.(syscall.Signal)
-		fmt.Fprintf(e.stderr, "crypt4gh: unmounted %s (%v)\n", quoteName(mountpoint), sig)
-		return quietExit(128 + int(sig))
-	default:
+	sig, ok := caught()
+	if !ok {
 		return nil // unmounted from outside
 	}
+	fmt.Fprintf(e.stderr, "crypt4gh: unmounted %s (%v)\n", quoteName(mountpoint), sig)
+	return quietExit(128 + int(sig))
+}
+
+// takeSignals makes the signals sigs the command's own from here on,
+// for a command that runs until one comes (SIGPIPE is ignored, and the
+// process's cleanup handler stopped): ctx is cancelled at the first of
+// them, and caught then returns it. The caller must call release.
+func (e *env) takeSignals(sigs ...os.Signal) (ctx context.Context, caught func() (syscall.Signal, bool), release func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	signal.Ignore(syscall.SIGPIPE)
+	e.cleanup.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s := <-ch:
+			got <- s
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	caught = func() (syscall.Signal, bool) {
+		select {
+		case s := <-got:
+			sig, _ := s.(syscall.Signal)
+			return sig, true
+		default:
+			return 0, false
+		}
+	}
+	return ctx, caught, func() { signal.Stop(ch); cancel() }
 }

@@ -4,12 +4,13 @@ package cli
 
 import (
 	"bytes"
-
-	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 )
 
 // A named pipe given as -o is written in place: it is neither refused as
@@ -86,6 +87,37 @@ func TestDirectoryInputOutput(t *testing.T) {
 		_, err := outfile.Open(dir, nil, outfile.Options{Force: force, Mode: 0o600})
 		if err == nil || exitCode(err) != exitUsage || !bytes.Contains([]byte(err.Error()), []byte("is a directory")) {
 			t.Errorf("output, force %v: %v, want a usage error saying it is a directory", force, err)
+		}
+	}
+}
+
+// failingWriter is a stdout that cannot be written, as /dev/full.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestChecksumStdoutFails: encrypt and decrypt --checksum to a file whose
+// checksum lines cannot be written (stdout full or closed) fail (exit 1)
+// and leave no output: the lines are printed before the commit.
+func TestChecksumStdoutFails(t *testing.T) {
+	dir, _ := batchSetup(t)
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"encrypt", "--checksum", "--recipient_pk", "me.pub", "-i", "one", "-o", "out"},
+		{"decrypt", "--checksum", "--sk", "me.sec", "-i", "a.c4gh.ref", "-o", "out"},
+	} {
+		if args[0] == "decrypt" {
+			if code, _, stderr := runIn(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "one", "-o", "a.c4gh.ref"); code != 0 {
+				t.Fatal(stderr)
+			}
+		}
+		var stderr bytes.Buffer
+		code := Run(append([]string{"crypt4gh"}, args...), bytes.NewReader(nil), failingWriter{}, &stderr)
+		if code != exitError || !strings.Contains(stderr.String(), "failed to write the checksums") {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr.String())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+			t.Errorf("%v: output left: %v", args, err)
 		}
 	}
 }

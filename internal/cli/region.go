@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/internal/describe"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -85,8 +85,20 @@ func (r *regionOptions) parse() ([]region.Region, error) {
 // regionPlan is the plan of the regions of one crypt4gh file.
 type regionPlan struct {
 	plain *c4gh.ReaderAt // the file's plaintext
+	src   io.ReaderAt    // plain, marked region.Serial for an object
 	plan  *region.Plan
 }
+
+// An object is fetched ahead in windows (objio.Planned): reads at once
+// would fetch bytes twice, so region reads its plaintext, and an index
+// object, one read at a time (region.Serial).
+type (
+	serialPlain struct{ *c4gh.ReaderAt }
+	serialIndex struct{ io.ReaderAt }
+)
+
+func (serialPlain) Serial() bool { return true }
+func (serialIndex) Serial() bool { return true }
 
 // planRegions plans the regions of ro in the crypt4gh file of size bytes
 // at src, named name (its path or URL, beside which the index is
@@ -103,8 +115,12 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 	if err != nil {
 		return nil, noPacketHint(err, sk, opts.Sender)
 	}
+	var ra io.ReaderAt = plain
+	if _, ok := src.(*objio.Planned); ok {
+		ra = serialPlain{plain}
+	}
 	// The format first: a file that has none has no index either.
-	if _, err := region.Detect(plain, plain.Size()); err != nil {
+	if _, err := region.Detect(ra, plain.Size()); err != nil {
 		plain.Close()
 		return nil, fmt.Errorf("%s: %w", quoteName(shownName(name)), err)
 	}
@@ -113,7 +129,7 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 		plain.Close()
 		return nil, err
 	}
-	f, err := region.Open(plain, plain.Size(), shownName(name), idx)
+	f, err := region.Open(ra, plain.Size(), shownName(name), idx)
 	if err != nil {
 		plain.Close()
 		return nil, err
@@ -132,7 +148,7 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 		}
 		po.Plan(plain.HeaderSize(), size-plain.HeaderSize(), cost.Segments)
 	}
-	return &regionPlan{plain: plain, plan: plan}, nil
+	return &regionPlan{plain: plain, src: ra, plan: plan}, nil
 }
 
 // readIndex finds and reads the index of the data at name.
@@ -188,13 +204,21 @@ func (e *env) openIndexFile(p string, sk keys.Opener, opts *c4gh.DecryptOptions)
 		ra, size, c = f, fi.Size(), f
 	}
 	if !strings.HasSuffix(p, c4ghSuffix) {
-		return ra, size, c, nil
+		return serialIf(objstore.IsURL(p), ra), size, c, nil
 	}
 	r, err := c4gh.NewReaderAt(ra, size, sk, &c4gh.DecryptOptions{Sender: opts.Sender, Strict: opts.Strict})
 	if err != nil {
 		return nil, 0, c, fmt.Errorf("index %s: %w", quoteName(shownName(p)), noPacketHint(err, sk, opts.Sender))
 	}
-	return r, r.Size(), closers{r, c}, nil
+	return serialIf(objstore.IsURL(p), r), r.Size(), closers{r, c}, nil
+}
+
+// serialIf returns ra, marked region.Serial when serial is true.
+func serialIf(serial bool, ra io.ReaderAt) io.ReaderAt {
+	if serial {
+		return serialIndex{ra}
+	}
+	return ra
 }
 
 // openIndexObject opens the object at the URL p, which may not exist.
@@ -267,7 +291,7 @@ func decryptRegion(e *env, o *decryptOptions, in *input, out io.Writer) error {
 		return err
 	}
 	defer rp.plain.Close()
-	if _, err := region.Write(out, rp.plain, rp.plan.Pieces); err != nil {
+	if _, err := region.Write(out, rp.src, rp.plan.Pieces); err != nil {
 		return decryptError(err, rp.plain.HeaderSize(), size)
 	}
 	return nil
@@ -286,7 +310,7 @@ func inputPathOrStdin(p string) string {
 // own key when none) that holds the regions of the input: its segments
 // copied as they are, only the edge blocks of the regions made anew.
 func spliceRegion(e *env, o *spliceOptions, recipients []keys.PublicKey) error {
-	if sameObject(o.Input, o.Output) {
+	if e.sameObject(o.Input, o.Output) {
 		return usagef("-o %s is the input object: splice --region writes a new file", o.Output)
 	}
 	in, err := e.openSource(o.Input)
@@ -321,40 +345,21 @@ func spliceRegion(e *env, o *spliceOptions, recipients []keys.PublicKey) error {
 	return out.Finish(noPacketHint(bodyError(err, rp.plain.HeaderSize(), size), sk, nil))
 }
 
-// printRegionPlan prints what the regions of the file cost: the ranges
-// of its plaintext that are copied, the bytes made anew, and the
-// segments read.
-func printRegionPlan(w io.Writer, name string, rp *regionPlan, bodySize int64) error {
+// regionReport is what inspect --region prints of the regions of the
+// file called name (as shown): the ranges of its plaintext that are
+// copied, the bytes made anew, and the segments read.
+func regionReport(name string, rp *regionPlan, bodySize int64) (*describe.RegionPlan, error) {
 	list, _ := rp.plain.EditList()
 	cost, err := rp.plan.Cost(list, bodySize)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Regions of %s:\n", name)
-	for _, p := range rp.plan.Pieces {
-		if p.Data != nil {
-			fmt.Fprintf(&b, "  new     %s (an edge block made anew)\n", plural(int64(len(p.Data)), "byte"))
-			continue
-		}
-		fmt.Fprintf(&b, "  copy    bytes [%d, %d) of the plaintext (%s)\n", p.Start, p.End, plural(p.End-p.Start, "byte"))
-	}
-	fmt.Fprintf(&b, "  output     %s: %s copied, %s new\n", plural(rp.plan.Size(), "byte"), plural(rp.plan.Copied, "byte"), plural(rp.plan.New, "byte"))
-	fmt.Fprintf(&b, "  segments   %s read: %s of the %s body\n", plural(int64(len(cost.Segments)), "segment"),
-		plural(cost.Stored, "byte"), plural(bodySize, "byte"))
-	// splice --region copies those segments and seals each run of new
-	// bytes in whole new segments.
-	spliced, run := cost.Stored, int64(0)
+	pieces := make([]describe.RegionPiece, len(rp.plan.Pieces))
 	for i, p := range rp.plan.Pieces {
+		pieces[i] = describe.CopyPiece(p.Start, p.End)
 		if p.Data != nil {
-			run += int64(len(p.Data))
-		}
-		if run > 0 && (p.Data == nil || i == len(rp.plan.Pieces)-1) {
-			spliced += body.EncryptedSize(body.Floor(run + body.SegmentSize - 1))
-			run = 0
+			pieces[i] = describe.NewPiece(int64(len(p.Data)))
 		}
 	}
-	fmt.Fprintf(&b, "  splice     about %s of body: the segments read, and the new bytes in new segments\n", plural(spliced, "byte"))
-	_, err = io.WriteString(w, b.String())
-	return err
+	return describe.Region(name, pieces, cost.Segments, cost.Stored, bodySize), nil
 }

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -283,6 +285,10 @@ func TestRegionUnplaced(t *testing.T) {
 // TestRegionInspect: inspect --region tells what a request costs, and
 // writes nothing.
 func TestRegionInspect(t *testing.T) {
+	commands, err := filepath.Abs(filepath.Join("..", "..", "docs", "commands.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv(secretKeyEnv, "")
 	t.Setenv(passphraseEnv, "")
 	dir := t.TempDir()
@@ -299,6 +305,81 @@ func TestRegionInspect(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); n < 1 {
 		t.Errorf("%s segments read", m[1])
 	}
+
+	// --json: the same plan, which decrypt --region and splice --region
+	// then write.
+	out := mustRun(t, dir, "inspect", "--sk", "me.sec", "--region", "chr1:1000-2000", "--json", "calls.vcf.gz.c4gh")
+	var plan regionPlanJSON
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields() // every field is one the test knows, and so documented below
+	if err := dec.Decode(&plan); err != nil {
+		t.Fatalf("inspect --region --json: %v\n%s", err, out)
+	}
+	if plan.File != "calls.vcf.gz.c4gh" || strconv.Itoa(plan.SegmentCount) != m[1] || strconv.FormatInt(plan.SegmentsSize, 10) != m[2] ||
+		plan.SegmentCount != len(plan.Segments) || !slices.IsSorted(plan.Segments) {
+		t.Errorf("inspect --region --json says %+v; the text says %s segments, %s bytes", plan, m[1], m[2])
+	}
+	var copied, made, last int64
+	for _, p := range plan.Pieces {
+		switch {
+		case p.Kind == "copy" && p.Start != nil && p.End != nil && *p.Start >= last && *p.End-*p.Start == p.Length && p.Length > 0:
+			copied += p.Length
+			last = *p.End
+		case p.Kind == "new" && p.Start == nil && p.End == nil && p.Length > 0:
+			made += p.Length
+		default:
+			t.Errorf("piece %+v", p)
+		}
+	}
+	if made == 0 || copied != plan.CopiedSize || made != plan.NewSize || plan.OutputSize != copied+made {
+		t.Errorf("pieces of %d bytes copied and %d new; the plan says %+v", copied, made, plan)
+	}
+	mustRun(t, dir, "decrypt", "--sk", "me.sec", "--region", "chr1:1000-2000", "-i", "calls.vcf.gz.c4gh", "-o", "part.vcf.gz")
+	if st, err := os.Stat(filepath.Join(dir, "part.vcf.gz")); err != nil || st.Size() != plan.OutputSize {
+		t.Errorf("decrypt --region wrote %v bytes (%v); the plan says %d", st.Size(), err, plan.OutputSize)
+	}
+	mustRun(t, dir, "splice", "--sk", "me.sec", "--region", "chr1:1000-2000", "-i", "calls.vcf.gz.c4gh", "-o", "part.vcf.gz.c4gh")
+	if spliced := runInspect(t, filepath.Join(dir, "part.vcf.gz.c4gh"), filepath.Join(dir, "me.sec")); spliced.BodySize != plan.SpliceBodySize {
+		t.Errorf("splice --region wrote a body of %d bytes; the plan says %d", spliced.BodySize, plan.SpliceBodySize)
+	}
+	// Each field is documented in the command's description and in
+	// docs/commands.md.
+	help := mustRun(t, dir, "inspect", "--help")
+	doc, err := os.ReadFile(commands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[regionPlanJSON](), reflect.TypeFor[regionPieceJSON]()} {
+		for f := range typ.Fields() {
+			name := strings.Split(f.Tag.Get("json"), ",")[0]
+			inHelp := regexp.MustCompile(`(?m)^ +(\w+, )?` + name + `[ ,]`).MatchString(help)
+			if !inHelp || !strings.Contains(string(doc), "`"+name+"`") && !strings.Contains(string(doc), "[]."+name+"`") {
+				t.Errorf("field %s of inspect --region --json is not documented", name)
+			}
+		}
+	}
+}
+
+// regionPlanJSON mirrors the output of inspect --region --json as a
+// script would read it.
+type regionPlanJSON struct {
+	File           string            `json:"file"`
+	Pieces         []regionPieceJSON `json:"pieces"`
+	OutputSize     int64             `json:"output_size"`
+	CopiedSize     int64             `json:"copied_size"`
+	NewSize        int64             `json:"new_size"`
+	Segments       []int64           `json:"segments"`
+	SegmentCount   int               `json:"segment_count"`
+	SegmentsSize   int64             `json:"segments_size"`
+	BodySize       int64             `json:"body_size"`
+	SpliceBodySize int64             `json:"splice_body_size"`
+}
+
+type regionPieceJSON struct {
+	Kind   string `json:"kind"`
+	Start  *int64 `json:"start"`
+	End    *int64 `json:"end"`
+	Length int64  `json:"length"`
 }
 
 // TestRegionErrors: each bad request gets its error and exit code, and

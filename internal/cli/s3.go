@@ -116,9 +116,13 @@ var readChunks = 8
 // tests, which stall requests.
 var storeIdleTimeout time.Duration
 
+// storeAttempts is how many times a request is tried; 0 is objstore's
+// default. A variable for the tests.
+var storeAttempts int
+
 // storeConfig is the configuration of the stores of the run.
 func (o storeOptions) config() objstore.Config {
-	return objstore.Config{S3Config: expandHome(o.S3Config), IdleTimeout: storeIdleTimeout,
+	return objstore.Config{S3Config: expandHome(o.S3Config), IdleTimeout: storeIdleTimeout, Attempts: storeAttempts,
 		AllowInsecureHTTP: o.AllowInsecureHTTP}
 }
 
@@ -135,7 +139,9 @@ func (e *env) store(loc objstore.Location) (objstore.Store, error) {
 		if scheme == "s3" {
 			e.warnCredentialFiles()
 		}
-		o.st, o.err = objstore.OpenStore(e.ctx, loc, s.config.config())
+		cfg := s.config.config()
+		cfg.Notice = e.notice
+		o.st, o.err = objstore.OpenStore(e.ctx, loc, cfg)
 		if s.opened == nil {
 			s.opened = map[string]openedStore{}
 		}
@@ -392,4 +398,12 @@ func (e *env) objectSource(source string) (mount.Source, error) {
 // the exit on that signal wait for fn to return (see objio.Interruptible).
 func (e *env) interruptible(dest string, fn func(ctx context.Context) error) error {
 	return objio.Interruptible(e.ctx, dest, fn)
+}
+
+// notice prints what the stores say while they wait (a server that has
+// not answered yet), unless -q.
+func (e *env) notice(msg string) {
+	if !e.quiet {
+		fmt.Fprintf(e.stderr, "crypt4gh: %s\n", oneLine(msg))
+	}
 }

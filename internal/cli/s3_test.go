@@ -66,12 +66,16 @@ func newS3Env(t *testing.T, opts ...s3test.Option) *s3env {
 }
 
 // keygen makes the key pair NAME.sec, NAME.pub in the folder.
-func (e *s3env) keygen(t *testing.T, name string) *keys.SecretKey {
+func (e *s3env) keygen(t *testing.T, name string) *keys.SecretKey { return keygenIn(t, e.dir, name) }
+
+// keygenIn makes the key pair NAME.sec, NAME.pub, without passphrase, in
+// dir and returns the secret key.
+func keygenIn(t *testing.T, dir, name string) *keys.SecretKey {
 	t.Helper()
-	if code, _, stderr := e.run(t, "keygen", "--sk", name+".sec", "--pk", name+".pub", "--nocrypt"); code != 0 {
+	if code, _, stderr := runIn(t, dir, "keygen", "--sk", name+".sec", "--pk", name+".pub", "--nocrypt"); code != 0 {
 		t.Fatalf("keygen: %s", stderr)
 	}
-	data, err := os.ReadFile(filepath.Join(e.dir, name+".sec"))
+	data, err := os.ReadFile(filepath.Join(dir, name+".sec"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -263,20 +263,24 @@ func (e *env) openBatchInput(name string) (*input, error) {
 // local folder it goes in when it is missing (for the objects of a
 // prefix).
 func openBatchOutput(e *env, dir, name string, size int64, opts outfile.Options) (*outfile.Output, error) {
-	if isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name) {
-		if err := noLinkBelow(dir, name); err != nil {
+	below := isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name)
+	if below {
+		// Checked before the folders are made; the output is then made
+		// in its folder opened without following links.
+		if err := outfile.CheckBelow(dir, name); err != nil {
 			return nil, err
 		}
+		opts.Beneath = dir
 	}
 	if !objstore.IsURL(name) {
-		if dir := filepath.Dir(name); dir != "." {
-			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if folder := filepath.Dir(name); folder != "." {
+			if _, err := os.Stat(folder); errors.Is(err, os.ErrNotExist) {
 				perm := os.FileMode(0o777)
 				if opts.Mode == outfile.ModeSecret {
 					perm = 0o700
 				}
-				if err := os.MkdirAll(dir, perm); err != nil {
-					return nil, fmt.Errorf("failed to make folder %s: %w", quoteName(dir), pathErr(err))
+				if err := mkdirAll(dir, folder, below, perm); err != nil {
+					return nil, fmt.Errorf("failed to make folder %s: %w", quoteName(folder), pathErr(err))
 				}
 			}
 		}
@@ -284,31 +288,26 @@ func openBatchOutput(e *env, dir, name string, size int64, opts outfile.Options)
 	return e.openDest(name, size, opts)
 }
 
-// noLinkBelow fails when a folder or file between the output folder dir
-// and the output name in it is a symbolic link: in a folder that others
-// may write, a planted link would send the output (or, with --force, its
-// replacement of an existing file) elsewhere. dir itself may be a link:
-// the user named it. What does not exist yet is made by the command.
-func noLinkBelow(dir, name string) error {
-	rel, err := filepath.Rel(dir, name)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return usagef("output %s is not in the output folder %s", quoteName(name), quoteName(dir))
+// mkdirAll makes folder and its parents; below the output folder dir
+// (below), only there, through no link that leaves it.
+func mkdirAll(dir, folder string, below bool, perm os.FileMode) error {
+	if !below {
+		return os.MkdirAll(folder, perm)
 	}
-	p := dir
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		p = filepath.Join(p, part)
-		fi, err := os.Lstat(p)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return nil
-		case err != nil:
-			return fmt.Errorf("failed to check output %s: %w", quoteName(p), pathErr(err))
-		case fi.Mode()&os.ModeSymlink != 0:
-			return withHint(usagef("%s, below the output folder %s, is a symbolic link", quoteName(p), quoteName(dir)),
-				"outputs are never written through links below the output folder: remove it, or choose another folder")
-		}
+	rel, err := filepath.Rel(dir, folder)
+	if err != nil {
+		return err
 	}
-	return nil
+	// The output folder itself the user named: made as it is.
+	if err := os.MkdirAll(dir, perm); err != nil || rel == "." {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.MkdirAll(rel, perm)
 }
 
 // verifySources expands the FILE arguments of verify and inspect: a prefix

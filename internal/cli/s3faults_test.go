@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -221,4 +223,64 @@ func TestS3Costs(t *testing.T) {
 		t.Error("the body changed in the rekey")
 	}
 	e.noUploads(t)
+}
+
+// TestNoAnswer: a server that accepts connections and never answers gets
+// a line on stderr while the command waits (at half the idle timeout, 30 s
+// with the default one), then the command fails with exit 1 once the
+// attempts are spent, naming the host; -q leaves the line out.
+func TestNoAnswer(t *testing.T) {
+	shortIdle(t)
+	old := storeAttempts
+	storeAttempts = 2
+	t.Cleanup(func() { storeAttempts = old })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	dir, _ := batchSetup(t)
+	host := ln.Addr().String()
+	for _, quiet := range []bool{false, true} {
+		args := []string{"decrypt", "--sk", "me.sec", "-i", "http://" + host + "/x.c4gh", "-o", "out"}
+		if quiet {
+			args = append(args, "-q")
+		}
+		start := time.Now()
+		code, _, stderr := runIn(t, dir, args...)
+		took := time.Since(start)
+		if code != exitError || !strings.Contains(stderr, host) {
+			t.Errorf("%v: exit %d, want %d naming %s:\n%s", args, code, exitError, host, stderr)
+		}
+		notice := "crypt4gh: no answer from " + host + " in 1s yet; each attempt waits 2s for an answer, 2 attempts in all"
+		if got := strings.Count(stderr, notice); got != map[bool]int{false: 1, true: 0}[quiet] {
+			t.Errorf("quiet %v: the notice %d times:\n%s", quiet, got, stderr)
+		}
+		if took > 20*time.Second {
+			t.Errorf("the command waited %v", took)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+			t.Errorf("output left: %v", err)
+		}
+	}
 }

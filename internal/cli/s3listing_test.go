@@ -72,7 +72,8 @@ func TestListingOutsidePrefix(t *testing.T) {
 
 // TestSameObjectInAndOut: decrypt or encrypt with the same object as -i and
 // -o, even with --force, is refused before anything is read (exit 2), as
-// for a file; the object stays as it was.
+// for a file, also when -i names it by an http(s) URL of the endpoint; the
+// object stays as it was.
 func TestSameObjectInAndOut(t *testing.T) {
 	e := newS3Env(t)
 	enc := encryptBytes(t, randomData(70000, 86), e.sk)
@@ -81,6 +82,10 @@ func TestSameObjectInAndOut(t *testing.T) {
 	for _, args := range [][]string{
 		{"decrypt", "--sk", "me.sec", "--force", "-i", url("f.c4gh"), "-o", url("f.c4gh")},
 		{"encrypt", "--recipient_pk", "me.pub", "--force", "-i", url("plain"), "-o", url("plain")},
+		// The object named by a (presigned) URL of the endpoint, in path
+		// and in virtual-hosted style.
+		{"decrypt", "--sk", "me.sec", "--force", "-i", e.px.Endpoint() + "/" + testBucket + "/f.c4gh?X-Amz-Signature=x", "-o", url("f.c4gh")},
+		{"encrypt", "--recipient_pk", "me.pub", "--force", "-i", strings.Replace(e.px.Endpoint(), "http://", "https://"+testBucket+".", 1) + "/plain", "-o", url("plain")},
 	} {
 		e.px.Zero()
 		code, _, stderr := e.run(t, args...)

@@ -1,6 +1,7 @@
 // Package describe tells what a Crypt4GH file holds without decrypting
 // its body: the layout of its header and body, and, with a key, what the
-// packets it opens hold. It is what crypt4gh inspect prints.
+// packets it opens hold. It is what crypt4gh inspect prints, and the
+// lines of crypt4gh ls.
 package describe
 
 import (
@@ -164,12 +165,7 @@ func (r *Report) Open(h *header.Header, sk keys.Opener) error {
 // Print writes r for people, or as JSON.
 func (r *Report) Print(w io.Writer, asJSON bool) error {
 	if asJSON {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(b, '\n'))
-		return err
+		return printJSON(w, r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(label, format string, args ...any) {
@@ -236,6 +232,16 @@ func (r *Report) Print(w io.Writer, asJSON bool) error {
 		line("plaintext size", "%s (no edit list)", bytesText(*r.PlaintextSize))
 	}
 	return tw.Flush()
+}
+
+// printJSON writes v as indented JSON and a newline.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // editListHumanMax is how many lengths of an edit list the human output

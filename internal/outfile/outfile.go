@@ -49,6 +49,9 @@ type Output struct {
 	// mtime, when set, is given to the file before its commit: the
 	// input's, as gzip keeps it.
 	mtime time.Time
+	// below is the folder the file is made and committed in, held open
+	// (Options.Beneath); final is a path through it until the commit.
+	below *os.File
 }
 
 // SetModTime gives a file output the modification time t at its commit
@@ -103,6 +106,15 @@ type Options struct {
 	// SecretKey: the output is a new secret key, which may replace an
 	// old one with Force; nothing else ever replaces a secret key.
 	SecretKey bool
+	// Beneath, when set, is the output folder that path lies in (a batch's
+	// -o DIR/): a symbolic link below it, to a folder or at path itself,
+	// is refused, since in a folder that others may write a planted link
+	// would send the output, or with Force its replacement of a file,
+	// elsewhere. On Linux the folder of path is then opened without
+	// following links (openat2) and held, and the output is made and
+	// committed in it, so that a link planted after the checks changes
+	// nothing either. Beneath itself may be a link: the user named it.
+	Beneath string
 }
 
 // IsStdout reports whether path names standard output.
@@ -136,13 +148,93 @@ func Open(path string, stdout io.Writer, opts Options) (*Output, error) {
 		}
 		return &Output{Writer: stdout}, nil
 	}
-	final, err := Check(path, opts)
+	at := path // where the output is made: path, or in the folder held below Beneath
+	var below *os.File
+	if opts.Beneath != "" {
+		var err error
+		if below, at, err = beneath(opts.Beneath, path); err != nil {
+			return nil, err
+		}
+	}
+	o, err := open(path, at, opts)
+	if below != nil {
+		if err != nil || o.tmp == nil {
+			below.Close()
+		} else {
+			o.below = below
+		}
+	}
+	return o, err
+}
+
+// errLinkBelow is what openBeneath meets when a link lies below the
+// output folder.
+var errLinkBelow = errors.New("a symbolic link below the output folder")
+
+// beneath checks that path lies in the output folder root with no link
+// below root, and returns the folder of path, held open, and the path of
+// the output through it. Where the folder cannot be held (not Linux, or a
+// kernel before 5.6), it returns no folder and path.
+func beneath(root, path string) (*os.File, string, error) {
+	if err := CheckBelow(root, path); err != nil {
+		return nil, "", err
+	}
+	d, err := openBeneath(root, filepath.Dir(path))
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return nil, path, nil
+	case errors.Is(err, errLinkBelow):
+		// Planted since checkBelow looked.
+		return nil, "", linkBelow(filepath.Dir(path), root)
+	case err != nil:
+		return nil, "", fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
+	}
+	at := dirPath(d, filepath.Base(path))
+	if fi, err := os.Lstat(at); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		d.Close()
+		return nil, "", linkBelow(path, root)
+	}
+	return d, at, nil
+}
+
+// CheckBelow fails when a folder or file between the output folder dir
+// and the output name in it is a symbolic link. What does not exist yet
+// is made by the command. Open with Options.Beneath checks it too.
+func CheckBelow(dir, name string) error {
+	rel, err := filepath.Rel(dir, name)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return usagef("output %s is not in the output folder %s", QuoteName(name), QuoteName(dir))
+	}
+	p := dir
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil
+		case err != nil:
+			return fmt.Errorf("failed to check output %s: %w", QuoteName(p), PathErr(err))
+		case fi.Mode()&os.ModeSymlink != 0:
+			return linkBelow(p, dir)
+		}
+	}
+	return nil
+}
+
+func linkBelow(p, dir string) error {
+	return withHint(usagef("%s, below the output folder %s, is a symbolic link", QuoteName(p), QuoteName(dir)),
+		"outputs are never written through links below the output folder: remove it, or choose another folder")
+}
+
+// open is Open of the file at, named path in messages.
+func open(path, at string, opts Options) (*Output, error) {
+	final, err := check(at, path, opts)
 	if err != nil {
 		return nil, err
 	}
 	if final == "" {
 		// An existing device or named pipe: written in place.
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		f, err := os.OpenFile(at, os.O_WRONLY, 0)
 		if err != nil {
 			return nil, fmt.Errorf("failed to open output %s: %w", path, PathErr(err))
 		}
@@ -169,36 +261,45 @@ func KeyToStdout(path string) error {
 // path itself, or with --force the file that a symbolic link points to.
 // It returns "" for an existing device or named pipe, which is written in
 // place, and an error when the output may not be written.
-func Check(path string, opts Options) (string, error) {
+func Check(path string, opts Options) (string, error) { return check(path, path, opts) }
+
+// check is Check of the file at path, named shown in messages.
+func check(path, shown string, opts Options) (string, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if _, lerr := os.Lstat(path); lerr == nil {
-			return "", usagef("output %s is a symbolic link to nothing", path)
+			return "", usagef("output %s is a symbolic link to nothing", shown)
 		}
 		return path, nil
 	case err != nil:
-		return "", fmt.Errorf("failed to check output %s: %w", path, PathErr(err))
+		return "", fmt.Errorf("failed to check output %s: %w", shown, PathErr(err))
 	}
 	if opts.Input != nil {
 		if in, err := opts.Input.Stat(); err == nil && os.SameFile(fi, in) {
-			return "", usagef("output file %s is the input file", path)
+			return "", usagef("output file %s is the input file", shown)
 		}
 	}
 	switch {
 	case fi.IsDir():
-		return "", usagef("output %s is a directory", path)
+		return "", usagef("output %s is a directory", shown)
 	case !fi.Mode().IsRegular():
 		return "", nil
 	case !opts.Force:
-		return "", withHint(usagef("output file %q already exists", path), "use --force to replace it")
+		return "", withHint(usagef("output file %q already exists", shown), "use --force to replace it")
 	case !opts.SecretKey && holdsSecretKey(path):
-		return "", usagef("%s holds a secret key: only a new secret key may replace it", QuoteName(path))
+		return "", usagef("%s holds a secret key: only a new secret key may replace it", QuoteName(shown))
+	}
+	if path != shown {
+		// In a folder held open (Beneath): path is no link (beneath
+		// checked it), and resolving it would leave the folder held for
+		// the folder's path.
+		return path, nil
 	}
 	// Through a symbolic link, replace the file it points to, not the link.
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", fmt.Errorf("failed to resolve output %s: %w", path, PathErr(err))
+		return "", fmt.Errorf("failed to resolve output %s: %w", shown, PathErr(err))
 	}
 	return target, nil
 }
@@ -211,7 +312,15 @@ func holdsSecretKey(path string) bool {
 		return false
 	}
 	defer f.Close()
-	data, _ := io.ReadAll(io.LimitReader(f, maxKeyFile))
+	// One read of what there is: io.ReadAll's growing buffer took more
+	// time than the rest of a splice --region over an output of 1 MiB.
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	data := make([]byte, min(max(fi.Size(), 0), maxKeyFile))
+	n, _ := io.ReadFull(f, data)
+	data = data[:n]
 	defer clear(data)
 	_, err = keys.InspectSecretKey(data)
 	return err == nil
@@ -386,6 +495,7 @@ func (o *Output) Commit() error {
 	}
 	name := o.tmp.Name()
 	defer Signals.Forget(name)
+	defer o.unhold()
 	err := o.release()
 	if err == nil && !o.mtime.IsZero() {
 		err = os.Chtimes(name, o.mtime, o.mtime)
@@ -410,6 +520,16 @@ func (o *Output) Commit() error {
 	}
 	o.committed = true
 	return SyncDir(filepath.Dir(o.final))
+}
+
+// unhold closes the folder held for the output: from now on its path is
+// the one the user gave.
+func (o *Output) unhold() {
+	if o.below != nil {
+		o.below.Close()
+		o.below = nil
+		o.final = o.path
+	}
 }
 
 // release frees the blocks reserved past what was written.
@@ -494,6 +614,7 @@ func (o *Output) Abort() {
 	os.Remove(name)
 	Signals.Forget(name)
 	o.tmp = nil
+	o.unhold()
 }
 
 // Finish commits the output when err is nil and aborts it otherwise.

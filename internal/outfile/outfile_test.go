@@ -74,3 +74,18 @@ func TestOutputStartsWriteback(t *testing.T) {
 		t.Errorf("committed output: %v, %v", fi, err)
 	}
 }
+
+// BenchmarkCheckForce checks an existing output of 1.5 MB that --force
+// replaces: Check reads its first MiB to make sure it is not a key.
+func BenchmarkCheckForce(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "out.c4gh")
+	if err := os.WriteFile(path, make([]byte, 1500_000), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Check(path, Options{Force: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

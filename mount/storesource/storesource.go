@@ -70,7 +70,7 @@ func (s *source) ReadDir(ctx context.Context, dir string) ([]mount.Entry, error)
 			// left out, as the mount leaves out what it cannot show.
 			continue
 		}
-		e := mount.Entry{Name: name, Dir: isDir, Size: info.Size, ModTime: info.LastModified}
+		e := mount.Entry{Name: name, Dir: isDir, Size: info.Size, ModTime: info.LastModified, Version: info.ETag}
 		if isDir {
 			e.ModTime = s.listed
 		} else {
@@ -94,6 +94,19 @@ func (s *source) ReadDir(ctx context.Context, dir string) ([]mount.Entry, error)
 		}
 	}
 	return out, nil
+}
+
+// Stat heads the object: the mount asks before it opens a file again, to
+// notice one that changed since it was listed (with mount.Options.Refresh).
+func (s *source) Stat(ctx context.Context, name string) (mount.Entry, error) {
+	o, err := s.st.Open(ctx, s.prefix.Join(name))
+	if err != nil {
+		return mount.Entry{}, err
+	}
+	s.mu.Lock()
+	s.etags[name] = o.ETag() // the version the mount will open
+	s.mu.Unlock()
+	return mount.Entry{Name: path.Base(name), Size: o.Size(), Version: o.ETag()}, nil
 }
 
 func (s *source) Open(ctx context.Context, name string) (mount.File, error) {

@@ -32,6 +32,7 @@ func TestSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
+	var listed string // the version of a.c4gh
 	for _, e := range entries {
 		names = append(names, e.Name)
 		if e.Name == "x" && !e.Dir {
@@ -40,13 +41,16 @@ func TestSource(t *testing.T) {
 		if e.Name == "a.c4gh" && e.Size != int64(len("first bytes, then more")) {
 			t.Errorf("a.c4gh listed with %d bytes", e.Size)
 		}
+		if e.Name == "a.c4gh" {
+			listed = e.Version
+		}
 	}
 	slices.Sort(names)
 	if want := []string{"a.c4gh", "x"}; !slices.Equal(names, want) {
 		t.Fatalf("ReadDir: %q, want %q", names, want)
 	}
 	sub, err := src.ReadDir(ctx, "x")
-	if err != nil || len(sub) != 1 || sub[0] != (mount.Entry{Name: "y", Size: 1, ModTime: sub[0].ModTime}) {
+	if err != nil || len(sub) != 1 || sub[0] != (mount.Entry{Name: "y", Size: 1, ModTime: sub[0].ModTime, Version: sub[0].Version}) || sub[0].Version == "" {
 		t.Fatalf("ReadDir x: %+v, %v", sub, err)
 	}
 
@@ -69,5 +73,16 @@ func TestSource(t *testing.T) {
 	st.Put(at("data/a.c4gh"), []byte("replaced since the listing"))
 	if _, err := src.Open(ctx, "a.c4gh"); !errors.Is(err, objstore.ErrChanged) {
 		t.Errorf("Open of an object replaced since it was listed: %v, want ErrChanged", err)
+	}
+	// Asked first (the mount does, with Options.Refresh), the new
+	// version is described and then opened.
+	e, err := src.(mount.Stater).Stat(ctx, "a.c4gh")
+	if err != nil || e.Size != int64(len("replaced since the listing")) || e.Version == "" || e.Version == listed {
+		t.Errorf("Stat of the replaced object: %+v, %v", e, err)
+	}
+	if f, err := src.Open(ctx, "a.c4gh"); err != nil {
+		t.Errorf("Open after Stat: %v", err)
+	} else {
+		f.Close()
 	}
 }

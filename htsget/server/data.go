@@ -1,0 +1,230 @@
+package server
+
+import (
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// The data URLs of tickets point at the server's /data/KIND/NAME, KIND
+// c4gh (the file as it is stored) or plain (its plaintext), with the
+// window of bytes [s, e) the ticket grants, an expiry x and a signature t
+// of all four: an HMAC-SHA256 under a key derived from the server's
+// secret key. Every instance that holds the key checks them the same way,
+// so that tickets need no state; a requester can fetch only the ranges of
+// the files that a ticket gave, never another file or the rest of one.
+
+const (
+	kindC4GH  = "c4gh"
+	kindPlain = "plain"
+)
+
+// urlKey derives the key that signs data URLs from the server's key.
+func urlKey(sk *keys.SecretKey) ([]byte, error) {
+	return hkdf.Key(sha256.New, sk[:], nil, "crypt4gh serve: data URLs v1", 32)
+}
+
+// grant is what a data URL gives: the bytes [start, end) of the file at
+// name, as stored or decrypted (kind), until expires.
+type grant struct {
+	kind, name string
+	start, end int64
+	expires    int64 // Unix seconds
+}
+
+func (g grant) mac(key []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "%s\x00%s\x00%d\x00%d\x00%d", g.kind, g.name, g.start, g.end, g.expires)
+	return m.Sum(nil)
+}
+
+// url returns the data URL of g under base (scheme and host, no slash at
+// the end).
+func (g grant) url(base string, key []byte) string {
+	q := url.Values{}
+	q.Set("s", strconv.FormatInt(g.start, 10))
+	q.Set("e", strconv.FormatInt(g.end, 10))
+	q.Set("x", strconv.FormatInt(g.expires, 10))
+	q.Set("t", base64.RawURLEncoding.EncodeToString(g.mac(key)))
+	return base + "/data/" + g.kind + "/" + escapePath(g.name) + "?" + q.Encode()
+}
+
+// escapePath escapes each element of a slash path.
+func escapePath(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
+}
+
+// parseGrant reads and checks the grant of a data URL: rest is the path
+// after /data/.
+func parseGrant(rest string, q url.Values, key []byte, now time.Time) (grant, *htsget.Error) {
+	kind, name, ok := strings.Cut(rest, "/")
+	if !ok || (kind != kindC4GH && kind != kindPlain) {
+		return grant{}, htsget.Errorf(htsget.NotFound, "no such data URL")
+	}
+	if e := checkName(name); e != nil {
+		return grant{}, e
+	}
+	g := grant{kind: kind, name: name}
+	var err error
+	num := func(k string) int64 {
+		if err != nil {
+			return 0
+		}
+		var v int64
+		v, err = strconv.ParseInt(q.Get(k), 10, 64)
+		return v
+	}
+	g.start, g.end, g.expires = num("s"), num("e"), num("x")
+	sig, err2 := base64.RawURLEncoding.DecodeString(q.Get("t"))
+	if err != nil || err2 != nil || g.start < 0 || g.end < g.start {
+		return grant{}, htsget.Errorf(htsget.PermissionDenied, "not a data URL of this server: ask for a new ticket")
+	}
+	if !hmac.Equal(sig, g.mac(key)) {
+		return grant{}, htsget.Errorf(htsget.PermissionDenied, "not a data URL of this server: ask for a new ticket")
+	}
+	if now.Unix() > g.expires {
+		return grant{}, htsget.Errorf(htsget.PermissionDenied, "the data URL has expired: ask for a new ticket")
+	}
+	return g, nil
+}
+
+// parseRange reads a Range header of one range, which must lie in the
+// window [start, end): it returns the range asked for, or the window
+// itself when there is no header. ok is false for a range outside the
+// window or one that is not of the one form clients send.
+func parseRange(h string, start, end int64) (lo, hi int64, partial, ok bool) {
+	if h == "" {
+		return start, end, false, true
+	}
+	spec, found := strings.CutPrefix(h, "bytes=")
+	if !found || strings.Contains(spec, ",") || end <= start {
+		return 0, 0, false, false
+	}
+	a, b, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return 0, 0, false, false
+	}
+	switch {
+	case a == "": // the last b bytes of the window
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, 0, false, false
+		}
+		return max(start, end-n), end, true, true
+	default:
+		first, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || first < start || first >= end {
+			return 0, 0, false, false
+		}
+		last := end - 1
+		if b != "" {
+			if last, err = strconv.ParseInt(b, 10, 64); err != nil || last < first {
+				return 0, 0, false, false
+			}
+			last = min(last, end-1)
+		}
+		return first, last + 1, true, true
+	}
+}
+
+// serveData answers GET /data/KIND/NAME: the bytes of the grant, or the
+// range of them the Range header asks for (206).
+func (s *Server) serveData(w http.ResponseWriter, r *http.Request, rest string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		htsget.WriteError(w, &htsget.Error{Status: http.StatusMethodNotAllowed, Code: "MethodNotAllowed", Message: "data URLs take GET"})
+		return
+	}
+	g, e := parseGrant(rest, r.URL.Query(), s.urlKey, time.Now())
+	if e != nil {
+		htsget.WriteError(w, e)
+		return
+	}
+	if g.kind == kindPlain && !s.cfg.Plaintext {
+		htsget.WriteError(w, htsget.Errorf(htsget.PermissionDenied, "this server gives no plaintext"))
+		return
+	}
+	lo, hi, partial, ok := parseRange(r.Header.Get("Range"), g.start, g.end)
+	if !ok {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", g.end))
+		htsget.WriteError(w, &htsget.Error{Status: http.StatusRequestedRangeNotSatisfiable, Code: htsget.InvalidRange,
+			Message: fmt.Sprintf("this URL gives bytes %d to %d", g.start, g.end-1)})
+		return
+	}
+	if !s.acquire(r, s.streams) {
+		return
+	}
+	defer func() { <-s.streams }()
+	obj, err := s.cfg.Source.Open(r.Context(), g.name)
+	if err != nil {
+		s.writeOpenError(w, g.name, err)
+		return
+	}
+	defer obj.Close()
+	var (
+		plain *c4gh.ReaderAt
+		size  = obj.Size()
+	)
+	if g.kind == kindPlain {
+		if plain, err = c4gh.NewReaderAt(obj, obj.Size(), s.cfg.Key, nil); err != nil {
+			s.writeInternal(w, r, fmt.Errorf("%s: %w", g.name, err))
+			return
+		}
+		defer plain.Close()
+		size = plain.Size()
+	}
+	if hi > size {
+		// The file is shorter than when the ticket was made.
+		htsget.WriteError(w, htsget.Errorf(htsget.NotFound, "%s changed since the ticket was made: ask for a new one", g.name))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.FormatInt(hi-lo, 10))
+	h.Set("Cache-Control", "private, no-store")
+	status := http.StatusOK
+	if partial {
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", lo, hi-1, size))
+		status = http.StatusPartialContent
+	}
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead || hi == lo {
+		return
+	}
+	if plain != nil {
+		_, err = plain.CopyRange(w, lo, hi)
+	} else {
+		_, err = obj.Stream(w, lo, hi-lo)
+	}
+	if err != nil {
+		// The status is sent: the client sees a short body.
+		s.logf("data %s: %v", g.name, err)
+	}
+}
+
+// writeOpenError answers a file that could not be opened.
+func (s *Server) writeOpenError(w http.ResponseWriter, name string, err error) {
+	if errors.Is(err, fs.ErrNotExist) {
+		htsget.WriteError(w, htsget.Errorf(htsget.NotFound, "no such file"))
+		return
+	}
+	s.logf("open %s: %v", name, err)
+	htsget.WriteError(w, &htsget.Error{Status: http.StatusInternalServerError, Code: "InternalError", Message: "the file could not be read"})
+}

@@ -1,0 +1,205 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/keys"
+)
+
+// testServer serves a folder with a crypt4gh file that is not BAM, and
+// one that is for another key.
+func testServer(t testing.TB, plaintext bool) (*Server, keys.PublicKey) {
+	t.Helper()
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, pk := range map[string]keys.PublicKey{"x.bam.c4gh": sk.Public(), "sub/y.vcf.gz.c4gh": sk.Public(), "other.bam.c4gh": other.Public()} {
+		var b bytes.Buffer
+		if _, err := c4gh.Encrypt(&b, strings.NewReader("not a BAM file at all"), c4gh.EncryptOptions{Recipients: []keys.PublicKey{pk}}); err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Source: src, Key: &sk, Plaintext: plaintext, Tokens: []string{"tok"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, other.Public()
+}
+
+// TestTicketErrors: the errors of files that are not what their names
+// say, or not for the server's key.
+func TestTicketErrors(t *testing.T) {
+	s, pk := testServer(t, true)
+	for _, c := range []struct {
+		path   string
+		status int
+		code   string
+	}{
+		{"/reads/x", 400, htsget.UnsupportedFormat},
+		{"/variants/sub/y", 400, htsget.UnsupportedFormat},
+		{"/reads/other", 403, htsget.PermissionDenied},
+		{"/variants/x", 404, htsget.NotFound},
+		{"/reads/x?format=BCF", 400, htsget.UnsupportedFormat},
+	} {
+		req := httptest.NewRequest(http.MethodGet, c.path, nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set(htsget.PublicKeyHeader, htsget.EncodePublicKey(pk))
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		e := htsget.ReadError(w.Code, w.Body)
+		if w.Code != c.status || e.Code != c.code {
+			t.Errorf("%s: %d %v, want %d %s", c.path, w.Code, e, c.status, c.code)
+		}
+	}
+}
+
+// FuzzHandler sends requests of any path, query, method and headers:
+// the answer is an htsget status, never a server error or a panic.
+func FuzzHandler(f *testing.F) {
+	s, pk := testServer(f, true)
+	key := htsget.EncodePublicKey(pk)
+	for _, p := range []string{"/reads/x", "/reads/x?encryptionScheme=C4GH", "/variants/sub/y?referenceName=chr1&start=1&end=2", "/data/c4gh/x.bam.c4gh?s=0&e=10&x=1&t=AA", "/reads/../x", "/reads/sub%2fy", "/reads/service-info", "/reads/x?class=header"} {
+		f.Add("GET", p, "Bearer tok", key, "")
+		f.Add("POST", p, "Bearer tok", "", `{"regions":[{"referenceName":"chr1"}]}`)
+	}
+	f.Fuzz(func(t *testing.T, method, target, auth, pub, body string) {
+		if !strings.HasPrefix(target, "/") || strings.ContainsAny(target, " \r\n\x00") || strings.ContainsAny(method, " \r\n/\x00") || method == "" {
+			return
+		}
+		req, err := http.NewRequest(method, "http://h"+target, strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.RequestURI = target
+		req.Header.Set("Authorization", auth)
+		req.Header.Set(htsget.PublicKeyHeader, pub)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code >= 500 {
+			t.Fatalf("%s %s: %d %s", method, target, w.Code, w.Body)
+		}
+		if w.Code != 200 && w.Code != 206 && !strings.Contains(w.Body.String(), `"htsget":{"error"`) {
+			t.Fatalf("%s %s: %d without the protocol's error: %s", method, target, w.Code, w.Body)
+		}
+	})
+}
+
+// TestGrantExpiry: a data URL is good until its expiry and refused after
+// it; a URL signed with another server's key is refused.
+func TestGrantExpiry(t *testing.T) {
+	key, other := []byte("0123456789abcdef0123456789abcdef"), []byte("another key, of another server!!")
+	g := grant{kind: kindPlain, name: "x.bam.c4gh", start: 0, end: 10, expires: 1000}
+	for _, c := range []struct {
+		key  []byte
+		now  int64
+		want string
+	}{
+		{key, 999, ""}, {key, 1000, ""}, {key, 1001, "expired"}, {other, 999, "not a data URL"},
+	} {
+		u, err := url.Parse(g.url("http://h", c.key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, e := parseGrant(strings.TrimPrefix(u.Path, "/data/"), u.Query(), key, time.Unix(c.now, 0))
+		switch {
+		case c.want == "" && (e != nil || got != g):
+			t.Errorf("at %d: %+v, %v", c.now, got, e)
+		case c.want != "" && (e == nil || e.Status != 403 || !strings.Contains(e.Message, c.want)):
+			t.Errorf("at %d: %v, want 403 %q", c.now, e, c.want)
+		}
+	}
+}
+
+// slowSource serves one file of n bytes whose Stream writes slowly and
+// stops when the context of Open is done, as an object store's does.
+type slowSource struct{ n int64 }
+
+func (s slowSource) String() string { return "slow" }
+
+func (s slowSource) Open(ctx context.Context, name string) (Object, error) {
+	if name != "f.bam.c4gh" {
+		return nil, fs.ErrNotExist
+	}
+	return slowObject{ctx: ctx, n: s.n}, nil
+}
+
+type slowObject struct {
+	ctx context.Context
+	n   int64
+}
+
+func (o slowObject) ReadAt(p []byte, off int64) (int, error) { clear(p); return len(p), nil }
+func (o slowObject) Size() int64                             { return o.n }
+func (o slowObject) Close() error                            { return nil }
+func (o slowObject) Stream(w io.Writer, off, n int64) (int64, error) {
+	var done int64
+	for done < n {
+		if err := o.ctx.Err(); err != nil {
+			return done, err
+		}
+		time.Sleep(50 * time.Millisecond)
+		k, err := w.Write(make([]byte, min(n-done, 100)))
+		done += int64(k)
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// TestLongDownload: a data response may last longer than the server's
+// ReadTimeout: the deadline for reading the request does not end the
+// request's context, which an object store's reads depend on.
+func TestLongDownload(t *testing.T) {
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Source: slowSource{n: 1000}, Key: &sk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := s.HTTPServer()
+	hs.ReadTimeout = 100 * time.Millisecond
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config = hs
+	ts.Start()
+	defer ts.Close()
+	g := grant{kind: kindC4GH, name: "f.bam.c4gh", start: 0, end: 1000, expires: time.Now().Add(time.Hour).Unix()}
+	resp, err := http.Get(g.url(ts.URL, s.urlKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || len(b) != 1000 {
+		t.Fatalf("status %d, %d bytes of 1000 (%v)", resp.StatusCode, len(b), err)
+	}
+}

@@ -1,0 +1,300 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/reencrypt"
+	"github.com/c4gh-go/crypt4gh/region"
+)
+
+// extensions are the names of a format's files: ID + extension.
+var extensions = map[string]string{
+	"BAM":  ".bam.c4gh",
+	"CRAM": ".cram.c4gh",
+	"VCF":  ".vcf.gz.c4gh",
+	"BCF":  ".bcf.c4gh",
+}
+
+var formatOf = map[region.Format]string{region.BAM: "BAM", region.CRAM: "CRAM", region.VCF: "VCF", region.BCF: "BCF"}
+
+// A ticket's bounds: its data: URLs hold the blocks cut at the regions'
+// edges, made anew for each ticket, so that a request for many regions
+// would hold many blocks in memory and in the answer.
+const (
+	maxRegions  = 1024
+	maxNewBytes = 8 << 20
+)
+
+// serveTicket answers GET and POST /ENDPOINT/ID.
+func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, id string) {
+	var (
+		req *htsget.Request
+		err error
+	)
+	switch r.Method {
+	case http.MethodGet:
+		req, err = htsget.ParseQuery(endpoint, id, r.URL.Query())
+	case http.MethodPost:
+		req, err = htsget.ParsePOST(endpoint, id, r.URL.Query(), r.Body)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		htsget.WriteError(w, &htsget.Error{Status: http.StatusMethodNotAllowed, Code: "MethodNotAllowed", Message: "tickets take GET or POST"})
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var recipient *keys.PublicKey
+	if htsget.IsCrypt4GH(req.EncryptionScheme) {
+		v := r.Header.Get(htsget.PublicKeyHeader)
+		if v == "" {
+			v = r.Header.Get(htsget.AltPublicKeyHeader)
+		}
+		if v == "" {
+			// Not 401: that would send a client looking for a token.
+			htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "a C4GH ticket needs the requester's public key in the %s header", htsget.PublicKeyHeader))
+			return
+		}
+		pk, err := htsget.ParsePublicKey(v)
+		if err != nil {
+			htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "%v", err))
+			return
+		}
+		recipient = &pk
+	} else if !s.cfg.Plaintext {
+		htsget.WriteError(w, htsget.Errorf(htsget.PermissionDenied, "this server gives Crypt4GH tickets only: ask with encryptionScheme=C4GH and your public key in %s", htsget.PublicKeyHeader))
+		return
+	}
+	if !s.acquire(r, s.tickets) {
+		return
+	}
+	defer func() { <-s.tickets }()
+	t, err := s.ticket(r, req, recipient)
+	if err != nil {
+		var he *htsget.Error
+		if errors.As(err, &he) {
+			htsget.WriteError(w, he)
+			return
+		}
+		s.writeInternal(w, r, err)
+		return
+	}
+	if err := htsget.WriteTicket(w, t); err != nil {
+		s.logf("%s %s: %v", r.Method, r.URL.EscapedPath(), err)
+	}
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	var he *htsget.Error
+	if errors.As(err, &he) {
+		htsget.WriteError(w, he)
+		return
+	}
+	htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "%v", err))
+}
+
+// open finds the file of the request: ID with the extension of the
+// format asked for, or of the endpoint's formats in order.
+func (s *Server) open(r *http.Request, req *htsget.Request) (string, string, Object, error) {
+	formats := htsget.Formats(req.Endpoint)
+	if req.Format != "" {
+		formats = []string{req.Format}
+	}
+	for _, f := range formats {
+		name := req.ID + extensions[f]
+		obj, err := s.cfg.Source.Open(r.Context(), name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", "", nil, err
+		}
+		return name, f, obj, nil
+	}
+	return "", "", nil, htsget.Errorf(htsget.NotFound, "no %s file %q", strings.Join(formats, " or "), req.ID)
+}
+
+// ticket makes the ticket of req: for recipient when not nil, else
+// plaintext.
+func (s *Server) ticket(r *http.Request, req *htsget.Request, recipient *keys.PublicKey) (*htsget.Ticket, error) {
+	name, format, obj, err := s.open(r, req)
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	plain, err := c4gh.NewReaderAt(obj, obj.Size(), s.cfg.Key, nil)
+	if err != nil {
+		if errors.Is(err, header.ErrNoDecryptablePacket) {
+			return nil, htsget.Errorf(htsget.PermissionDenied, "%s is not for this server's key", req.ID)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer plain.Close()
+	got, err := region.Detect(plain, plain.Size())
+	if err != nil || formatOf[got] != format {
+		return nil, htsget.Errorf(htsget.UnsupportedFormat, "%s is not a %s file", req.ID, format)
+	}
+	pieces, err := s.plan(r, req, name, plain)
+	if err != nil {
+		return nil, err
+	}
+	base := s.cfg.BaseURL
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	expires := time.Now().Add(s.cfg.TicketLifetime).Unix()
+	t := &htsget.Ticket{Format: format}
+	class := req.Class
+	var presigned string
+	if recipient != nil && s.cfg.Presign {
+		if ss, ok := s.cfg.Source.(*storeSource); ok {
+			u, ok, err := ss.presignGet(r.Context(), name, s.cfg.TicketLifetime)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				presigned = u
+			}
+		}
+	}
+	add := func(kind string, p reencrypt.Part) {
+		if p.Data != nil {
+			if len(p.Data) > 0 {
+				t.URLs = append(t.URLs, htsget.URL{URL: htsget.DataURL(p.Data), Class: class})
+			}
+			return
+		}
+		if p.End == p.Start {
+			return
+		}
+		u := presigned
+		if kind != kindC4GH || u == "" {
+			g := grant{kind: kind, name: name, start: p.Start, end: p.End, expires: expires}
+			u = g.url(base, s.urlKey)
+		}
+		t.URLs = append(t.URLs, htsget.URL{URL: u, Class: class,
+			Headers: map[string]string{"Range": fmt.Sprintf("bytes=%d-%d", p.Start, p.End-1)}})
+	}
+	if recipient == nil {
+		for _, p := range pieces {
+			end := p.End
+			if p.Data == nil && end == edit.Unbounded {
+				end = plain.Size()
+			}
+			add(kindPlain, reencrypt.Part{Start: p.Start, End: end, Data: p.Data})
+		}
+		return t, nil
+	}
+	rp := make([]reencrypt.Piece, len(pieces))
+	for i, p := range pieces {
+		rp[i] = reencrypt.Piece(p)
+	}
+	l, err := reencrypt.PlanLayout(io.NewSectionReader(obj, 0, obj.Size()), rp,
+		reencrypt.AssembleOptions{Reader: s.cfg.Key, Recipients: []keys.PublicKey{*recipient}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, p := range l.Parts() {
+		add(kindC4GH, p)
+	}
+	return t, nil
+}
+
+// plan returns the pieces of the plaintext that the ticket holds: all of
+// it, the header alone, or the regions.
+func (s *Server) plan(r *http.Request, req *htsget.Request, name string, plain *c4gh.ReaderAt) ([]region.Piece, error) {
+	if req.Class == "" && len(req.Regions) == 0 {
+		return []region.Piece{{Start: 0, End: plain.Size()}}, nil
+	}
+	if len(req.Regions) > maxRegions {
+		return nil, htsget.Errorf(htsget.PayloadTooLarge, "%d regions: a ticket takes at most %d", len(req.Regions), maxRegions)
+	}
+	idx, err := s.readIndex(r, name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := region.Open(plain, plain.Size(), req.ID, idx)
+	if err != nil {
+		return nil, err // the server's files do not fit: logged
+	}
+	regions := make([]region.Region, len(req.Regions))
+	for i, g := range req.Regions {
+		regions[i] = g.Region()
+	}
+	p, err := f.Plan(regions)
+	if err != nil {
+		return nil, regionError(err)
+	}
+	if p.New > maxNewBytes {
+		return nil, htsget.Errorf(htsget.PayloadTooLarge, "the regions cut %d MiB of blocks at their edges, more than the %d MiB of a ticket: ask for fewer regions at once", p.New>>20, maxNewBytes>>20)
+	}
+	return p.Pieces, nil
+}
+
+// regionError gives the request's errors their htsget codes.
+func regionError(err error) error {
+	switch {
+	case errors.Is(err, region.ErrUnknownReference), errors.Is(err, region.ErrInvalidRegion):
+		return htsget.Errorf(htsget.InvalidRange, "%v", err)
+	case errors.Is(err, region.ErrNoIndex):
+		return htsget.Errorf(htsget.NotFound, "%v", err)
+	case errkind.Of(err) == errkind.Usage:
+		// A region the file cannot have (unplaced reads of a VCF).
+		return htsget.Errorf(htsget.InvalidInput, "%v", err)
+	}
+	return err
+}
+
+// readIndex reads the index beside the file at name, plain or crypt4gh.
+func (s *Server) readIndex(r *http.Request, name string) (*region.Index, error) {
+	var opened []io.Closer
+	defer func() {
+		for _, c := range opened {
+			c.Close()
+		}
+	}()
+	open := func(p string) (io.ReaderAt, int64, error) {
+		if !validName(p) {
+			return nil, 0, fs.ErrNotExist
+		}
+		obj, err := s.cfg.Source.Open(r.Context(), p)
+		if err != nil {
+			return nil, 0, err
+		}
+		opened = append(opened, obj)
+		if !strings.HasSuffix(p, ".c4gh") {
+			return obj, obj.Size(), nil
+		}
+		ra, err := c4gh.NewReaderAt(obj, obj.Size(), s.cfg.Key, nil)
+		if err != nil {
+			return nil, 0, fmt.Errorf("index %s: %w", p, err)
+		}
+		opened = append(opened, ra)
+		return ra, ra.Size(), nil
+	}
+	idxName, ra, size, err := region.FindIndex(name, "", open)
+	if err != nil {
+		if errors.Is(err, region.ErrNoIndex) {
+			return nil, htsget.Errorf(htsget.NotFound, "no index beside %s: a region needs one", strings.TrimSuffix(name, ".c4gh"))
+		}
+		return nil, err
+	}
+	return region.ReadIndex(ra, size, idxName)
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# bench-serve.sh: how fast does crypt4gh serve answer tickets and data?
+#
+# Run by hand from anywhere in the repository:   scripts/bench-serve.sh
+# (scripts/bench.sh calls it with SERVE=1).
+#
+# Needs Go, coreutils, samtools, curl and jq, and about 3 × SIZE_MB in
+# $TMPDIR.
+#
+# It builds the command as a release is built and scripts/samgen, makes a
+# sorted, indexed BAM of about SIZE_MB MiB (default 256) with samtools,
+# encrypts it and its index for the server's key, starts
+# `crypt4gh serve --plaintext` on a loopback port over that folder, and
+# prints each figure against something measured in the same run:
+#
+#   C4GH ticket        a Crypt4GH ticket for a region of about 1 MiB (the
+#                      request's wall time, curl's time_total): against a
+#                      budget of 20 ms plus the index read (a decrypt of
+#                      the index to /dev/null, less the command's start-up);
+#                      and the server's CPU time a ticket (20 tickets),
+#                      which a loaded machine inflates less than wall time
+#   data, plaintext    the whole file through a plaintext ticket's data
+#                      URL (curl to /dev/null): the speed of decrypt
+#                      --range of the same bytes to /dev/null, as a
+#                      fraction of the server's (≥ 0.8 is the target: 1.0
+#                      means as fast)
+#   data, C4GH         the body of a Crypt4GH ticket of the whole file
+#                      (its segment range): a plain read of the same bytes
+#                      by the same client (curl of file://, to /dev/null)
+#                      against the server; cat of the file for scale
+#
+# Each time is the best of RUNS runs (default 5).
+set -euo pipefail
+
+RUNS=${RUNS:-5}
+SIZE_MB=${SIZE_MB:-256}
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench-serve.XXXXXX")
+pid=
+trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$tmp"
+for t in samtools curl jq; do
+	command -v "$t" >/dev/null || { echo "bench-serve: $t is needed" >&2; exit 1; }
+done
+
+echo "bench-serve: building in $tmp ..." >&2
+(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -tags urfave_cli_no_docs -o "$tmp/crypt4gh" . &&
+	go build -o "$tmp/samgen" ./scripts/samgen)
+c4gh=$tmp/crypt4gh
+
+reads=$((SIZE_MB * 1024 * 1024 / 36))
+echo "bench-serve: making a BAM of $reads reads ..." >&2
+./samgen -reads "$reads" | samtools view -@ 2 -b -o reads.bam -
+samtools index reads.bam
+"$c4gh" keygen --sk me.sec --pk me.pub --nocrypt -f >/dev/null
+"$c4gh" keygen --sk them.sec --pk them.pub --nocrypt -f >/dev/null
+mkdir src
+"$c4gh" encrypt --recipient_pk me.pub -q -i reads.bam -o src/reads.bam.c4gh
+"$c4gh" encrypt --recipient_pk me.pub -q -i reads.bam.bai -o src/reads.bam.bai.c4gh
+bam=$(stat -c %s reads.bam)
+rm reads.bam reads.bam.bai
+
+"$c4gh" serve --sk me.sec --plaintext --listen 127.0.0.1:0 src 2>serve.log &
+pid=$!
+for _ in $(seq 100); do
+	grep -q ' at http://' serve.log && break
+	sleep 0.05
+done
+base=$(sed -n 's/.* at \(http:\/\/[^,]*\),.*/\1/p' serve.log | head -1)
+[[ -n $base ]] || { echo "bench-serve: serve did not start:" >&2; cat serve.log >&2; exit 1; }
+pub=$(base64 -w0 them.pub)
+
+# A region of about 1 MiB of BAM (samgen's references: 1e8 bases each).
+span=$((100000000 * (1 << 20) / (bam / 2)))
+query="referenceName=chr1&start=50000000&end=$((50000000 + span))"
+
+# best CMD...: the best wall time in microseconds of RUNS runs of CMD.
+best() {
+	local b=
+	for _ in $(seq "$RUNS"); do
+		local t0 t1
+		t0=$(date +%s%N)
+		"$@" >/dev/null 2>&1
+		t1=$(date +%s%N)
+		local us=$(((t1 - t0) / 1000))
+		if [[ -z $b || $us -lt $b ]]; then b=$us; fi
+	done
+	echo "$b"
+}
+
+# bestcurl ARGS...: the best time_total of RUNS requests, in microseconds.
+bestcurl() {
+	local b=
+	for _ in $(seq "$RUNS"); do
+		local us
+		us=$(curl -sf -o /dev/null -w '%{time_total}' "$@" | awk '{ printf "%d", $1 * 1e6 }')
+		if [[ -z $b || $us -lt $b ]]; then b=$us; fi
+	done
+	echo "$b"
+}
+
+ticket=$(bestcurl -H "Htsget-Context-Public-Key: $pub" "$base/reads/reads?$query&encryptionScheme=C4GH")
+# The server's CPU time (user + system) over 20 more tickets: what a
+# busy machine does not inflate as it does wall time.
+cpu() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+c0=$(cpu)
+for _ in $(seq 20); do
+	curl -sf -o /dev/null -H "Htsget-Context-Public-Key: $pub" "$base/reads/reads?$query&encryptionScheme=C4GH"
+done
+ticket_cpu=$((($(cpu) - c0) * 1000000 / $(getconf CLK_TCK) / 20))
+start=$(best sh -c "'$c4gh' --version > /dev/null")
+index=$(best sh -c "'$c4gh' decrypt --sk me.sec -i src/reads.bam.bai.c4gh > /dev/null")
+index=$((index > start ? index - start : 0))
+
+# The plaintext ticket of the whole file: one data URL, one range.
+curl -sf "$base/reads/reads" >plain.json
+purl=$(jq -r '.htsget.urls[0].url' plain.json)
+prange=$(jq -r '.htsget.urls[0].headers.Range' plain.json)
+plen=$(($(sed 's/bytes=[0-9]*-//' <<<"$prange") + 1))
+served_plain=$(bestcurl -H "Range: $prange" "$purl")
+decrypt_range=$(best sh -c "'$c4gh' decrypt --sk me.sec --range 0-$plen -i src/reads.bam.c4gh > /dev/null")
+
+# The Crypt4GH ticket of the whole file: its body is one range.
+curl -sf -H "Htsget-Context-Public-Key: $pub" "$base/reads/reads?encryptionScheme=C4GH" >c4gh.json
+curl_url=$(jq -r '[.htsget.urls[] | select(.url | startswith("http"))] | last | .url' c4gh.json)
+crange=$(jq -r '[.htsget.urls[] | select(.url | startswith("http"))] | last | .headers.Range' c4gh.json)
+clen=$(awk -F'[=-]' '{ print $3 - $2 + 1 }' <<<"$crange")
+served_c4gh=$(bestcurl -H "Range: $crange" "$curl_url")
+# The plain read is curl's of the file itself (file://), so that the
+# ratio is the server's cost and not the client's; cat's is shown too.
+read_file=$(bestcurl "file://$tmp/src/reads.bam.c4gh")
+read_cat=$(best sh -c "cat src/reads.bam.c4gh > /dev/null")
+size=$(stat -c %s src/reads.bam.c4gh)
+
+printf 'serve: a %d MiB BAM on a local folder, region %s\n' "$((size >> 20))" "$query"
+awk -v tc="$ticket_cpu" -v cat="$read_cat" -v t="$ticket" -v i="$index" -v sp="$served_plain" -v dr="$decrypt_range" -v sc="$served_c4gh" -v rf="$read_file" -v n="$plen" -v cn="$clen" 'BEGIN {
+	printf "  C4GH ticket        %.1f ms; budget 20 ms + %.1f ms of index read: %s\n", t / 1000, i / 1000, (t <= 20000 + i) ? "within" : "OVER"
+	printf "  C4GH ticket CPU    %.1f ms of server CPU time a ticket\n", tc / 1000
+	printf "  data, plaintext    %.2f of decrypt --range of the same bytes (%.0f MiB/s served)\n", dr / sp, n / 1048576 / (sp / 1e6)
+	printf "  data, C4GH         %.2f of a plain read of the file by curl (%.0f MiB/s served; cat reads %.0f MiB/s)\n", rf / sc, cn / 1048576 / (sc / 1e6), cn / 1048576 / (cat / 1e6)
+}'
