@@ -261,3 +261,29 @@ func (c *Client) Close() error {
 
 // Zero is Close, so that a Client can stand where a secret key is erased.
 func (c *Client) Zero() { c.Close() }
+
+// PublicKey returns the public key of the agent's key that requests of c
+// use: the one c.Name names, or the first one the agent holds. A caller
+// that asks for a file for its key (an htsget ticket) needs it.
+func (c *Client) PublicKey() (keys.PublicKey, error) {
+	infos, err := c.List()
+	if err != nil {
+		return keys.PublicKey{}, err
+	}
+	expired := false
+	for _, k := range infos {
+		e := entry{pub: k.PublicKey, name: k.Name}
+		if !e.matches(c.Name) {
+			continue
+		}
+		if k.Expired {
+			expired = true
+			continue
+		}
+		return k.PublicKey, nil
+	}
+	if expired {
+		return keys.PublicKey{}, ErrExpired
+	}
+	return keys.PublicKey{}, fmt.Errorf("%w: none is named %q", ErrNoKey, c.Name)
+}

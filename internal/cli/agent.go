@@ -54,7 +54,8 @@ func agentCommand(e *env) command {
 			"duration such as 30m or 8h, or seconds) the keys are erased and requests fail\n" +
 			"with exit 3. With --confirm the agent asks on its terminal before each\n" +
 			"connection's first use of a key. Commands that write packets as the reader\n" +
-			"(reencrypt, rearrange, splice, encrypt --sk, keygen, pubkey) still need --sk.",
+			"(reencrypt, rearrange, splice, encrypt --sk, keygen, pubkey) and serve still\n" +
+			"need --sk.",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "sk", Usage: "a secret key `PATH` to hold (repeatable)", EnvVars: []string{secretKeyEnv}, Destination: &o.Keys},
 			passphraseFileFlag(&o.PassphraseFile),

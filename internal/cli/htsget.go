@@ -170,12 +170,15 @@ func htsgetPlain(e *env, c *client.Client, req *htsget.Request, out io.Writer) e
 // plaintext (or, with --keep-encrypted, the crypt4gh stream, each segment
 // authenticated) to out.
 func htsgetEncrypted(e *env, o *htsgetOptions, c *client.Client, req *htsget.Request, out io.Writer) error {
-	sk, err := readSecretKey(e, o.keyOptions)
+	sk, err := readReaderKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-	pk := sk.Public()
+	pk, err := readerPublic(sk)
+	if err != nil {
+		return err
+	}
 	c.PublicKey = &pk
 	parts, err := openTicket(e, c, req)
 	if err != nil {

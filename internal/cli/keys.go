@@ -71,6 +71,15 @@ func readReaderKey(e *env, k keyOptions) (readerKey, error) {
 	return sk, nil
 }
 
+// readerPublic is the public key of a readerKey: of the secret key, or of
+// the agent's key that its requests use.
+func readerPublic(k readerKey) (keys.PublicKey, error) {
+	if c, ok := k.(*agent.Client); ok {
+		return c.PublicKey()
+	}
+	return k.(*keys.SecretKey).Public(), nil
+}
+
 // readSecretKey is loadSecretKey for the commands that need only the key.
 func readSecretKey(e *env, k keyOptions) (*keys.SecretKey, error) {
 	sk, _, err := loadSecretKey(e, k)

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/c4gh-go/crypt4gh/agent"
+	"github.com/c4gh-go/crypt4gh/htsget"
+)
+
+// TestHtsgetAgent: htsget inside an agent, without --sk: the ticket is
+// asked for the agent's key and its header opened by the agent; the key
+// file is not there to be read.
+func TestHtsgetAgent(t *testing.T) {
+	e := newHtsgetEnv(t)
+	tk, want := e.editListTicket(t)
+	e.serveTicket(tk)
+	a, err := agent.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Add(e.alice, "alice.sec", 0)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	s, err := agent.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.Serve(s.Listener())
+	t.Cleanup(func() { a.Close(); s.Remove() })
+	t.Setenv(agent.SocketEnv, s.Path)
+	t.Setenv(agent.PKEnv, a.PublicKey().String())
+	if err := os.Remove(filepath.Join(e.dir, "alice.sec")); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, e.dir, "htsget", "--region", "chr1:1-100000", "-o", "out/region.bam", e.s.URL+"/reads/reads")
+	sameBytes(t, "htsget through the agent", e.readOut(t, "region.bam"), want)
+	if pk, err := htsget.ParsePublicKey(e.s.requests()[0].PublicKey); err != nil || pk != e.alice.Public() {
+		t.Errorf("the ticket was asked for %v (%v), not the agent's key", pk, err)
+	}
+}
