@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 
 	"github.com/c4gh-go/crypt4gh/agent"
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -124,7 +123,7 @@ func copyFile(e *env, o *cpOptions) error {
 	size := int64(-1)
 	if rest := in.size(); rest >= 0 {
 		size = h.Size() + rest
-		if _, err := body.PlaintextSize(rest); err != nil {
+		if _, err := c4gh.PlaintextSize(rest); err != nil {
 			return fmt.Errorf("body %w", err)
 		}
 	}
@@ -274,7 +273,7 @@ func copyObject(e *env, o *cpOptions, sl, dl objstore.Location, sk readerKey) er
 	if err != nil {
 		return err
 	}
-	if _, err := body.PlaintextSize(so.Size() - h.Size()); err != nil {
+	if _, err := c4gh.PlaintextSize(so.Size() - h.Size()); err != nil {
 		return fmt.Errorf("body %w", err)
 	}
 	if sk != nil {

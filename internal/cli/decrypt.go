@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
@@ -167,7 +166,7 @@ func decryptOne(e *env, o *decryptOptions, in *input, out *outfile.Output, rng *
 		}
 	} else if _, has := r.EditList(); !has {
 		// What is left of the input is the body.
-		if n, err := body.PlaintextSize(in.reservable() + int64(src.Buffered())); err == nil {
+		if n, err := c4gh.PlaintextSize(in.reservable() + int64(src.Buffered())); err == nil {
 			out.Preallocate(n)
 		}
 	}
@@ -247,7 +246,7 @@ func checkMagic(src *bufio.Reader) error {
 // body whose length is not a whole number of segments. bodyEnd is the size
 // of the input, -1 when unknown.
 func decryptError(err error, headerSize, fileSize int64) error {
-	var se *body.SegmentError
+	var se *c4gh.SegmentError
 	if !errors.As(err, &se) {
 		return err
 	}
@@ -257,8 +256,8 @@ func decryptError(err error, headerSize, fileSize int64) error {
 // cutShortHint adds to err, the failure of segment se, that the file may
 // have been cut short when se is its last segment and shorter than a full
 // one.
-func cutShortHint(err error, se *body.SegmentError, headerSize, fileSize int64) error {
-	if fileSize >= 0 && errors.Is(se, body.ErrAuth) && body.ShortLast(fileSize-headerSize, se.Index) {
+func cutShortHint(err error, se *c4gh.SegmentError, headerSize, fileSize int64) error {
+	if fileSize >= 0 && c4gh.CutShort(se, fileSize-headerSize) {
 		return withHint(err, "the encrypted data was modified or damaged; it is the last segment and shorter than a full one, so the file may also have been cut short in transfer")
 	}
 	return err

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -162,7 +161,7 @@ func encryptOne(e *env, o *encryptOptions, in *input, out *outfile.Output, rng *
 		prog = e.newProgress(in.size(), "encrypting")
 		// Room for the body (-1 for an input of unknown size: none); the
 		// header, when out holds it, goes a few hundred bytes past it.
-		out.Preallocate(body.EncryptedSize(in.reservable()))
+		out.Preallocate(c4gh.EncryptedSize(in.reservable()))
 	}
 	sums := newFileSums(o.Checksum)
 	at := in.snap() // before the range is selected: what is left of the whole file

@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -99,7 +99,7 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 		return err
 	}
 	if size := in.size(); size >= 0 && !o.HeaderOnly {
-		if _, err := body.PlaintextSize(size); err != nil {
+		if _, err := c4gh.PlaintextSize(size); err != nil {
 			return fmt.Errorf("body %w", err)
 		}
 	}
@@ -166,7 +166,7 @@ func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src i
 // in a file of fileSize bytes (-1 when unknown) whose header has
 // headerSize.
 func bodyError(err error, headerSize, fileSize int64) error {
-	var se *body.SegmentError
+	var se *c4gh.SegmentError
 	if !errors.As(err, &se) {
 		return err
 	}

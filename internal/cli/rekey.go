@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -308,7 +308,7 @@ func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, st objstore.Stor
 	if err != nil {
 		return err
 	}
-	if _, err := body.PlaintextSize(o.Size() - h.Size()); err != nil {
+	if _, err := c4gh.PlaintextSize(o.Size() - h.Size()); err != nil {
 		return fmt.Errorf("body %w", err)
 	}
 	return rekey(ctx, e, r, sk, h, o, loc, recipients, true)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
@@ -96,7 +95,7 @@ func decryptResume(e *env, d *decryptOptions, rng *edit.Range) error {
 	case errors.Is(err, c4gh.ErrResumeEditList):
 		return withHint(usagef("%s has an edit list: --continue cannot resume it", o.Location()),
 			"decrypt it without --continue")
-	case errors.As(err, new(*body.SegmentError)):
+	case errors.As(err, new(*c4gh.SegmentError)):
 		return fmt.Errorf("body %w", err)
 	case err != nil:
 		return noPacketHint(err, sk, sender)

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/c4gh-go/crypt4gh/body"
+	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/mount"
@@ -29,7 +29,7 @@ import (
 const (
 	// readChunk is the size of the ranged GETs of a stream: 128 encrypted
 	// segments, so that the chunks of a body end on segments.
-	readChunk = 128 * body.EncryptedSegmentSize
+	readChunk = 128 * c4gh.EncryptedSegmentSize
 	// writeBudget is how many bytes of parts an upload holds at most:
 	// five parts of 16 MiB.
 	writeBudget = 80 << 20
@@ -203,7 +203,7 @@ const headerRoom = 64 << 10
 // unknown.
 func encryptedSize(in *input) int64 {
 	if n := in.size(); n >= 0 {
-		return body.EncryptedSize(n) + headerRoom
+		return c4gh.EncryptedSize(n) + headerRoom
 	}
 	return 0
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -154,7 +153,7 @@ func verifyFile(e *env, o *verifyOptions, path string, sk keys.Opener, sender *k
 		plain := strings.TrimSuffix(singleSumName(path), c4ghSuffix)
 		return sums.lines(singleSumName(path), plain, false), nil
 	}
-	var se *body.SegmentError
+	var se *c4gh.SegmentError
 	switch {
 	case errors.As(err, &se):
 		err = withHint(fmt.Errorf("segment %d (at byte %d of the file): %w", se.Index, se.Offset(r.HeaderSize()), se.Err),
