@@ -1,0 +1,325 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/c4gh-go/crypt4gh/internal/batch"
+	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/objstore"
+	"github.com/urfave/cli/v2"
+)
+
+// Batches at archive scale (internal/batch): inputs from a list, a
+// worker's shard of them, a journal of those done, JSON records.
+
+// scaleHelp is the paragraph of the batch commands' descriptions about
+// the flags of scaleOptions.
+const scaleHelp = "\n\n" +
+	"--files-from LIST reads more FILE arguments from LIST (- for stdin), one a\n" +
+	"line (NUL-separated with -0); prefixes and lists are processed as they are\n" +
+	"listed. --shard I/N takes only the inputs whose FNV-1a 64 hash of the name\n" +
+	"(as given or listed) is I modulo N. --journal FILE records each input done\n" +
+	"(JSON lines, fsynced) and skips, when run again, those whose output is still\n" +
+	"there with its size (and sha256, with --verify-journal). --json prints one\n" +
+	"JSON object a line per input, and a summary, on stdout."
+
+// scaleOptions are the flags of a batch that runs at archive scale.
+type scaleOptions struct {
+	FilesFrom     string // --files-from
+	Null          bool   // -0: the list is NUL-separated
+	Shard         string // --shard I/N
+	Journal       string // --journal
+	VerifyJournal bool   // --verify-journal
+	JSON          bool   // --json
+}
+
+// flags returns the flags; full is false for inspect, which writes
+// nothing to journal and has a --json of its own: it takes only the
+// list and the shard.
+func (s *scaleOptions) flags(full bool) []cli.Flag {
+	f := []cli.Flag{
+		&cli.StringFlag{Name: "files-from", Usage: "read more inputs from `LIST`, one a line (- for stdin)", Destination: &s.FilesFrom},
+		&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "the names of --files-from end with NUL, not a newline (as find -print0 writes)", Destination: &s.Null},
+		&cli.StringFlag{Name: "shard", Usage: "take only the inputs of shard `I/N` (FNV-1a 64 of the name, modulo N)", Destination: &s.Shard},
+	}
+	if full {
+		f = append(f,
+			&cli.StringFlag{Name: "journal", Usage: "record the inputs done in `FILE`, and skip those it has done", Destination: &s.Journal},
+			&cli.BoolFlag{Name: "verify-journal", Usage: "skip an input of the journal only if its output still has the sha256 recorded", Destination: &s.VerifyJournal},
+			&cli.BoolFlag{Name: "json", Usage: "print a JSON object a line for each input, and a summary, on stdout", Destination: &s.JSON})
+	}
+	return f
+}
+
+// batch reports whether the flags make a batch of a command given no
+// FILE arguments.
+func (s scaleOptions) batch() bool { return s.FilesFrom != "" }
+
+// used reports whether any of the flags is given.
+func (s scaleOptions) used() bool {
+	return s.FilesFrom != "" || s.Shard != "" || s.Journal != "" || s.JSON
+}
+
+// check refuses the flags of a batch on a run of one input.
+func (s scaleOptions) check(batch bool) error {
+	if s.Null && s.FilesFrom == "" {
+		return usagef("-0 needs --files-from")
+	}
+	if s.VerifyJournal && s.Journal == "" {
+		return usagef("--verify-journal needs --journal")
+	}
+	if batch {
+		return nil
+	}
+	for _, f := range []given{{"shard", s.Shard != ""}, {"journal", s.Journal != ""}, {"json", s.JSON}} {
+		if f.set {
+			return withHint(usagef("--%s is for batches", f.name), "give FILE arguments or --files-from LIST")
+		}
+	}
+	return nil
+}
+
+// runner returns a runner of the batch with the shard and journal of s,
+// bound to the keys; close closes the journal.
+func (s scaleOptions) runner(e *env, keys []string) (r *batch.Runner, close func(), err error) {
+	r = &batch.Runner{Command: e.command, Stdout: e.stdout, JSON: s.JSON, VerifyJournal: s.VerifyJournal,
+		Holds: func(en batch.Entry, verify bool) bool { return e.holds(en, verify) },
+		Code:  exitCode,
+		Report: func(it batch.Item, err error) {
+			report(e.stderr, fmt.Errorf("%s: %w", quoteName(shownName(it.In)), err))
+		},
+	}
+	if s.Shard != "" {
+		if r.Shard, err = batch.ParseShard(s.Shard); err != nil {
+			return nil, nil, err
+		}
+	}
+	close = func() {}
+	if s.Journal != "" {
+		j, err := batch.OpenJournal(s.Journal, batch.Binding{Command: e.command, Keys: keys})
+		if err != nil {
+			return nil, nil, err
+		}
+		r.Journal, close = j, func() { j.Close() }
+	}
+	return r, close, nil
+}
+
+// publicNames names keys in the binding of a journal: the base64 of each
+// public key.
+func publicNames(pks ...keys.PublicKey) []string {
+	var out []string
+	for _, pk := range pks {
+		out = append(out, base64.StdEncoding.EncodeToString(pk[:]))
+	}
+	return out
+}
+
+// secretNames names secret keys by their public keys.
+func secretNames(sks ...*keys.SecretKey) []string {
+	var out []string
+	for _, sk := range sks {
+		if sk != nil {
+			out = append(out, publicNames(sk.Public())...)
+		}
+	}
+	return out
+}
+
+// summarize prints the summary line of a batch on stderr (unless -q) and
+// returns the error that ends it.
+func summarize(e *env, s batch.Summary, used bool) error {
+	if used && !e.quiet {
+		shard := ""
+		if s.Shard != "" {
+			shard = fmt.Sprintf("shard %s: %d of %d inputs", s.Shard, s.Inputs, s.Listed)
+		} else {
+			shard = plural(int64(s.Inputs), "input")
+		}
+		fmt.Fprintf(e.stderr, "crypt4gh: %s: %s: %d ok, %d done before, %d failed (%.1f s)\n",
+			e.command, shard, s.OK, s.DoneBefore, s.Failed, s.Seconds)
+	}
+	if s.Failed > 0 {
+		return batchError{failed: s.Failed, total: s.Inputs, code: max(s.Exit, exitError), shard: s.Shard}
+	}
+	return nil
+}
+
+// holds reports whether the entry of a journal still holds: its output
+// with the size recorded (and with verify its sha256), or, for an entry
+// without output, its source as it was.
+func (e *env) holds(en batch.Entry, verify bool) bool {
+	name, size := en.Output, en.Size
+	if name == "" {
+		name, size = en.Input, en.SourceSize
+	}
+	st, err := e.identify(name)
+	if err != nil || st.size != size {
+		return false
+	}
+	if en.Output == "" {
+		return st.etag == en.ETag && (en.SourceMtime.IsZero() || st.mtime.Equal(en.SourceMtime))
+	}
+	if !verify || en.SHA256 == "" {
+		return true
+	}
+	sum, err := e.sum(name)
+	return err == nil && sum == en.SHA256
+}
+
+// identity is what tells a file or object from its other versions.
+type identity struct {
+	size  int64
+	etag  string
+	mtime time.Time
+}
+
+// identify returns the identity of the file or object name as it is now.
+func (e *env) identify(name string) (identity, error) {
+	if !objstore.IsURL(name) {
+		fi, err := os.Stat(name)
+		if err != nil {
+			return identity{}, err
+		}
+		if !fi.Mode().IsRegular() {
+			return identity{}, errors.New("not a regular file")
+		}
+		return identity{size: fi.Size(), mtime: fi.ModTime()}, nil
+	}
+	o, err := e.openObject(name)
+	if err != nil {
+		return identity{}, err
+	}
+	return identity{size: o.Size(), etag: o.ETag()}, nil
+}
+
+// sum returns the sha256 of the file or object name.
+func (e *env) sum(name string) (string, error) {
+	in, err := e.openSource(name)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, in); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// sources yields the inputs of a batch: each of args, then each name of
+// --files-from, a prefix standing for the objects under it whose keys
+// keep accepts, listed page by page as the batch runs.
+func (e *env) sources(args []string, s scaleOptions, keep func(key string) bool) iter.Seq[source] {
+	return func(yield func(source) bool) {
+		for _, a := range args {
+			if !e.expand(a, keep, yield) {
+				return
+			}
+		}
+		if s.FilesFrom == "" {
+			return
+		}
+		r, closeList, err := e.openList(s.FilesFrom)
+		if err != nil {
+			yield(source{in: s.FilesFrom, err: err})
+			return
+		}
+		defer closeList()
+		for name, err := range batch.ReadList(r, s.Null) {
+			if err != nil {
+				yield(source{in: s.FilesFrom, err: err})
+				return
+			}
+			if !e.expand(name, keep, yield) {
+				return
+			}
+		}
+	}
+}
+
+// openList opens the list of --files-from ("-" for stdin).
+func (e *env) openList(name string) (io.Reader, func(), error) {
+	if name == "-" {
+		return e.stdin, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil, usagef("the list %s does not exist", quoteName(name))
+		}
+		return nil, nil, fmt.Errorf("failed to open the list: %w", pathErr(err))
+	}
+	return f, func() { f.Close() }, nil
+}
+
+// streamed reports whether the inputs of a batch are listed as it runs
+// (a list, or a prefix), rather than known before it starts.
+func streamed(args []string, s scaleOptions) bool {
+	if s.FilesFrom != "" {
+		return true
+	}
+	for _, a := range args {
+		if loc, err := objstore.Parse(a); objstore.IsURL(a) && err == nil && loc.URL == "" && loc.IsPrefix() {
+			return true
+		}
+	}
+	return false
+}
+
+// expand yields the source of the argument a, or the objects under it
+// for a prefix; it returns false when yield did.
+func (e *env) expand(a string, keep func(string) bool, yield func(source) bool) bool {
+	if !objstore.IsURL(a) {
+		return yield(source{in: a, rel: filepath.ToSlash(filepath.Base(a))})
+	}
+	loc, err := objstore.Parse(a)
+	switch {
+	case err != nil:
+		return yield(source{in: a, err: err})
+	case loc.URL != "":
+		return yield(source{in: a, rel: urlBase(loc)})
+	case !loc.IsPrefix():
+		return yield(source{in: a, rel: path.Base(loc.Key)})
+	}
+	st, err := e.store(loc)
+	if err != nil {
+		return yield(source{in: a, err: err})
+	}
+	n := 0
+	for info, err := range st.List(e.ctx, loc) {
+		if err != nil {
+			return yield(source{in: a, err: err})
+		}
+		in := objstore.Location{Bucket: loc.Bucket, Key: info.Key}.String()
+		if !strings.HasPrefix(info.Key, loc.Key) {
+			// A store that lists what was not asked for: the name
+			// relative to the prefix would be wrong, so skip it.
+			if !yield(source{in: in, err: fmt.Errorf("the listing of %s returned this key, which is not under the prefix: skipped", loc)}) {
+				return false
+			}
+			continue
+		}
+		if keep(info.Key) {
+			n++
+			if !yield(source{in: in, rel: info.Key[len(loc.Key):]}) {
+				return false
+			}
+		}
+	}
+	if n == 0 {
+		e.warnf("no object to take under %s", loc)
+	}
+	return true
+}
