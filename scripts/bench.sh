@@ -44,7 +44,9 @@
 # and the mount's go test benchmark (the page cache warm); with S3=1,
 # scripts/bench-s3.sh (object storage against a local versitygw); with
 # REGION=1, scripts/bench-region.sh (a region of a 1 GiB BAM; needs
-# samtools and 3 GiB in $TMPDIR). Unless OTHER=0, the other Go
+# samtools and 3 GiB in $TMPDIR). Unless BATCH=0, scripts/bench-batch.sh
+# (batch decrypt of 1,000 x 1 MiB and 10,000 x 1 KB files against one file,
+# and a finished --journal). Unless OTHER=0, the other Go
 # implementation's command (github.com/neicnordic/crypt4gh v1.15.0, built
 # from the module cache or the proxy) is timed on the same files: its
 # start-up, a 1 KB decrypt, and encrypt and decrypt of the 1 GiB file,
@@ -61,6 +63,7 @@ PREV=${PREV:-}
 MOUNT=${MOUNT:-0}
 S3=${S3:-0}
 REGION=${REGION:-0}
+BATCH=${BATCH:-1}
 OTHER=${OTHER:-1}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -344,6 +347,11 @@ fi
 if [[ $REGION != 0 ]]; then
 	echo
 	RUNS=$RUNS bash "$root/scripts/bench-region.sh"
+fi
+
+if [[ $BATCH != 0 ]]; then
+	echo
+	RUNS=$RUNS bash "$root/scripts/bench-batch.sh"
 fi
 
 if [[ $S3 != 0 ]]; then

@@ -34,6 +34,9 @@ type Outcome struct {
 	Err         error
 }
 
+// doneBefore is the status of an input that the journal has done.
+const doneBefore = "done-before"
+
 // Runner runs a batch: the inputs of its shard, at most Workers at once,
 // each done by Do unless its journal has it done already.
 type Runner struct {
@@ -84,39 +87,10 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 			fatal = err
 		}
 	}
-	finish := func(seq int, it Item, o Outcome) {
-		mu.Lock()
-		defer mu.Unlock()
-		rec := Record{Name: it.In, Output: it.Out, Status: o.Status, BytesRead: o.BytesRead, BytesOut: o.BytesOut,
-			PlainSHA256: o.PlainSHA256, CryptSHA256: o.CryptSHA256}
-		switch {
-		case o.Err != nil:
-			code := max(r.Code(o.Err), 1)
-			if s.worst == nil || code > s.Exit {
-				s.worst = o.Err
-			}
-			s.Failed++
-			s.Exit = max(s.Exit, code)
-			rec.Status, rec.Exit, rec.Class, rec.Error = "failed", code, Class(code), o.Err.Error()
-			rec.Output = ""
-			r.Report(it, o.Err)
-		case o.Status == "done-before":
-			s.DoneBefore++
-		default:
-			s.OK++
-			if rec.Status == "" {
-				rec.Status = "ok"
-			}
-		}
-		s.BytesRead += o.BytesRead
-		s.BytesOut += o.BytesOut
-		if r.JSON {
-			if err := writeJSON(r.Stdout, rec); err != nil {
-				fail(fmt.Errorf("failed to write the records: %w", err))
-			}
-			return
-		}
-		pending[seq] = o.Text
+	// emit prints the texts of the inputs done, in their order, up to
+	// the first that is not.
+	emit := func(seq int, text string) {
+		pending[seq] = text
 		for {
 			text, ok := pending[next]
 			if !ok {
@@ -131,6 +105,47 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 				fail(fmt.Errorf("failed to write the %s: %w", cmp.Or(r.Results, "results"), err))
 			}
 		}
+	}
+	finish := func(seq int, it Item, o Outcome, started bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
+			// The batch stopped before this input: nothing to say.
+			s.Inputs--
+			emit(seq, "")
+			return
+		}
+		rec := Record{Name: it.In, Output: it.Out, Status: o.Status, BytesRead: o.BytesRead, BytesOut: o.BytesOut,
+			PlainSHA256: o.PlainSHA256, CryptSHA256: o.CryptSHA256}
+		switch {
+		case o.Err != nil:
+			code := max(r.Code(o.Err), 1)
+			if s.worst == nil || code > s.Exit {
+				s.worst = o.Err
+			}
+			s.Failed++
+			s.Exit = max(s.Exit, code)
+			rec.Status, rec.Exit, rec.Class, rec.Error = "failed", code, Class(code), o.Err.Error()
+			rec.Output = ""
+			r.Report(it, o.Err)
+		case o.Status == doneBefore:
+			s.DoneBefore++
+		default:
+			s.OK++
+			if rec.Status == "" {
+				rec.Status = "ok"
+			}
+		}
+		s.BytesRead += o.BytesRead
+		s.BytesOut += o.BytesOut
+		if r.JSON {
+			if err := writeJSON(r.Stdout, rec); err != nil {
+				fail(fmt.Errorf("failed to write the records: %w", err))
+			}
+			emit(seq, "")
+			return
+		}
+		emit(seq, o.Text)
 	}
 	journalFailed := func(err error) {
 		mu.Lock()
@@ -148,10 +163,10 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 		wg.Go(func() {
 			for j := range work {
 				if stopped() {
-					finish(j.seq, j.it, Outcome{Status: "not-started"})
+					finish(j.seq, j.it, Outcome{}, false)
 					continue
 				}
-				finish(j.seq, j.it, r.one(j.it, journalFailed))
+				finish(j.seq, j.it, r.one(j.it, journalFailed), true)
 			}
 		})
 	}
@@ -161,10 +176,12 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 		if !r.Shard.Has(it.In) {
 			continue
 		}
-		s.Inputs++
 		if stopped() {
 			break
 		}
+		mu.Lock()
+		s.Inputs++
+		mu.Unlock()
 		work <- job{seq, it}
 		seq++
 	}
@@ -189,7 +206,7 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 		return r.Do(it, false, func() error { return nil })
 	}
 	if e, ok := j.Done(it.In); ok && e.Output == it.Out && r.Holds(e, r.VerifyJournal) {
-		return Outcome{Status: "done-before", PlainSHA256: "", OutSHA256: e.SHA256}
+		return Outcome{Status: doneBefore}
 	}
 	resume := j.Started(it.In, it.Out)
 	o := r.Do(it, resume, func() error {

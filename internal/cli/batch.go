@@ -338,7 +338,7 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 		out.Preallocate(size)
 	}
 	keepTime(out, in)
-	sums := newFileSums(b.checksum || b.scale.used())
+	sums := newFileSums(b.checksum || b.scale.JSON || b.scale.Journal != "")
 	at := in.snap()
 	src := &countedReader{r: in.Reader}
 	dst := &outCounter{w: out}

@@ -9,11 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
@@ -317,7 +321,10 @@ func TestJournalKilled(t *testing.T) {
 		}
 		// Let it get going (a journal of a few lines at least), then
 		// kill it at a random point.
-		waitFor(t, "the journal", func() bool { fi, err := os.Stat(filepath.Join(e.dir, "j")); return err == nil && fi.Size() > int64(200*k) })
+		waitFor(t, "the journal", func() bool {
+			fi, err := os.Stat(filepath.Join(e.dir, "j"))
+			return err == nil && fi.Size() > int64(200*k)
+		})
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
 		c.Process.Kill()
 		c.Wait()
@@ -385,4 +392,141 @@ func peakRSS(c *exec.Cmd) int64 {
 		return ru.Maxrss
 	}
 	return 0
+}
+
+// putMany stores n small objects PREFIX/oNNNNN.c4gh encrypted for sk, 8
+// at a time, and returns their plaintexts by key.
+func putMany(t *testing.T, e *s3env, prefix string, n int) map[string][]byte {
+	t.Helper()
+	plain := make(map[string][]byte, n)
+	keys := make([]string, n)
+	for i := range n {
+		keys[i] = fmt.Sprintf("%so%05d.c4gh", prefix, i)
+		plain[keys[i]] = randomData(1000, uint64(i))
+	}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for k := range work {
+				e.put(t, k, encryptBytes(t, plain[k], e.sk))
+			}
+		})
+	}
+	for _, k := range keys {
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+	return plain
+}
+
+// rekeyShards rekeys the prefix in place with 4 worker processes, each
+// with its shard and journal, and returns the peak RSS of each (KiB).
+func rekeyShards(t *testing.T, e *s3env, prefix, journals string) []int64 {
+	t.Helper()
+	rss := make([]int64, 4)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			c := exec.Command(clitest.Binary(t), "reencrypt", "--sk", "me.sec", "--recipient_pk", "me.pub", "--recipient_pk", "new.pub",
+				"--force", "-q", "--shard", fmt.Sprintf("%d/4", i), "--journal", fmt.Sprintf("%s%d", journals, i), url(prefix))
+			c.Dir = e.dir
+			out, err := c.CombinedOutput()
+			if err != nil {
+				errs[i] = fmt.Errorf("shard %d/4: %v\n%s", i, err, out)
+			}
+			rss[i] = peakRSS(c)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rss
+}
+
+// checkRekeyed checks that every object opens with new.sec, and that the
+// journals hold each exactly once, in its shard.
+func checkRekeyed(t *testing.T, e *s3env, newSK *keys.SecretKey, plain map[string][]byte, journals string) {
+	t.Helper()
+	for k, p := range plain {
+		sameBytes(t, k, decryptBytes(t, e.get(t, k), newSK), p)
+	}
+	seen := map[string]int{}
+	for i := range 4 {
+		done, _ := journalLines(t, filepath.Join(e.dir, fmt.Sprintf("%s%d", journals, i)))
+		for in, n := range done {
+			seen[in] += n
+			if !(batch.Shard{I: uint64(i), N: 4}).Has(in) {
+				t.Errorf("%s done by shard %d", in, i)
+			}
+		}
+	}
+	if len(seen) != len(plain) {
+		t.Errorf("%d objects in the journals, want %d", len(seen), len(plain))
+	}
+	for in, n := range seen {
+		if n != 1 {
+			t.Errorf("%s rekeyed %d times", in, n)
+		}
+	}
+}
+
+// TestShardsS3: 4 worker processes rekey the same prefix of objects in
+// place, each its shard: every object rekeyed exactly once; run again,
+// nothing is rekeyed.
+func TestShardsS3(t *testing.T) {
+	const n = 2000
+	e := newS3Env(t) // not with -short
+	newSK := e.keygen(t, "new")
+	plain := putMany(t, e, "p/", n)
+	rekeyShards(t, e, "p/", "j")
+	checkRekeyed(t, e, newSK, plain, "j")
+	etags := map[string]string{}
+	for k := range plain {
+		o, err := e.sdk.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		etags[k] = *o.ETag
+	}
+	rekeyShards(t, e, "p/", "j")
+	for k := range plain {
+		o, _ := e.sdk.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String(k)})
+		if *o.ETag != etags[k] {
+			t.Errorf("%s rewritten by a run of a finished journal", k)
+		}
+	}
+}
+
+// TestRekeyPrefixRSS: a prefix of 10,000 objects rekeyed in place by 4
+// shards takes no more memory in each worker than one of 100: the prefix
+// is listed page by page as the objects are rekeyed.
+func TestRekeyPrefixRSS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 objects: not with -short")
+	}
+	e := newS3Env(t)
+	newSK := e.keygen(t, "new")
+	small := putMany(t, e, "small/", 100)
+	rssSmall := rekeyShards(t, e, "small/", "js")
+	checkRekeyed(t, e, newSK, small, "js")
+	const n = 10000
+	big := putMany(t, e, "big/", n)
+	start := time.Now()
+	rssBig := rekeyShards(t, e, "big/", "jb")
+	took := time.Since(start)
+	checkRekeyed(t, e, newSK, big, "jb")
+	t.Logf("%d objects rekeyed in place by 4 shards in %v: %.0f objects/s; peak RSS per worker %v KiB (100 objects: %v KiB)",
+		n, took.Round(time.Millisecond), n/took.Seconds(), rssBig, rssSmall)
+	maxSmall := slices.Max(rssSmall)
+	for i, r := range rssBig {
+		if r > maxSmall+maxSmall/4+4096 {
+			t.Errorf("shard %d: peak RSS %d KiB for %d objects, %d KiB for 100", i, r, n, maxSmall)
+		}
+	}
 }

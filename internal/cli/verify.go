@@ -123,7 +123,7 @@ func verify(e *env, o *verifyOptions) error {
 		report(e.stderr, fmt.Errorf("%s: %s", inputName(it.In), err))
 	}
 	r.Do = func(it batch.Item, _ bool, _ func() error) batch.Outcome {
-		sums := newFileSums(o.Checksum || o.scale.used())
+		sums := newFileSums(o.Checksum || o.scale.JSON)
 		id, err := verifyFile(e, o, it.In, sk, sender, jobs, sums)
 		out := batch.Outcome{Err: err, BytesRead: id.size, SourceSize: id.size, ETag: id.etag, SourceMtime: id.mtime}
 		if err == nil {
