@@ -386,12 +386,28 @@ func TestJournalKilled(t *testing.T) {
 	e.checkOutputs(t)
 }
 
-// peakRSS is the peak resident size of the finished command c, in KiB.
-func peakRSS(c *exec.Cmd) int64 {
-	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss
+// peakRSS polls the peak resident size (VmHWM, KiB) of the process pid
+// until done is closed, and returns the last it read. (The Maxrss of
+// wait4 will not do: it counts the memory of the test process, which the
+// child shared until its exec.)
+func peakRSS(pid int, done <-chan struct{}) int64 {
+	var peak int64
+	for {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					var kb int64
+					fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+					peak = max(peak, kb)
+				}
+			}
+		}
+		select {
+		case <-done:
+			return peak
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return 0
 }
 
 // putMany stores n small objects PREFIX/oNNNNN.c4gh encrypted for sk, 8
@@ -433,11 +449,18 @@ func rekeyShards(t *testing.T, e *s3env, prefix, journals string) []int64 {
 			c := exec.Command(clitest.Binary(t), "reencrypt", "--sk", "me.sec", "--recipient_pk", "me.pub", "--recipient_pk", "new.pub",
 				"--force", "-q", "--shard", fmt.Sprintf("%d/4", i), "--journal", fmt.Sprintf("%s%d", journals, i), url(prefix))
 			c.Dir = e.dir
-			out, err := c.CombinedOutput()
-			if err != nil {
-				errs[i] = fmt.Errorf("shard %d/4: %v\n%s", i, err, out)
+			var out bytes.Buffer
+			c.Stdout, c.Stderr = &out, &out
+			if err := c.Start(); err != nil {
+				errs[i] = err
+				return
 			}
-			rss[i] = peakRSS(c)
+			done := make(chan struct{})
+			go func() { rss[i] = peakRSS(c.Process.Pid, done) }()
+			if err := c.Wait(); err != nil {
+				errs[i] = fmt.Errorf("shard %d/4: %v\n%s", i, err, out.String())
+			}
+			close(done)
 		})
 	}
 	wg.Wait()
