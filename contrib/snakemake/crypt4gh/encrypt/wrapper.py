@@ -22,7 +22,14 @@ def run(args, log):
     cmd = ["crypt4gh"] + args
     err = open(log, "ab") if log else None
     try:
-        rc = subprocess.call(cmd, stderr=err)
+        try:
+            rc = subprocess.call(cmd, stderr=err)
+        except FileNotFoundError:
+            msg = b"crypt4gh: not found on PATH\n"
+            if err:
+                err.write(msg)
+            sys.stderr.write(msg.decode())
+            rc = 127
         if rc != 0:
             line = "crypt4gh: exit status %d\n" % rc
             if err:
