@@ -256,7 +256,7 @@ func TestBatchWorstExit(t *testing.T) {
 // TestShardsLocal: 4 worker processes, --shard 0/4 … 3/4, each with its
 // journal, over the same inputs: every input done exactly once.
 func TestShardsLocal(t *testing.T) {
-	n := 200
+	n := 80
 	if !testing.Short() {
 		n = 2000
 	}
