@@ -206,3 +206,45 @@ func (j *Journal) Finish(e Entry) error {
 
 // Close closes the journal's file.
 func (j *Journal) Close() error { return j.f.Close() }
+
+// Identity is what tells a file or object from its other versions.
+type Identity struct {
+	Size    int64
+	ETag    string    // of an object
+	ModTime time.Time // of a file
+}
+
+// StatFile returns the identity of the regular file name.
+func StatFile(name string) (Identity, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return Identity{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Identity{}, errors.New("not a regular file")
+	}
+	return Identity{Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// Holds reports whether the entry e still holds: its output there with
+// the size recorded (and with verify its sha256, when recorded), or, for
+// an entry without output, its source as it was. stat and sum give the
+// identity and the sha256 (hex) of a file or object.
+func (e Entry) Holds(verify bool, stat func(string) (Identity, error), sum func(string) (string, error)) bool {
+	name, size := e.Output, e.Size
+	if name == "" {
+		name, size = e.Input, e.SourceSize
+	}
+	id, err := stat(name)
+	if err != nil || id.Size != size {
+		return false
+	}
+	if e.Output == "" {
+		return id.ETag == e.ETag && (e.SourceMtime.IsZero() || id.ModTime.Equal(e.SourceMtime))
+	}
+	if !verify || e.SHA256 == "" {
+		return true
+	}
+	got, err := sum(name)
+	return err == nil && got == e.SHA256
+}

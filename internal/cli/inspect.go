@@ -154,15 +154,15 @@ func inspect(e *env, o *inspectOptions) error {
 	failed, total, listed, printed := 0, 0, 0, false
 	for s := range e.sources(e.args, o.scale, isC4gh) {
 		listed++
-		if !shard.Has(s.in) {
+		if !shard.Has(s.In) {
 			continue
 		}
 		total++
-		if s.err != nil {
-			report(e.stderr, fmt.Errorf("%s: %w", s.in, s.err))
+		if s.Err != nil {
+			report(e.stderr, fmt.Errorf("%s: %w", s.In, s.Err))
 			failed++
-			if worst == nil || exitCode(s.err) > exitCode(worst) {
-				worst = s.err
+			if worst == nil || exitCode(s.Err) > exitCode(worst) {
+				worst = s.Err
 			}
 			continue
 		}
@@ -172,7 +172,7 @@ func inspect(e *env, o *inspectOptions) error {
 				return fmt.Errorf("%w: %w", errWriteOutput, err)
 			}
 		}
-		shown, err := inspectOne(e, o, s.in, key)
+		shown, err := inspectOne(e, o, s.In, key)
 		printed = printed || shown
 		if err == nil {
 			continue
@@ -181,7 +181,7 @@ func inspect(e *env, o *inspectOptions) error {
 			return err // no use going on
 		}
 		failed++
-		err = fmt.Errorf("%s: %w", quoteName(shownName(s.in)), err)
+		err = fmt.Errorf("%s: %w", quoteName(shownName(s.In)), err)
 		report(e.stderr, errors.New(err.Error()))
 		if worst == nil || exitCode(err) > exitCode(worst) {
 			worst = err

@@ -218,8 +218,8 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	run.Workers = rekeyJobs
 	items := func(yield func(batch.Item) bool) {
 		for s := range e.sources(args, r.scale, isC4gh) {
-			it := batch.Item{In: s.in, Out: s.in, Err: s.err}
-			if loc, err := objstore.Parse(s.in); it.Err == nil && (!objstore.IsURL(s.in) || err == nil && loc.URL != "") {
+			it := batch.Item{In: s.In, Out: s.In, Err: s.Err}
+			if loc, err := objstore.Parse(s.In); it.Err == nil && (!objstore.IsURL(s.In) || err == nil && loc.URL != "") {
 				it.Err = usagef("reencrypt rekeys s3:// objects in place; use -i and -o for a file")
 			} else if it.Err == nil && err != nil {
 				it.Err = err

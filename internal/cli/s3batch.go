@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
@@ -65,24 +65,14 @@ func isOutputFolder(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// source is one input of a batch: the path or URL to read, and the name of
-// its result relative to an output folder (slash-separated).
-type source struct {
-	in, rel string
-	err     error // why the input is skipped, when it is
-}
+// source is one input of a batch.
+type source = batch.Source
 
 // localSource is the source of the file f.
-func localSource(f string) source {
-	return source{in: f, rel: filepath.ToSlash(filepath.Base(f))}
-}
+func localSource(f string) source { return batch.LocalSource(f) }
 
 // urlBase is the last element of the path of a web resource.
-func urlBase(loc objstore.Location) string {
-	s := loc.String()
-	s = strings.TrimSuffix(s, "?...")
-	return path.Base(s)
-}
+func urlBase(loc objstore.Location) string { return batch.URLBase(loc) }
 
 // inFolder names the result rel in the output folder dir.
 func inFolder(dir, rel string) (string, error) {
@@ -107,16 +97,16 @@ func inFolder(dir, rel string) (string, error) {
 // folder dir ("" for none); ok is false for an input that ends in .c4gh
 // already, which is skipped.
 func encryptItem(dir string, s source) (it batchItem, ok bool) {
-	if strings.HasSuffix(s.in, c4ghSuffix) {
+	if strings.HasSuffix(s.In, c4ghSuffix) {
 		return batchItem{}, false
 	}
-	it = batchItem{in: s.in, err: s.err}
+	it = batchItem{in: s.In, err: s.Err}
 	switch {
-	case s.err != nil:
+	case s.Err != nil:
 	case dir != "":
-		it.out, it.err = inFolder(dir, s.rel+c4ghSuffix)
-	case strings.HasPrefix(strings.ToLower(s.in), "s3://") || !objstore.IsURL(s.in):
-		it.out = s.in + c4ghSuffix
+		it.out, it.err = inFolder(dir, s.Rel+c4ghSuffix)
+	case strings.HasPrefix(strings.ToLower(s.In), "s3://") || !objstore.IsURL(s.In):
+		it.out = s.In + c4ghSuffix
 	default:
 		it.err = withHint(usagef("a web resource has no place beside it"), "use -o FOLDER")
 	}
@@ -126,21 +116,21 @@ func encryptItem(dir string, s source) (it batchItem, ok bool) {
 // decryptItem maps the source s, FILE.c4gh, to FILE, beside it or in the
 // output folder dir.
 func decryptItem(dir string, s source) batchItem {
-	it := batchItem{in: s.in, err: s.err}
-	rel, ok := strings.CutSuffix(s.rel, c4ghSuffix)
+	it := batchItem{in: s.In, err: s.Err}
+	rel, ok := strings.CutSuffix(s.Rel, c4ghSuffix)
 	switch {
-	case s.err != nil:
+	case s.Err != nil:
 	case !ok:
 		it.err = usagef("the name does not end in %s; use -i and -o for this file", c4ghSuffix)
 	case rel == "" || strings.HasSuffix(rel, "/"):
 		it.err = usagef("the name is only %s", c4ghSuffix)
 	case dir != "":
 		it.out, it.err = inFolder(dir, rel)
-	case objstore.IsURL(s.in):
+	case objstore.IsURL(s.In):
 		it.err = withHint(usagef("no output folder for a decrypted object"),
 			"use -o FOLDER (plaintext is not written back into a store unless -o names a prefix)")
 	default:
-		it.out = strings.TrimSuffix(s.in, c4ghSuffix)
+		it.out = strings.TrimSuffix(s.In, c4ghSuffix)
 	}
 	return it
 }
@@ -156,7 +146,7 @@ func encryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batc
 	return batchItems(e, files, s, notC4gh, func(src source) (batchItem, bool) {
 		it, ok := encryptItem(dir, src)
 		if !ok {
-			e.warnf("%s already ends in %s: skipped (use -i and -o to encrypt it again)", quoteName(src.in), c4ghSuffix)
+			e.warnf("%s already ends in %s: skipped (use -i and -o to encrypt it again)", quoteName(src.In), c4ghSuffix)
 		}
 		return it, ok
 	})

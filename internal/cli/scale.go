@@ -4,15 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
-	"os"
-	"path"
-	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -156,52 +150,22 @@ func summarize(e *env, s batch.Summary, used bool) error {
 	return nil
 }
 
-// holds reports whether the entry of a journal still holds: its output
-// with the size recorded (and with verify its sha256), or, for an entry
-// without output, its source as it was.
-func (e *env) holds(en batch.Entry, verify bool) bool {
-	name, size := en.Output, en.Size
-	if name == "" {
-		name, size = en.Input, en.SourceSize
-	}
-	st, err := e.identify(name)
-	if err != nil || st.size != size {
-		return false
-	}
-	if en.Output == "" {
-		return st.etag == en.ETag && (en.SourceMtime.IsZero() || st.mtime.Equal(en.SourceMtime))
-	}
-	if !verify || en.SHA256 == "" {
-		return true
-	}
-	sum, err := e.sum(name)
-	return err == nil && sum == en.SHA256
-}
+// holds reports whether the entry of a journal still holds.
+func (e *env) holds(en batch.Entry, verify bool) bool { return en.Holds(verify, e.identify, e.sum) }
 
 // identity is what tells a file or object from its other versions.
-type identity struct {
-	size  int64
-	etag  string
-	mtime time.Time
-}
+type identity = batch.Identity
 
 // identify returns the identity of the file or object name as it is now.
 func (e *env) identify(name string) (identity, error) {
 	if !objstore.IsURL(name) {
-		fi, err := os.Stat(name)
-		if err != nil {
-			return identity{}, err
-		}
-		if !fi.Mode().IsRegular() {
-			return identity{}, errors.New("not a regular file")
-		}
-		return identity{size: fi.Size(), mtime: fi.ModTime()}, nil
+		return batch.StatFile(name)
 	}
 	o, err := e.openObject(name)
 	if err != nil {
 		return identity{}, err
 	}
-	return identity{size: o.Size(), etag: o.ETag()}, nil
+	return identity{Size: o.Size(), ETag: o.ETag()}, nil
 }
 
 // sum returns the sha256 of the file or object name.
@@ -222,104 +186,23 @@ func (e *env) sum(name string) (string, error) {
 // --files-from, a prefix standing for the objects under it whose keys
 // keep accepts, listed page by page as the batch runs.
 func (e *env) sources(args []string, s scaleOptions, keep func(key string) bool) iter.Seq[source] {
-	return func(yield func(source) bool) {
-		for _, a := range args {
-			if !e.expand(a, keep, yield) {
-				return
-			}
-		}
-		if s.FilesFrom == "" {
-			return
-		}
-		r, closeList, err := e.openList(s.FilesFrom)
-		if err != nil {
-			yield(source{in: s.FilesFrom, err: err})
-			return
-		}
-		defer closeList()
-		for name, err := range batch.ReadList(r, s.Null) {
-			if err != nil {
-				yield(source{in: s.FilesFrom, err: err})
-				return
-			}
-			if !e.expand(name, keep, yield) {
-				return
-			}
-		}
-	}
+	return e.inputs(args, s, keep).All()
 }
 
-// openList opens the list of --files-from ("-" for stdin).
-func (e *env) openList(name string) (io.Reader, func(), error) {
-	if name == "-" {
-		return e.stdin, func() {}, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil, usagef("the list %s does not exist", quoteName(name))
-		}
-		return nil, nil, fmt.Errorf("failed to open the list: %w", pathErr(err))
-	}
-	return f, func() { f.Close() }, nil
+// inputs are the inputs of a batch, as sources says.
+func (e *env) inputs(args []string, s scaleOptions, keep func(key string) bool) batch.Inputs {
+	return batch.Inputs{Args: args, List: s.FilesFrom, Null: s.Null, Stdin: e.stdin, Keep: keep, Warn: e.warnf,
+		Objects: func(loc objstore.Location) (iter.Seq2[objstore.ObjectInfo, error], error) {
+			st, err := e.store(loc)
+			if err != nil {
+				return nil, err
+			}
+			return st.List(e.ctx, loc), nil
+		}}
 }
 
 // streamed reports whether the inputs of a batch are listed as it runs
 // (a list, or a prefix), rather than known before it starts.
 func streamed(args []string, s scaleOptions) bool {
-	if s.FilesFrom != "" {
-		return true
-	}
-	for _, a := range args {
-		if loc, err := objstore.Parse(a); objstore.IsURL(a) && err == nil && loc.URL == "" && loc.IsPrefix() {
-			return true
-		}
-	}
-	return false
-}
-
-// expand yields the source of the argument a, or the objects under it
-// for a prefix; it returns false when yield did.
-func (e *env) expand(a string, keep func(string) bool, yield func(source) bool) bool {
-	if !objstore.IsURL(a) {
-		return yield(source{in: a, rel: filepath.ToSlash(filepath.Base(a))})
-	}
-	loc, err := objstore.Parse(a)
-	switch {
-	case err != nil:
-		return yield(source{in: a, err: err})
-	case loc.URL != "":
-		return yield(source{in: a, rel: urlBase(loc)})
-	case !loc.IsPrefix():
-		return yield(source{in: a, rel: path.Base(loc.Key)})
-	}
-	st, err := e.store(loc)
-	if err != nil {
-		return yield(source{in: a, err: err})
-	}
-	n := 0
-	for info, err := range st.List(e.ctx, loc) {
-		if err != nil {
-			return yield(source{in: a, err: err})
-		}
-		in := objstore.Location{Bucket: loc.Bucket, Key: info.Key}.String()
-		if !strings.HasPrefix(info.Key, loc.Key) {
-			// A store that lists what was not asked for: the name
-			// relative to the prefix would be wrong, so skip it.
-			if !yield(source{in: in, err: fmt.Errorf("the listing of %s returned this key, which is not under the prefix: skipped", loc)}) {
-				return false
-			}
-			continue
-		}
-		if keep(info.Key) {
-			n++
-			if !yield(source{in: in, rel: info.Key[len(loc.Key):]}) {
-				return false
-			}
-		}
-	}
-	if n == 0 {
-		e.warnf("no object to take under %s", loc)
-	}
-	return true
+	return batch.Inputs{Args: args, List: s.FilesFrom}.Streamed()
 }

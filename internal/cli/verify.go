@@ -125,7 +125,7 @@ func verify(e *env, o *verifyOptions) error {
 	r.Do = func(it batch.Item, _ bool, _ func() error) batch.Outcome {
 		sums := newFileSums(o.Checksum || o.scale.JSON)
 		id, err := verifyFile(e, o, it.In, sk, sender, jobs, sums)
-		out := batch.Outcome{Err: err, BytesRead: id.size, SourceSize: id.size, ETag: id.etag, SourceMtime: id.mtime}
+		out := batch.Outcome{Err: err, BytesRead: id.Size, SourceSize: id.Size, ETag: id.ETag, SourceMtime: id.ModTime}
 		if err == nil {
 			out.Text = verifyText(e, o, it.In, sums)
 			out.PlainSHA256, out.CryptSHA256 = sums.hex(false)
@@ -134,7 +134,7 @@ func verify(e *env, o *verifyOptions) error {
 	}
 	items := func(yield func(batch.Item) bool) {
 		for s := range e.sources(e.args, o.scale, isC4gh) {
-			if !yield(batch.Item{In: s.in, Err: s.err}) {
+			if !yield(batch.Item{In: s.In, Err: s.Err}) {
 				return
 			}
 		}
@@ -180,9 +180,9 @@ func verifyFile(e *env, o *verifyOptions, path string, sk *keys.SecretKey, sende
 	defer in.Close()
 	size := in.size()
 	at := in.snap()
-	id = identity{size: size, mtime: at.mtime}
+	id = identity{Size: size, ModTime: at.mtime}
 	if in.obj != nil {
-		id.etag = in.obj.Object().ETag()
+		id.ETag = in.obj.Object().ETag()
 	}
 	src := sums.reader(in)
 	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: o.Strict})
