@@ -55,3 +55,23 @@ func FuzzJournal(f *testing.F) {
 		j.Close()
 	})
 }
+
+// FuzzParseShard: a shard parses to 0 ≤ I < N and prints back as given
+// in its canonical form, or is a usage error.
+func FuzzParseShard(f *testing.F) {
+	for _, s := range []string{"0/4", "3/4", "4/4", "1/0", "01/2", "a/b", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sh, err := ParseShard(s)
+		if err != nil {
+			return
+		}
+		if sh.N == 0 || sh.I >= sh.N {
+			t.Fatalf("ParseShard(%q) = %+v", s, sh)
+		}
+		if again, err := ParseShard(sh.String()); err != nil || again != sh {
+			t.Fatalf("ParseShard(%q) = %+v, printed %q, parsed again %+v, %v", s, sh, sh.String(), again, err)
+		}
+	})
+}
