@@ -23,10 +23,10 @@ import (
 //
 // The first line binds the journal to the command and the keys it ran
 // with (public keys, base64), so that a journal of another command or key
-// is refused. A "start" line is written once the output is opened (when
-// it did not exist), a "done" line once it is committed: an output that
-// exists for a start without its done was written by the run that died
-// there, and may be replaced by the next. A last line cut short (the
+// is refused. A "start" line is written before the output is made (when
+// it did not exist), a "done" line once it is committed: an output, or a
+// temporary file of it, that exists for a start without its done was
+// written by the run that died there, and may be replaced by the next. A last line cut short (the
 // worker killed while writing it) is dropped when the journal is opened.
 
 // Binding is what the first line of a journal binds it to.

@@ -57,7 +57,8 @@ type Runner struct {
 	Holds func(e Entry, verify bool) bool
 	// Do processes one input. resume is set when the journal has it
 	// started and not done: an output found there was written by that
-	// run. Do calls begin once its output is opened, before writing.
+	// run. Do calls begin before it makes its output, which records the
+	// start in the journal.
 	Do func(it Item, resume bool, begin func() error) Outcome
 	// Report prints the failure of an input on stderr.
 	Report func(it Item, err error)

@@ -303,8 +303,9 @@ func (c *outCounter) Write(p []byte) (int, error) {
 // batchFile runs op on one file and returns its checksum lines, if asked,
 // and what the journal and the records say of it. resume says that the
 // journal has the file started by a run that died: its output, if there,
-// is replaced, and its temporary files removed. begin is called once the
-// output is opened.
+// is replaced, and its temporary files removed. begin records the start
+// in the journal: before the temporary file of a local output is made,
+// once an object's upload is begun.
 func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlain bool, jobs int, prog *progress.Bar, op fileOp, resume bool, begin func() error) batch.Outcome {
 	fail := func(err error) batch.Outcome { return batch.Outcome{Err: err} }
 	in, err := e.openBatchInput(it.in)
@@ -316,18 +317,30 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	if srcIsPlain {
 		outSize = encryptedSize(in)
 	}
-	if resume && !objstore.IsURL(it.out) {
+	local := !objstore.IsURL(it.out)
+	if resume && local {
 		if err := outfile.RemovePartials(it.out); err != nil {
 			return fail(fmt.Errorf("failed to remove what a killed run left: %w", pathErr(err)))
+		}
+	}
+	// A file is started in the journal before its temporary file is
+	// made, so that a run killed in between leaves nothing that the next
+	// does not remove; unless it exists already (opening it fails then,
+	// without --force): it is not this run's.
+	if _, err := os.Lstat(it.out); local && (b.force || err != nil) {
+		if err := begin(); err != nil {
+			return fail(err)
 		}
 	}
 	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: b.force || resume, Mode: mode, Input: in.file})
 	if err != nil {
 		return fail(err)
 	}
-	if err := begin(); err != nil {
-		out.Abort()
-		return fail(err)
+	if !local {
+		if err := begin(); err != nil {
+			out.Abort()
+			return fail(err)
+		}
 	}
 	// Reserve room for the output, as single-file mode does: the body's
 	// size when encrypting, and the input's size (an upper bound, which
