@@ -31,3 +31,8 @@ type SegmentError = body.SegmentError
 func CutShort(se *SegmentError, encrypted int64) bool {
 	return se.Err == body.ErrAuth && body.ShortLast(encrypted, se.Index)
 }
+
+// Jobs returns how many segments are decrypted or sealed at once for a
+// --jobs of jobs: runtime.GOMAXPROCS(0) when jobs is 0 or less, and at
+// most 256.
+func Jobs(jobs int) int { return body.Jobs(jobs) }

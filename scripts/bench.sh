@@ -46,7 +46,9 @@
 # REGION=1, scripts/bench-region.sh (a region of a 1 GiB BAM; needs
 # samtools and 3 GiB in $TMPDIR); with SERVE=1, scripts/bench-serve.sh (a
 # Crypt4GH ticket's time and the data endpoint's speed; needs samtools,
-# curl and jq). Unless OTHER=0, the other Go
+# curl and jq). Unless BATCH=0, scripts/bench-batch.sh
+# (batch decrypt of 1,000 x 1 MiB and 10,000 x 1 KB files against one file,
+# and a finished --journal). Unless OTHER=0, the other Go
 # implementation's command (github.com/neicnordic/crypt4gh v1.15.0, built
 # from the module cache or the proxy) is timed on the same files: its
 # start-up, a 1 KB decrypt, and encrypt and decrypt of the 1 GiB file,
@@ -68,6 +70,7 @@ MOUNT=${MOUNT:-0}
 S3=${S3:-0}
 REGION=${REGION:-0}
 SERVE=${SERVE:-0}
+BATCH=${BATCH:-1}
 OTHER=${OTHER:-1}
 AGENT=${AGENT:-1}
 
@@ -392,6 +395,11 @@ fi
 if [[ $SERVE != 0 ]]; then
 	echo
 	RUNS=$RUNS bash "$root/scripts/bench-serve.sh"
+fi
+
+if [[ $BATCH != 0 ]]; then
+	echo
+	RUNS=$RUNS bash "$root/scripts/bench-batch.sh"
 fi
 
 if [[ $S3 != 0 ]]; then

@@ -6,15 +6,15 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"iter"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/progress"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -45,8 +45,11 @@ type given struct {
 // batchArgs returns the FILE arguments of a batch, after checking that
 // the flags that name one input or output (-i, -o unless it names a
 // folder, and single) are not given with them.
-func batchArgs(e *env, s streamOptions, single ...given) ([]string, error) {
-	if len(e.args) == 0 {
+func batchArgs(e *env, s streamOptions, scale scaleOptions, single ...given) ([]string, error) {
+	if err := scale.check(len(e.args) > 0 || scale.batch()); err != nil {
+		return nil, err
+	}
+	if len(e.args) == 0 && !scale.batch() {
 		return nil, nil
 	}
 	flags := append([]given{{"input", s.Input != ""}, {"output", s.Output != "" && !isOutputFolder(s.Output)}}, single...)
@@ -58,7 +61,7 @@ func batchArgs(e *env, s streamOptions, single ...given) ([]string, error) {
 	if err := e.flagsFirst(); err != nil {
 		return nil, err
 	}
-	return e.args, nil
+	return append([]string{}, e.args...), nil
 }
 
 // batchOptions are the flags that a batch runs with.
@@ -68,17 +71,19 @@ type batchOptions struct {
 	jobs     int      // --jobs, 0 for one per CPU
 	checksum bool     // print the checksum lines
 	keyFiles []string // the key files the command reads (keyInputs)
+	scale    scaleOptions
+	bind     []string // the keys that a journal is bound to
 }
 
 // encryptItems maps each FILE to FILE.c4gh. A FILE that already ends in
 // .c4gh is skipped, as gzip skips .gz files, and returned in skipped.
 func encryptItems(files []string) (items []batchItem, skipped []string, err error) {
 	for _, f := range files {
-		if strings.HasSuffix(f, c4ghSuffix) {
+		if it, ok := encryptItem("", localSource(f)); ok {
+			items = append(items, it)
+		} else {
 			skipped = append(skipped, f)
-			continue
 		}
-		items = append(items, batchItem{in: f, out: f + c4ghSuffix})
 	}
 	return items, skipped, checkDistinct(items)
 }
@@ -88,15 +93,7 @@ func encryptItems(files []string) (items []batchItem, skipped []string, err erro
 func decryptItems(files []string) ([]batchItem, error) {
 	items := make([]batchItem, len(files))
 	for i, f := range files {
-		base, ok := strings.CutSuffix(f, c4ghSuffix)
-		switch {
-		case !ok:
-			items[i] = batchItem{in: f, err: usagef("the name does not end in %s; use -i and -o for this file", c4ghSuffix)}
-		case base == "" || strings.HasSuffix(base, string(filepath.Separator)):
-			items[i] = batchItem{in: f, err: usagef("the name is only %s", c4ghSuffix)}
-		default:
-			items[i] = batchItem{in: f, out: base}
-		}
+		items[i] = decryptItem("", localSource(f))
 	}
 	return items, checkDistinct(items)
 }
@@ -159,180 +156,228 @@ type fileOp func(dst io.Writer, src io.Reader, size int64, jobs int) (warning st
 // reported on its own line. Its exit code is the highest of theirs.
 type batchError struct {
 	failed, total, code int
+	shard               string // the worker's shard, if any
 }
 
 func (e batchError) Error() string {
-	return fmt.Sprintf("%d of %d files failed", e.failed, e.total)
+	s := fmt.Sprintf("%d of %d files", e.failed, e.total)
+	if e.shard != "" {
+		s += " of shard " + e.shard
+	}
+	return s + " failed"
 }
 
 func (e batchError) exitCode() int { return e.code }
 
+// batchList is the items of a batch: all of them, checked, when they are
+// known before it runs (FILE arguments), else the stream of them (a list,
+// a prefix), taken as it is listed.
+type batchList struct {
+	all    []batchItem
+	stream iter.Seq[batchItem]
+}
+
+func (l batchList) seq() iter.Seq[batchItem] {
+	if l.stream != nil {
+		return l.stream
+	}
+	return slices.Values(l.all)
+}
+
 // runBatch runs op on every item, at most min(len(items), jobs) files at
-// once, each with jobs/that many segment workers. mode is the permission
-// of the outputs; srcIsPlain says which side of op is the plaintext, for
-// the checksum lines.
-func runBatch(e *env, b batchOptions, items []batchItem, verb string, mode os.FileMode, srcIsPlain bool, op fileOp) error {
+// once, each with jobs/that many segment workers (one each for a stream
+// of items). mode is the permission of the outputs; srcIsPlain says which
+// side of op is the plaintext, for the checksum lines.
+func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileMode, srcIsPlain bool, op fileOp) error {
 	keyFiles := b.keyFiles
-	for _, it := range items {
-		if it.err == nil {
-			if err := outfile.Distinct([]string{"the output of " + quoteName(it.in), it.out}, keyFiles); err != nil {
+	distinct := func(it batchItem) error {
+		if it.err != nil {
+			return nil
+		}
+		return outfile.Distinct([]string{"the output of " + quoteName(it.in), it.out}, keyFiles)
+	}
+	jobs := c4gh.Jobs(b.jobs)
+	workers, perFile := jobs, 1
+	var total int64
+	if list.stream == nil {
+		for _, it := range list.all {
+			if err := distinct(it); err != nil {
 				return err
 			}
+			if fi, err := os.Stat(it.in); it.err == nil && err == nil && fi.Mode().IsRegular() {
+				total += fi.Size()
+			}
 		}
+		workers = min(len(list.all), jobs)
+		perFile = max(1, jobs/workers)
 	}
-	jobs := body.Jobs(b.jobs)
-	workers := min(len(items), jobs)
-	perFile := max(1, jobs/workers)
 	e.stores.share(workers)
-
-	var total int64
-	for _, it := range items {
-		if fi, err := os.Stat(it.in); it.err == nil && err == nil && fi.Mode().IsRegular() {
-			total += fi.Size()
-		}
+	r, closeJournal, err := b.scale.runner(e, b.bind)
+	if err != nil {
+		return err
 	}
-	prog := e.newProgress(total, fmt.Sprintf("%s %d files", verb, len(items)))
-
+	defer closeJournal()
+	prog := e.newProgress(total, fmt.Sprintf("%s %d files", verb, len(list.all)))
+	r.Workers = workers
+	if b.checksum {
+		r.Results = "checksums"
+	}
+	r.Stdout = progressWriter{prog, e.stdout}
+	report := r.Report
+	r.Report = func(it batch.Item, err error) { prog.Print(func() { report(it, err) }) }
 	var (
-		mu       sync.Mutex // guards the fields below and the writes to stdout and stderr
-		results  = make([]string, len(items))
-		failedAt = make([]bool, len(items))
-		done     = make([]bool, len(items))
-		next     int
-		failed   int
-		code     int
-		writeErr error
+		mu      sync.Mutex // guards names and written
+		names   []string
+		written int
 	)
-	finish := func(i int, lines string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			failed++
-			failedAt[i] = true
-			code = max(code, exitCode(err))
-			prog.Print(func() { report(e.stderr, fmt.Errorf("%s: %w", quoteName(shownName(items[i].in)), err)) })
-		}
-		// Checksum lines come out in the order of the arguments, each as
-		// soon as the files before it are done.
-		results[i], done[i] = lines, true
-		for next < len(items) && done[next] {
-			if results[next] != "" {
-				prog.Print(func() {
-					if _, err := io.WriteString(e.stdout, results[next]); err != nil && writeErr == nil {
-						writeErr = fmt.Errorf("failed to write the checksums: %w", err)
-					}
-				})
+	r.Do = func(it batch.Item, resume bool, begin func() error) batch.Outcome {
+		bi := batchItem{in: it.In, out: it.Out}
+		if list.stream != nil {
+			if err := distinct(bi); err != nil {
+				return batch.Outcome{Err: err}
 			}
-			next++
+		}
+		o := batchFile(e, b, bi, mode, srcIsPlain, perFile, prog, op, resume, begin)
+		if o.Err == nil {
+			mu.Lock()
+			written++
+			if len(names) < 3 {
+				names = append(names, quoteName(it.Out))
+			}
+			mu.Unlock()
+		}
+		return o
+	}
+	items := func(yield func(batch.Item) bool) {
+		for it := range list.seq() {
+			if !yield(batch.Item{In: it.in, Out: it.out, Err: it.err}) {
+				return
+			}
 		}
 	}
-
-	work := make(chan int)
-	var wg sync.WaitGroup
 	prog.Start()
-	// A stdout that can no longer be written (its reader went away, as
-	// head does) ends the batch: no new file is started.
-	stopped := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return writeErr != nil
-	}
-	for range workers {
-		wg.Go(func() {
-			for i := range work {
-				if stopped() {
-					continue
-				}
-				lines, err := batchFile(e, b, items[i], mode, srcIsPlain, perFile, prog, op)
-				finish(i, lines, err)
-			}
-		})
-	}
-	for i := range items {
-		if stopped() {
-			break
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	s, err := r.Run(items)
 	prog.Stop()
-	if failed < len(items) && !b.checksum && !e.quiet && !outfile.IsTerminal(e.stdout) {
+	if list.stream != nil && s.Listed == 0 {
+		return usagef("nothing to %s", e.command)
+	}
+	if written > 0 && !b.checksum && !b.scale.JSON && !e.quiet && !outfile.IsTerminal(e.stdout) {
 		// stdout was redirected, but gets nothing: say where the
 		// outputs went.
-		fmt.Fprintf(e.stderr, "crypt4gh: nothing written to stdout; the outputs are %s\n", outputNames(items, done, failedAt))
-	}
-	if writeErr != nil {
-		return writeErr
-	}
-	if failed > 0 {
-		return batchError{failed: failed, total: len(items), code: max(code, exitError)}
-	}
-	return nil
-}
-
-// outputNames names the outputs that a batch wrote, the first few of them.
-func outputNames(items []batchItem, done, failed []bool) string {
-	const shown = 3
-	var names []string
-	written := 0
-	for i, it := range items {
-		if done[i] && !failed[i] {
-			written++
-			if len(names) < shown {
-				names = append(names, quoteName(it.out))
-			}
+		shown := strings.Join(names, ", ")
+		if written > len(names) {
+			shown += fmt.Sprintf(", … (%d files, each beside its input)", written)
 		}
+		fmt.Fprintf(e.stderr, "crypt4gh: nothing written to stdout; the outputs are %s\n", shown)
 	}
-	s := strings.Join(names, ", ")
-	if written > shown {
-		s += fmt.Sprintf(", … (%d files, each beside its input)", written)
+	if err != nil {
+		return err
 	}
-	return s
+	return summarize(e, s, b.scale.used())
 }
 
-// batchFile runs op on one file and returns its checksum lines, if asked.
-func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlain bool, jobs int, prog *progress.Bar, op fileOp) (string, error) {
-	if it.err != nil {
-		return "", it.err
-	}
+// progressWriter writes to w around the progress bar p.
+type progressWriter struct {
+	p *progress.Bar
+	w io.Writer
+}
+
+func (pw progressWriter) Write(b []byte) (n int, err error) {
+	pw.p.Print(func() { n, err = pw.w.Write(b) })
+	return n, err
+}
+
+// outCounter counts the bytes written through it.
+type outCounter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *outCounter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// batchFile runs op on one file and returns its checksum lines, if asked,
+// and what the journal and the records say of it. resume says that the
+// journal has the file started by a run that died: its output, if there,
+// is replaced, and its temporary files removed. begin records the start
+// in the journal: before the temporary file of a local output is made,
+// once an object's upload is begun.
+func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlain bool, jobs int, prog *progress.Bar, op fileOp, resume bool, begin func() error) batch.Outcome {
+	fail := func(err error) batch.Outcome { return batch.Outcome{Err: err} }
 	in, err := e.openBatchInput(it.in)
 	if err != nil {
-		return "", err
+		return fail(err)
 	}
 	defer in.Close()
 	outSize := max(in.size(), 0)
 	if srcIsPlain {
 		outSize = encryptedSize(in)
 	}
-	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: b.force, Mode: mode, Input: in.file})
+	local := !objstore.IsURL(it.out)
+	if resume && local {
+		if err := outfile.RemovePartials(it.out); err != nil {
+			return fail(fmt.Errorf("failed to remove what a killed run left: %w", pathErr(err)))
+		}
+	}
+	// A file is started in the journal before its temporary file is
+	// made, so that a run killed in between leaves nothing that the next
+	// does not remove; unless it exists already (opening it fails then,
+	// without --force): it is not this run's.
+	if _, err := os.Lstat(it.out); local && (b.force || err != nil) {
+		if err := begin(); err != nil {
+			return fail(err)
+		}
+	}
+	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: b.force || resume, Mode: mode, Input: in.file})
 	if err != nil {
-		return "", err
+		return fail(err)
+	}
+	if !local {
+		if err := begin(); err != nil {
+			out.Abort()
+			return fail(err)
+		}
 	}
 	// Reserve room for the output, as single-file mode does: the body's
 	// size when encrypting, and the input's size (an upper bound, which
 	// commit trims) when decrypting.
 	if size := in.reservable(); srcIsPlain {
-		out.Preallocate(body.EncryptedSize(size))
+		out.Preallocate(c4gh.EncryptedSize(size))
 	} else {
 		out.Preallocate(size)
 	}
 	keepTime(out, in)
-	sums := newFileSums(b.checksum)
+	sums := newFileSums(b.checksum || b.scale.JSON || b.scale.Journal != "")
 	at := in.snap()
 	src := &countedReader{r: in.Reader}
-	warning, err := sums.run(out, prog.Reader(src), at.size, jobs, op)
+	dst := &outCounter{w: out}
+	warning, err := sums.run(dst, prog.Reader(src), at.size, jobs, op)
 	if err == nil && srcIsPlain {
 		// What was encrypted must be the file as it was.
 		err = in.unchanged(at, at.size, src.n)
 	}
 	if err = out.Finish(err); err != nil {
-		return "", err
+		return fail(err)
 	}
 	if warning != "" && !e.quiet {
 		prog.Print(func() { e.warnf("%s: %s", quoteName(shownName(it.in)), warning) })
 	}
-	return sums.lines(it.in, it.out, srcIsPlain), nil
+	o := batch.Outcome{BytesRead: src.n, BytesOut: dst.n, SourceSize: at.size, SourceMtime: at.mtime}
+	if in.obj != nil {
+		o.ETag = in.obj.Object().ETag()
+	}
+	o.PlainSHA256, o.CryptSHA256 = sums.hex(srcIsPlain)
+	o.OutSHA256 = o.PlainSHA256
+	if srcIsPlain {
+		o.OutSHA256 = o.CryptSHA256
+	}
+	if b.checksum {
+		o.Text = sums.lines(it.in, it.out, srcIsPlain)
+	}
+	return o
 }
 
 // fileSums hashes what one operation reads and what it writes, on the
@@ -375,6 +420,18 @@ func (s *fileSums) drain(r io.Reader) error {
 		return fmt.Errorf("failed to read input: %w", err)
 	}
 	return nil
+}
+
+// hex returns the sums of the plaintext and of the encrypted side.
+func (s *fileSums) hex(srcIsPlain bool) (plain, crypt string) {
+	if s == nil {
+		return "", ""
+	}
+	plain, crypt = hex.EncodeToString(s.out.Sum(nil)), hex.EncodeToString(s.in.Sum(nil))
+	if srcIsPlain {
+		plain, crypt = crypt, plain
+	}
+	return plain, crypt
 }
 
 // run runs op from src to dst, hashing both sides.
@@ -444,7 +501,7 @@ func checksumSingle(e *env, checksum bool, out, header string, rng *edit.Range) 
 // decryptBatch decrypts every FILE.c4gh in files to FILE, with the secret
 // key (and its passphrase) read once.
 func decryptBatch(e *env, o *decryptOptions, files []string) error {
-	items, err := decryptBatchItems(e, o.Output, files)
+	items, err := decryptBatchItems(e, o.Output, files, o.scale)
 	if err != nil {
 		return err
 	}
@@ -454,7 +511,8 @@ func decryptBatch(e *env, o *decryptOptions, files []string) error {
 	}
 	defer sk.Zero()
 	strict := o.Strict
-	b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyInputs(o.keyOptions)}
+	b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyInputs(o.keyOptions),
+		scale: o.scale, bind: secretNames(sk)}
 	return runBatch(e, b, items, "decrypting", outfile.ModeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) (string, error) {
 		r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict})
 		if err != nil {

@@ -21,6 +21,7 @@ type decryptOptions struct {
 	keyOptions
 	streamOptions
 	store    storeOptions
+	scale    scaleOptions
 	region   regionOptions
 	Range    string // --range START-END
 	Jobs     int
@@ -49,7 +50,7 @@ func decryptCommand(e *env) command {
 			"through its index: FILE.bai, FILE.csi, FILE.crai or FILE.tbi beside it, each\n" +
 			"plain or encrypted (.c4gh) for the same key, or --index. Only the segments\n" +
 			"that the regions need are read." +
-			objectHelp("-i and -o") + resumeHelp + batchFolderHelp,
+			objectHelp("-i and -o") + resumeHelp + batchFolderHelp + scaleHelp,
 		Flags: slices.Concat([]cli.Flag{
 			skFlag(&o.SK),
 			senderFlag(&o.Sender),
@@ -60,7 +61,7 @@ func decryptCommand(e *env) command {
 			jobsFlag(&o.Jobs), checksumFlag(&o.Checksum), quietFlag(&o.Quiet, true),
 		}, o.store.flags(), []cli.Flag{
 			continueFlag(&o.Continue), strictFlag(&o.Strict),
-		}),
+		}, o.scale.flags(true)),
 		Action: func(c *cli.Context) error { return decrypt(e.start(c, o.Quiet, &o.store), o) },
 	}, page: page{
 		env: withAWS(secretKeyEnv, passphraseEnv),
@@ -72,7 +73,7 @@ func decryptCommand(e *env) command {
 }
 
 func decrypt(e *env, o *decryptOptions) error {
-	files, err := batchArgs(e, o.streamOptions, given{"range", o.Range != ""}, given{"continue", o.Continue},
+	files, err := batchArgs(e, o.streamOptions, o.scale, given{"range", o.Range != ""}, given{"continue", o.Continue},
 		given{"region", o.region.given()}, given{"index", o.region.Index != ""})
 	if err != nil {
 		return err

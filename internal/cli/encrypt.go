@@ -19,6 +19,7 @@ type encryptOptions struct {
 	keyOptions // the writer's key: Sender is not used
 	streamOptions
 	store      storeOptions
+	scale      scaleOptions
 	Recipients cli.StringSlice // --recipient_pk
 	Range      string
 	Header     string // write the header to this path
@@ -36,7 +37,7 @@ func encryptCommand(e *env) command {
 		Description: "Reads the plaintext from stdin (or -i) and writes a crypt4gh file to stdout\n" +
 			"(or -o). Without --sk (or C4GH_SECRET_KEY), a new writer key is made for this\n" +
 			"file and discarded. Given FILE arguments (flags first), writes FILE.c4gh\n" +
-			"beside each FILE." + objectHelp("-i, -o and --header") + batchFolderHelp,
+			"beside each FILE." + objectHelp("-i, -o and --header") + batchFolderHelp + scaleHelp,
 		Flags: slices.Concat([]cli.Flag{
 			skFlag(&o.SK),
 			recipientFlag(&o.Recipients, "encrypt for the public key(s) in the file at `PATH` (repeatable)"),
@@ -45,7 +46,7 @@ func encryptCommand(e *env) command {
 			passphraseFileFlag(&o.PassphraseFile),
 		}, o.streamOptions.flags(), []cli.Flag{
 			jobsFlag(&o.Jobs), checksumFlag(&o.Checksum), quietFlag(&o.Quiet, true),
-		}, o.store.flags()),
+		}, o.store.flags(), o.scale.flags(true)),
 		Action: func(c *cli.Context) error { return encrypt(e.start(c, o.Quiet, &o.store), o) },
 	}, page: page{
 		env: withAWS(secretKeyEnv, passphraseEnv),
@@ -57,7 +58,7 @@ func encryptCommand(e *env) command {
 }
 
 func encrypt(e *env, o *encryptOptions) error {
-	files, err := batchArgs(e, o.streamOptions, given{"range", o.Range != ""}, given{"header", o.Header != ""})
+	files, err := batchArgs(e, o.streamOptions, o.scale, given{"range", o.Range != ""}, given{"header", o.Header != ""})
 	if err != nil {
 		return err
 	}
@@ -81,15 +82,9 @@ func encrypt(e *env, o *encryptOptions) error {
 	}
 	opts := c4gh.EncryptOptions{Recipients: recipients, Jobs: o.Jobs}
 	if files != nil {
-		items, skipped, err := encryptBatchItems(e, o.Output, files)
+		items, err := encryptBatchItems(e, o.Output, files, o.scale)
 		if err != nil {
 			return err
-		}
-		for _, f := range skipped {
-			e.warnf("%s already ends in %s: skipped (use -i and -o to encrypt it again)", quoteName(f), c4ghSuffix)
-		}
-		if len(items) == 0 {
-			return usagef("nothing to encrypt")
 		}
 		if opts.Writer, err = writerKey(e, o.keyOptions); err != nil {
 			return err
@@ -97,7 +92,8 @@ func encrypt(e *env, o *encryptOptions) error {
 		if opts.Writer != nil {
 			defer opts.Writer.Zero()
 		}
-		b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyFiles}
+		b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyFiles,
+			scale: o.scale, bind: publicNames(recipients...)}
 		return runBatch(e, b, items, "encrypting", outfile.ModePublic, true, func(dst io.Writer, src io.Reader, _ int64, jobs int) (string, error) {
 			opts := opts
 			opts.Jobs = jobs

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/describe"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/textfmt"
@@ -22,6 +24,7 @@ type inspectOptions struct {
 	// that opens it.
 	SKs    cli.StringSlice
 	store  storeOptions
+	scale  scaleOptions
 	region regionOptions
 	Input  string
 	JSON   bool
@@ -107,7 +110,7 @@ func inspectCommand(e *env) command {
 			},
 			&cli.BoolFlag{Name: "json", Usage: "print a JSON object (its fields are listed above)", Destination: &o.JSON},
 			passphraseFileFlag(&o.PassphraseFile), inputFlag(&o.Input), quietFlag(&o.Quiet, false),
-		}, slices.Concat(o.region.flags(), o.store.flags())...),
+		}, slices.Concat(o.region.flags(), o.store.flags(), o.scale.flags(false))...),
 		Action: func(c *cli.Context) error {
 			if sks := o.SKs.Value(); len(sks) > 0 {
 				o.SK = sks[0]
@@ -145,34 +148,47 @@ func inspect(e *env, o *inspectOptions) error {
 	}
 	key := &lazyKey{k: o.keyOptions, paths: o.SKs.Value()}
 	defer key.zero()
-	if len(e.args) == 0 {
+	if err := o.scale.check(len(e.args) > 0 || o.scale.batch()); err != nil {
+		return err
+	}
+	if len(e.args) == 0 && !o.scale.batch() {
 		_, err := inspectOne(e, o, path, key)
 		return err
 	}
-	paths, skipped, err := verifySources(e, e.args)
-	if err != nil {
+	if len(e.args) == 1 && !streamed(e.args, o.scale) && !o.scale.used() {
+		_, err := inspectOne(e, o, e.args[0], key)
 		return err
 	}
-	if len(paths) == 1 && skipped == 0 {
-		_, err := inspectOne(e, o, paths[0], key)
+	shard, err := batch.ParseShard(cmp.Or(o.scale.Shard, "0/1"))
+	if err != nil {
 		return err
 	}
 	// Several files: each is described, one after the other (with
 	// --json, one object each), and a failure is reported and does not
 	// stop the others, as verify does.
 	var worst error
-	failed, printed := 0, false
-	if skipped > 0 {
-		failed, worst = skipped, errSkipped
-	}
-	for _, p := range paths {
+	failed, total, listed, printed := 0, 0, 0, false
+	for s := range e.sources(e.args, o.scale, isC4gh) {
+		listed++
+		if !shard.Has(s.In) {
+			continue
+		}
+		total++
+		if s.Err != nil {
+			report(e.stderr, fmt.Errorf("%s: %w", s.In, s.Err))
+			failed++
+			if worst == nil || exitCode(s.Err) > exitCode(worst) {
+				worst = s.Err
+			}
+			continue
+		}
 		if printed && !o.JSON {
 			// A blank line after the description before.
 			if _, err := io.WriteString(e.stdout, "\n"); err != nil {
 				return fmt.Errorf("%w: %w", errWriteOutput, err)
 			}
 		}
-		shown, err := inspectOne(e, o, p, key)
+		shown, err := inspectOne(e, o, s.In, key)
 		printed = printed || shown
 		if err == nil {
 			continue
@@ -181,14 +197,17 @@ func inspect(e *env, o *inspectOptions) error {
 			return err // no use going on
 		}
 		failed++
-		err = fmt.Errorf("%s: %w", quoteName(shownName(p)), err)
+		err = fmt.Errorf("%s: %w", quoteName(shownName(s.In)), err)
 		report(e.stderr, errors.New(err.Error()))
 		if worst == nil || exitCode(err) > exitCode(worst) {
 			worst = err
 		}
 	}
+	if listed == 0 {
+		return usagef("nothing to inspect")
+	}
 	if failed > 0 {
-		return &verifyFailed{failed: failed, total: len(paths) + skipped, worst: worst, what: "inspection"}
+		return &verifyFailed{failed: failed, total: total, worst: worst, what: "inspection"}
 	}
 	return nil
 }

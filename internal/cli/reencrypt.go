@@ -20,6 +20,7 @@ type reencryptOptions struct {
 	keyOptions
 	streamOptions
 	store      storeOptions
+	scale      scaleOptions
 	Recipients cli.StringSlice
 	Trim       bool // drop the packets that --sk cannot open
 	Add        bool // keep every packet, add the recipients'
@@ -42,7 +43,7 @@ func reencryptCommand(e *env) command {
 			"the new header is written; the input may be a bare header, as encrypt\n" +
 			"--header writes it. With --add, every packet is kept and packets are added\n" +
 			"for the recipients who hold none written by --sk. In place, a result that\n" +
-			"--sk would no longer open is refused (exit 2) unless --drop-self." + rekeyHelp,
+			"--sk would no longer open is refused (exit 2) unless --drop-self." + rekeyHelp + scaleHelp,
 		Flags: slices.Concat([]cli.Flag{
 			skFlag(&o.SK),
 			recipientFlag(&o.Recipients, "re-encrypt for the public key(s) in the file at `PATH` (repeatable)"),
@@ -52,7 +53,7 @@ func reencryptCommand(e *env) command {
 			&cli.BoolFlag{Name: "header-only", Usage: "read and write only a header", Destination: &o.HeaderOnly},
 			deletePreviousFlag(&o.DeletePreviousVersion),
 			passphraseFileFlag(&o.PassphraseFile),
-		}, o.streamOptions.flags(), []cli.Flag{quietFlag(&o.Quiet, true)}, o.store.flags()),
+		}, o.streamOptions.flags(), []cli.Flag{quietFlag(&o.Quiet, true)}, o.store.flags(), o.scale.flags(true)),
 		Action: func(c *cli.Context) error { return reencryptAction(e.start(c, o.Quiet, &o.store), o) },
 	}, page: page{
 		env:      withAWS(secretKeyEnv, passphraseEnv),
@@ -75,7 +76,10 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 	if len(o.Recipients.Value()) == 0 {
 		return usagef("no recipient: use --recipient_pk PATH")
 	}
-	if len(e.args) > 0 {
+	if err := o.scale.check(len(e.args) > 0 || o.scale.batch()); err != nil {
+		return err
+	}
+	if len(e.args) > 0 || o.scale.batch() {
 		return reencryptBatch(e, o)
 	}
 	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -52,7 +52,8 @@ func rekeyObject(e *env, r *reencryptOptions, h *header.Header, o *objstore.Obje
 	}
 	defer sk.Zero()
 	err = e.interruptible(loc.String(), func(ctx context.Context) error {
-		return rekey(ctx, e, r, sk, h, o, loc, recipients, r.Force)
+		_, err := rekey(ctx, e, r, sk, h, o, loc, recipients, r.Force)
+		return err
 	})
 	if errors.Is(err, errNothingToDo) {
 		if !e.quiet {
@@ -65,30 +66,33 @@ func rekeyObject(e *env, r *reencryptOptions, h *header.Header, o *objstore.Obje
 
 // rekey composes the object at dest from a new header for recipients and
 // the body of o.
-func rekey(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) error {
+// It returns the size of the new object.
+func rekey(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (int64, error) {
 	if !force && o.Location() == dest {
-		return withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
+		return 0, withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
 	}
 	inPlace := o.Location() == dest
 	nh, err := newHeader(e, r, h, sk, recipients, inPlace)
 	if err != nil {
-		return err // errNothingToDo too: the caller says so
+		return o.Size(), err // errNothingToDo too: the caller says so
 	}
 	// The body is copied by the server, unread: its last segment is
 	// authenticated first (one ranged GET), as for a file.
 	if err := reencrypt.CheckLastSegment(o, h.Size(), o.Size()-h.Size(), h, sk); err != nil {
-		return bodyError(err, h.Size(), o.Size())
+		return 0, bodyError(err, h.Size(), o.Size())
 	}
-	parts := []objstore.Part{objstore.Bytes(nh.Marshal()), objstore.Range(o, h.Size(), o.Size()-h.Size())}
+	hb := nh.Marshal()
+	size := int64(len(hb)) + o.Size() - h.Size()
+	parts := []objstore.Part{objstore.Bytes(hb), objstore.Range(o, h.Size(), o.Size()-h.Size())}
 	if err := e.compose(ctx, dest, parts, force); err != nil {
-		return err
+		return 0, err
 	}
 	if inPlace && !r.Add {
 		// Packets were removed or replaced: the previous version, where
 		// a bucket keeps it, still opens with them.
-		return e.previousVersion(ctx, o, r.DeletePreviousVersion, "the packets it replaced")
+		return size, e.previousVersion(ctx, o, r.DeletePreviousVersion, "the packets it replaced")
 	}
-	return nil
+	return size, nil
 }
 
 // previousVersion deals with the version of o that an in-place rewrite
@@ -201,117 +205,85 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	if err != nil {
 		return err
 	}
-	srcs, err := batchSources(e, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
-	if err != nil {
-		return err
-	}
-	if len(srcs) == 0 {
-		return usagef("nothing to rekey")
-	}
 	sk, err := readSecretKey(e, r.keyOptions)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-	// Every FILE argument is an s3:// location: the store of the first
-	// is that of all, and its credentials are checked before the batch.
-	first, err := objstore.Parse(srcs[0].in)
+	run, closeJournal, err := r.scale.runner(e, append(secretNames(sk), publicNames(recipients...)...))
 	if err != nil {
 		return err
 	}
-	st, err := e.store(first)
-	if err != nil {
-		return err
+	defer closeJournal()
+	run.Workers = rekeyJobs
+	items := func(yield func(batch.Item) bool) {
+		for s := range e.sources(args, r.scale, isC4gh) {
+			it := batch.Item{In: s.In, Out: s.In, Err: s.Err}
+			if loc, err := objstore.Parse(s.In); it.Err == nil && (!objstore.IsURL(s.In) || err == nil && loc.URL != "") {
+				it.Err = usagef("reencrypt rekeys s3:// objects in place; use -i and -o for a file")
+			} else if it.Err == nil && err != nil {
+				it.Err = err
+			}
+			if !yield(it) {
+				return
+			}
+		}
 	}
-
-	var (
-		mu           sync.Mutex // guards the counts and the writes to stdout and stderr
-		failed, code int
-		writeErr     error
-		work         = make(chan string)
-		wg           sync.WaitGroup
-	)
-	// A stdout that can no longer be written ends the batch: no new
-	// object is started.
-	stopped := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return writeErr != nil
-	}
-	workers := min(len(srcs), rekeyJobs)
+	var sum batch.Summary
 	// One context for the batch: a signal cancels every rekey under way
 	// at once, and the exit waits for their uploads to be aborted.
 	e.interruptible("", func(ctx context.Context) error { // each rekey says its own result
-		for range workers {
-			wg.Go(func() {
-				for name := range work {
-					if stopped() {
-						continue
-					}
-					err := rekeyOne(ctx, e, r, st, sk, name, recipients)
-					result := "rekeyed"
-					if errors.Is(err, errNothingToDo) {
-						result, err = "unchanged, "+err.Error(), nil
-					}
-					mu.Lock()
-					if err != nil {
-						failed++
-						code = max(code, exitCode(err))
-						report(e.stderr, fmt.Errorf("%s: %w", name, err))
-					} else if !e.quiet && writeErr == nil {
-						if _, err := fmt.Fprintf(e.stdout, "%s: %s\n", name, result); err != nil {
-							writeErr = fmt.Errorf("failed to write the results: %w", err)
-						}
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		for _, s := range srcs {
-			if stopped() {
-				break
+		run.Do = func(it batch.Item, _ bool, _ func() error) batch.Outcome {
+			o, err := rekeyOne(ctx, e, r, sk, it.In, recipients)
+			if errors.Is(err, errNothingToDo) {
+				o.Status, o.Text, err = "unchanged", fmt.Sprintf("%s: unchanged, %v\n", it.In, err), nil
+			} else if err == nil {
+				o.Text = it.In + ": rekeyed\n"
 			}
-			if s.err != nil {
-				mu.Lock()
-				failed++
-				code = max(code, exitCode(s.err))
-				report(e.stderr, fmt.Errorf("%s: %w", s.in, s.err))
-				mu.Unlock()
-				continue
+			if e.quiet {
+				o.Text = ""
 			}
-			work <- s.in
+			o.Err = err
+			return o
 		}
-		close(work)
-		wg.Wait()
+		sum, err = run.Run(items)
 		return nil
 	})
-	if writeErr != nil {
-		return writeErr
+	if sum.Listed == 0 && err == nil {
+		return usagef("nothing to rekey")
 	}
-	if failed > 0 {
-		return batchError{failed: failed, total: len(srcs), code: max(code, exitError)}
+	if err != nil {
+		return err
 	}
-	return nil
+	return summarize(e, sum, r.scale.used())
 }
 
 // rekeyOne rekeys the object at name in place.
-func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, st objstore.Store, sk *keys.SecretKey, name string, recipients []keys.PublicKey) error {
+func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, name string, recipients []keys.PublicKey) (batch.Outcome, error) {
+	var out batch.Outcome
 	loc, err := objstore.Parse(name)
 	if err != nil {
-		return err
+		return out, err
+	}
+	st, err := e.store(loc)
+	if err != nil {
+		return out, err
 	}
 	o, err := st.Open(e.ctx, loc)
 	if err != nil {
-		return err
+		return out, err
 	}
+	out.ETag, out.SourceSize = o.ETag(), o.Size()
 	h, err := readObjectHeader(e, o)
 	if err != nil {
-		return err
+		return out, err
 	}
 	if _, err := c4gh.PlaintextSize(o.Size() - h.Size()); err != nil {
-		return fmt.Errorf("body %w", err)
+		return out, fmt.Errorf("body %w", err)
 	}
-	return rekey(ctx, e, r, sk, h, o, loc, recipients, true)
+	size, err := rekey(ctx, e, r, sk, h, o, loc, recipients, true)
+	out.BytesOut = size
+	return out, err
 }
 
 // spliceObject writes what rearrange and splice keep of the object of s:

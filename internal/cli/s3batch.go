@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
@@ -65,78 +65,14 @@ func isOutputFolder(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// source is one input of a batch: the path or URL to read, and the name of
-// its result relative to an output folder (slash-separated).
-type source struct {
-	in, rel string
-	err     error // why the input is skipped, when it is
-}
+// source is one input of a batch.
+type source = batch.Source
 
-// batchSources expands the FILE arguments: a prefix to the objects under it
-// whose keys keep accepts, anything else to itself.
-func batchSources(e *env, args []string, keep func(key string) bool) ([]source, error) {
-	var out []source
-	for _, a := range args {
-		if !objstore.IsURL(a) {
-			out = append(out, source{in: a, rel: filepath.ToSlash(filepath.Base(a))})
-			continue
-		}
-		loc, err := objstore.Parse(a)
-		if err != nil {
-			return nil, err
-		}
-		if loc.URL != "" {
-			out = append(out, source{in: a, rel: urlBase(loc)})
-			continue
-		}
-		if !loc.IsPrefix() {
-			out = append(out, source{in: a, rel: path.Base(loc.Key)})
-			continue
-		}
-		objs, err := listObjects(e, loc, keep)
-		if err != nil {
-			return nil, err
-		}
-		if len(objs) == 0 {
-			e.warnf("no object to take under %s", loc)
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
-}
-
-// listObjects returns the objects under the prefix loc whose keys keep
-// accepts.
-func listObjects(e *env, loc objstore.Location, keep func(string) bool) ([]source, error) {
-	st, err := e.store(loc)
-	if err != nil {
-		return nil, err
-	}
-	var out []source
-	for info, err := range st.List(e.ctx, loc) {
-		if err != nil {
-			return nil, err
-		}
-		if !strings.HasPrefix(info.Key, loc.Key) {
-			// A store that lists what was not asked for: the name
-			// relative to the prefix would be wrong, so skip it.
-			out = append(out, source{in: objstore.Location{Bucket: loc.Bucket, Key: info.Key}.String(),
-				err: fmt.Errorf("the listing of %s returned this key, which is not under the prefix: skipped", loc)})
-			continue
-		}
-		if keep(info.Key) {
-			out = append(out, source{in: objstore.Location{Bucket: loc.Bucket, Key: info.Key}.String(), rel: info.Key[len(loc.Key):]})
-		}
-	}
-	return out, nil
-}
+// localSource is the source of the file f.
+func localSource(f string) source { return batch.LocalSource(f) }
 
 // urlBase is the last element of the path of a web resource.
-func urlBase(loc objstore.Location) string {
-	s := loc.String()
-	s = strings.TrimSuffix(s, "?...")
-	return path.Base(s)
-}
+func urlBase(loc objstore.Location) string { return batch.URLBase(loc) }
 
 // inFolder names the result rel in the output folder dir.
 func inFolder(dir, rel string) (string, error) {
@@ -157,82 +93,93 @@ func inFolder(dir, rel string) (string, error) {
 	return filepath.Join(dir, local), nil
 }
 
-// hasURL reports whether any of args is a URL.
-func hasURL(args []string) bool {
-	for _, a := range args {
-		if objstore.IsURL(a) {
-			return true
-		}
+// encryptItem maps the source s to s.c4gh, beside it or in the output
+// folder dir ("" for none); ok is false for an input that ends in .c4gh
+// already, which is skipped.
+func encryptItem(dir string, s source) (it batchItem, ok bool) {
+	if strings.HasSuffix(s.In, c4ghSuffix) {
+		return batchItem{}, false
 	}
-	return false
+	it = batchItem{in: s.In, err: s.Err}
+	switch {
+	case s.Err != nil:
+	case dir != "":
+		it.out, it.err = inFolder(dir, s.Rel+c4ghSuffix)
+	case strings.HasPrefix(strings.ToLower(s.In), "s3://") || !objstore.IsURL(s.In):
+		it.out = s.In + c4ghSuffix
+	default:
+		it.err = withHint(usagef("a web resource has no place beside it"), "use -o FOLDER")
+	}
+	return it, true
 }
 
-// encryptBatchItems maps each FILE to FILE.c4gh, beside it or in the
-// output folder dir ("" for none); inputs that end in .c4gh already are skipped.
-func encryptBatchItems(e *env, dir string, files []string) ([]batchItem, []string, error) {
-	if dir == "" && !hasURL(files) {
-		return encryptItems(files)
+// decryptItem maps the source s, FILE.c4gh, to FILE, beside it or in the
+// output folder dir.
+func decryptItem(dir string, s source) batchItem {
+	it := batchItem{in: s.In, err: s.Err}
+	rel, ok := strings.CutSuffix(s.Rel, c4ghSuffix)
+	switch {
+	case s.Err != nil:
+	case !ok:
+		it.err = usagef("the name does not end in %s; use -i and -o for this file", c4ghSuffix)
+	case rel == "" || strings.HasSuffix(rel, "/"):
+		it.err = usagef("the name is only %s", c4ghSuffix)
+	case dir != "":
+		it.out, it.err = inFolder(dir, rel)
+	case objstore.IsURL(s.In):
+		it.err = withHint(usagef("no output folder for a decrypted object"),
+			"use -o FOLDER (plaintext is not written back into a store unless -o names a prefix)")
+	default:
+		it.out = strings.TrimSuffix(s.In, c4ghSuffix)
 	}
-	srcs, err := batchSources(e, files, func(key string) bool { return !strings.HasSuffix(key, c4ghSuffix) })
-	if err != nil {
-		return nil, nil, err
-	}
-	var items []batchItem
-	var skipped []string
-	for _, s := range srcs {
-		if strings.HasSuffix(s.in, c4ghSuffix) {
-			skipped = append(skipped, s.in)
-			continue
+	return it
+}
+
+// isC4gh and notC4gh choose the objects of a prefix that a command takes.
+func isC4gh(key string) bool  { return strings.HasSuffix(key, c4ghSuffix) }
+func notC4gh(key string) bool { return !isC4gh(key) }
+
+// encryptBatchItems maps each input to FILE.c4gh, beside it or in the
+// output folder dir ("" for none); inputs that end in .c4gh already are
+// skipped, with a warning.
+func encryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batchList, error) {
+	return batchItems(e, files, s, notC4gh, func(src source) (batchItem, bool) {
+		it, ok := encryptItem(dir, src)
+		if !ok {
+			e.warnf("%s already ends in %s: skipped (use -i and -o to encrypt it again)", quoteName(src.In), c4ghSuffix)
 		}
-		it := batchItem{in: s.in, err: s.err}
-		switch {
-		case s.err != nil:
-		case dir != "":
-			it.out, it.err = inFolder(dir, s.rel+c4ghSuffix)
-		case strings.HasPrefix(strings.ToLower(s.in), "s3://") || !objstore.IsURL(s.in):
-			it.out = s.in + c4ghSuffix
-		default:
-			it.err = withHint(usagef("a web resource has no place beside it"), "use -o FOLDER")
-		}
-		items = append(items, it)
-	}
-	return items, skipped, checkDistinct(items)
+		return it, ok
+	})
 }
 
 // decryptBatchItems maps each FILE.c4gh to FILE, beside it or in the
 // output folder.
-func decryptBatchItems(e *env, dir string, files []string) ([]batchItem, error) {
-	if dir == "" && !hasURL(files) {
-		return decryptItems(files)
-	}
-	srcs, err := batchSources(e, files, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
-	if err != nil {
-		return nil, err
-	}
-	if len(srcs) == 0 {
-		return nil, usagef("nothing to decrypt")
-	}
-	items := make([]batchItem, len(srcs))
-	for i, s := range srcs {
-		it := batchItem{in: s.in, err: s.err}
-		rel, ok := strings.CutSuffix(s.rel, c4ghSuffix)
-		switch {
-		case s.err != nil:
-		case !ok:
-			it.err = usagef("the name does not end in %s; use -i and -o for this file", c4ghSuffix)
-		case rel == "" || strings.HasSuffix(rel, "/"):
-			it.err = usagef("the name is only %s", c4ghSuffix)
-		case dir != "":
-			it.out, it.err = inFolder(dir, rel)
-		case objstore.IsURL(s.in):
-			it.err = withHint(usagef("no output folder for a decrypted object"),
-				"use -o FOLDER (plaintext is not written back into a store unless -o names a prefix)")
-		default:
-			it.out = strings.TrimSuffix(s.in, c4ghSuffix)
+func decryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batchList, error) {
+	return batchItems(e, files, s, isC4gh, func(src source) (batchItem, bool) { return decryptItem(dir, src), true })
+}
+
+// batchItems maps the sources of a batch to items with item: a stream of
+// them when they are listed as the batch runs, else all of them, checked
+// with checkDistinct.
+func batchItems(e *env, files []string, s scaleOptions, keep func(string) bool, item func(source) (batchItem, bool)) (batchList, error) {
+	seq := func(yield func(batchItem) bool) {
+		for src := range e.sources(files, s, keep) {
+			if it, ok := item(src); ok && !yield(it) {
+				return
+			}
 		}
-		items[i] = it
 	}
-	return items, checkDistinct(items)
+	if streamed(files, s) {
+		return batchList{stream: seq}, nil
+	}
+	var items []batchItem
+	for it := range seq {
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		return batchList{}, usagef("nothing to %s", e.command)
+	}
+	return batchList{all: items}, checkDistinct(items)
 }
 
 // openBatchInput opens the input of one file of a batch, with messages
@@ -309,37 +256,6 @@ func mkdirAll(dir, folder string, below bool, perm os.FileMode) error {
 	defer root.Close()
 	return root.MkdirAll(rel, perm)
 }
-
-// verifySources expands the FILE arguments of verify and inspect: a prefix
-// to the objects ending in .c4gh under it. It reports the keys it skips,
-// each on a line (a failure, exit 1), and returns how many.
-func verifySources(e *env, args []string) ([]string, int, error) {
-	if !hasURL(args) {
-		return args, 0, nil
-	}
-	srcs, err := batchSources(e, args, func(key string) bool { return strings.HasSuffix(key, c4ghSuffix) })
-	if err != nil {
-		return nil, 0, err
-	}
-	var out []string
-	skipped := 0
-	for _, s := range srcs {
-		if s.err != nil {
-			report(e.stderr, fmt.Errorf("%s: %w", s.in, s.err))
-			skipped++
-			continue
-		}
-		out = append(out, s.in)
-	}
-	if len(out) == 0 && skipped == 0 {
-		return nil, 0, usagef("nothing to %s", e.command)
-	}
-	return out, skipped, nil
-}
-
-// errSkipped stands for the inputs that a batch skipped, each reported
-// already: they make it fail with exit 1.
-var errSkipped = errors.New("inputs skipped")
 
 // resumeHelp is the paragraph of decrypt's description about --continue.
 const resumeHelp = "\n\n" +

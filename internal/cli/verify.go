@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
@@ -18,6 +19,7 @@ import (
 type verifyOptions struct {
 	keyOptions
 	store    storeOptions
+	scale    scaleOptions
 	Jobs     int
 	Quiet    bool // nothing for the files that pass
 	Checksum bool
@@ -39,14 +41,14 @@ func verifyCommand(e *env) command {
 			"damaged, truncated or tampered data, 3 for key problems). Whole segments\n" +
 			"cut off the end of a body cannot be detected, unless an edit list reaches\n" +
 			"into them: then the file passes with a warning (such files are valid: the\n" +
-			"edit list keeps what is there), and with --strict it fails with exit 4." + verifyObjectsHelp,
+			"edit list keeps what is there), and with --strict it fails with exit 4." + verifyObjectsHelp + scaleHelp,
 		Flags: slices.Concat([]cli.Flag{
 			skFlag(&o.SK),
 			senderFlag(&o.Sender),
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing for files that pass", Destination: &o.Quiet},
 			passphraseFileFlag(&o.PassphraseFile), jobsFlag(&o.Jobs),
 			&cli.BoolFlag{Name: "checksum", Usage: "print the sha256 of each plaintext and encrypted file on stdout, as sha256sum does, instead of FILE: OK", Destination: &o.Checksum},
-		}, o.store.flags(), []cli.Flag{strictFlag(&o.Strict)}),
+		}, o.store.flags(), []cli.Flag{strictFlag(&o.Strict)}, o.scale.flags(true)),
 		Action: func(c *cli.Context) error { return verify(e.start(c, o.Quiet, &o.store), o) },
 	}, page: page{
 		env:      withAWS(secretKeyEnv, passphraseEnv),
@@ -54,7 +56,7 @@ func verifyCommand(e *env) command {
 	}}
 }
 
-// verifyFailed is returned by verify when some of several files failed;
+// verifyFailed is returned by verify and inspect when some of several files failed;
 // each was reported already. It unwraps to the failure with the highest
 // exit code, which becomes the exit code of the command.
 type verifyFailed struct {
@@ -77,71 +79,114 @@ func verify(e *env, o *verifyOptions) error {
 	if err := e.flagsFirst(); err != nil {
 		return err
 	}
-	paths, skipped, err := verifySources(e, e.args)
-	if err != nil {
+	many := len(e.args) > 0 || o.scale.batch()
+	if err := o.scale.check(many); err != nil {
 		return err
-	}
-	if len(paths) == 0 && skipped == 0 {
-		paths = []string{"-"}
 	}
 	sk, sender, err := readReaderKeys(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-
-	var worst error
-	failed := skipped
-	if skipped > 0 {
-		worst = errSkipped
+	isStream := streamed(e.args, o.scale)
+	if !isStream && len(e.args) <= 1 && !o.scale.used() {
+		// One file: its error is the command's.
+		path := "-"
+		if len(e.args) == 1 {
+			path = e.args[0]
+		}
+		sums := newFileSums(o.Checksum)
+		if _, err := verifyFile(e, o, path, sk, sender, o.Jobs, sums); err != nil {
+			return fmt.Errorf("%s: %w", inputName(path), err)
+		}
+		_, err := io.WriteString(e.stdout, verifyText(e, o, path, sums))
+		if err != nil {
+			return fmt.Errorf("failed to write the result: %w", err)
+		}
+		return nil
 	}
-	for _, path := range paths {
-		name := inputName(path)
-		lines, err := verifyFile(e, o, path, sk, sender)
-		if err == nil {
-			if !o.Checksum && !e.quiet {
-				lines = name + ": OK\n"
-			}
-			if _, err := io.WriteString(e.stdout, lines); err != nil {
-				return fmt.Errorf("failed to write the result: %w", err)
-			}
-			continue
-		}
-		err = fmt.Errorf("%s: %w", name, err)
-		if len(paths) == 1 && skipped == 0 {
-			return err
-		}
-		failed++
+	r, closeJournal, err := o.scale.runner(e, secretNames(sk))
+	if err != nil {
+		return err
+	}
+	defer closeJournal()
+	// Known files one after the other, each with --jobs segment
+	// workers; a stream of them --jobs at once.
+	jobs := o.Jobs
+	r.Workers = 1
+	if isStream {
+		r.Workers, jobs = c4gh.Jobs(o.Jobs), 1
+	}
+	r.Report = func(it batch.Item, err error) {
 		// One line per file: the hint, if any, follows the summary.
-		report(e.stderr, errors.New(err.Error()))
-		if worst == nil || exitCode(err) > exitCode(worst) {
-			worst = err
+		report(e.stderr, fmt.Errorf("%s: %s", inputName(it.In), err))
+	}
+	r.Do = func(it batch.Item, _ bool, _ func() error) batch.Outcome {
+		sums := newFileSums(o.Checksum || o.scale.JSON)
+		id, err := verifyFile(e, o, it.In, sk, sender, jobs, sums)
+		out := batch.Outcome{Err: err, BytesRead: id.Size, SourceSize: id.Size, ETag: id.ETag, SourceMtime: id.ModTime}
+		if err == nil {
+			out.Text = verifyText(e, o, it.In, sums)
+			out.PlainSHA256, out.CryptSHA256 = sums.hex(false)
+		}
+		return out
+	}
+	items := func(yield func(batch.Item) bool) {
+		for s := range e.sources(e.args, o.scale, isC4gh) {
+			if !yield(batch.Item{In: s.In, Err: s.Err}) {
+				return
+			}
 		}
 	}
-	if failed > 0 {
-		return &verifyFailed{failed: failed, total: len(paths) + skipped, worst: worst}
+	sum, err := r.Run(items)
+	if err != nil {
+		return err
+	}
+	if sum.Listed == 0 {
+		return usagef("nothing to verify")
+	}
+	if err := summarize(e, sum, o.scale.used()); err != nil {
+		return &verifyFailed{failed: sum.Failed, total: sum.Inputs, worst: sum.Worst()}
 	}
 	return nil
 }
 
+// verifyText is what verify prints of a file that passed.
+func verifyText(e *env, o *verifyOptions, path string, sums *fileSums) string {
+	if o.Checksum {
+		plain := strings.TrimSuffix(singleSumName(path), c4ghSuffix)
+		return sums.lines(singleSumName(path), plain, false)
+	}
+	if e.quiet {
+		return ""
+	}
+	return inputName(path) + ": OK\n"
+}
+
 // verifyFile opens the header of the file at path with sk, authenticates
-// every segment of its body and checks its edit list against the body. It
-// returns the checksum lines, with --checksum.
-func verifyFile(e *env, o *verifyOptions, path string, sk keys.Opener, sender *keys.PublicKey) (string, error) {
+// every segment of its body and checks its edit list against the body,
+// with jobs segment workers, hashing both sides with sums. It returns
+// what the file was when it was opened.
+func verifyFile(e *env, o *verifyOptions, path string, sk keys.Opener, sender *keys.PublicKey, jobs int, sums *fileSums) (identity, error) {
+	var id identity
 	if _, err := os.Stat(path); path != "-" && !objstore.IsURL(path) && errors.Is(err, os.ErrNotExist) {
-		return "", usagef("no such file") // the line starts with the name already
+		return id, usagef("no such file") // the line starts with the name already
 	}
 	in, err := e.openSource(path)
 	if err != nil {
-		return "", err
+		return id, err
 	}
 	defer in.Close()
 	size := in.size()
-	sums := newFileSums(o.Checksum)
+	at := in.snap()
+	id = identity{Size: size, ModTime: at.mtime}
+	if in.obj != nil {
+		id.ETag = in.obj.Object().ETag()
+	}
 	src := sums.reader(in)
-	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: o.Jobs, Strict: o.Strict})
+	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: o.Strict})
 	if err != nil {
-		return "", noPacketHint(err, sk, sender)
+		return id, noPacketHint(err, sk, sender)
 	}
 	defer r.Close()
 	_, err = r.WriteTo(sums.writer(io.Discard))
@@ -150,8 +195,7 @@ func verifyFile(e *env, o *verifyOptions, path string, sk keys.Opener, sender *k
 	}
 	if err == nil {
 		warnMissing(e, path, r.Missing())
-		plain := strings.TrimSuffix(singleSumName(path), c4ghSuffix)
-		return sums.lines(singleSumName(path), plain, false), nil
+		return id, nil
 	}
 	var se *c4gh.SegmentError
 	switch {
@@ -161,5 +205,5 @@ func verifyFile(e *env, o *verifyOptions, path string, sk keys.Opener, sender *k
 	case errors.Is(err, c4gh.ErrMissingData):
 		err = withHint(err, "whole segments are missing at the end of the body, or the edit list is wrong")
 	}
-	return "", err
+	return id, err
 }

@@ -712,3 +712,40 @@ func (o *Output) Preallocate(n int64) {
 		o.reserved = true
 	}
 }
+
+// RemovePartials removes the temporary files of final (.NAME.partial-…)
+// that a run killed while writing it left behind. The caller knows that
+// no other run writes final now (a journal says the run that wrote it
+// died).
+func RemovePartials(final string) error {
+	dir, base := filepath.Split(final)
+	if dir == "" {
+		dir = "."
+	}
+	prefix := "." + base + TempSuffix
+	if len(prefix)+16 > MaxName {
+		return nil // the temporary name does not say whose it is
+	}
+	names, err := filepath.Glob(filepath.Join(dir, globEscape(prefix)+"*"))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := os.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// globEscape escapes the metacharacters of filepath.Match in s.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,250 @@
+package batch
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
+
+// A journal is a file of JSON lines, appended to and fsynced line by line:
+//
+//	{"journal":"crypt4gh","version":1,"command":"decrypt","keys":["…"]}
+//	{"start":"a.c4gh","output":"a"}
+//	{"done":"a.c4gh","output":"a","size":123,"sha256":"…","source_size":150,"source_mtime":"…"}
+//
+// The first line binds the journal to the command and the keys it ran
+// with (public keys, base64), so that a journal of another command or key
+// is refused. A "start" line is written before the output is made (when
+// it did not exist), a "done" line once it is committed: an output, or a
+// temporary file of it, that exists for a start without its done was
+// written by the run that died there, and may be replaced by the next. A last line cut short (the
+// worker killed while writing it) is dropped when the journal is opened.
+
+// Binding is what the first line of a journal binds it to.
+type Binding struct {
+	Command string   `json:"command"`
+	Keys    []string `json:"keys,omitempty"`
+}
+
+// Entry is an input done: its output (none for verify and inspect) with
+// its size and sha256, and the source as it was read.
+type Entry struct {
+	Input       string    `json:"done,omitempty"`
+	Output      string    `json:"output,omitempty"`
+	Size        int64     `json:"size,omitempty"`
+	SHA256      string    `json:"sha256,omitempty"`
+	ETag        string    `json:"etag,omitempty"`
+	SourceSize  int64     `json:"source_size,omitempty"`
+	SourceMtime time.Time `json:"source_mtime,omitzero"`
+}
+
+// line is any line of a journal.
+type line struct {
+	Journal string   `json:"journal,omitempty"`
+	Version int      `json:"version,omitempty"`
+	Command string   `json:"command,omitempty"`
+	Keys    []string `json:"keys,omitempty"`
+	Start   string   `json:"start,omitempty"`
+	Entry
+}
+
+const journalVersion = 1
+
+// Journal is an open journal.
+type Journal struct {
+	path    string
+	mu      sync.Mutex
+	f       *os.File
+	done    map[string]Entry
+	started map[string]string // input → output, for starts without their done
+}
+
+// OpenJournal opens the journal at path, made when missing, for a run
+// bound to b. A journal bound to another command or other keys, or one
+// that is not a journal, is refused (a usage error).
+func OpenJournal(path string, b Binding) (*Journal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open journal: %w", err)
+	}
+	j := &Journal{path: path, f: f, done: map[string]Entry{}, started: map[string]string{}}
+	if err := j.load(b); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+func (j *Journal) refuse(format string, args ...any) error {
+	return errkind.Wrap(errkind.Usage, fmt.Errorf("journal %s: %s", j.path, fmt.Sprintf(format, args...)))
+}
+
+// load reads the journal, drops a torn last line, and writes the binding
+// line to a new journal.
+func (j *Journal) load(b Binding) error {
+	b.Keys = slices.Sorted(slices.Values(b.Keys))
+	br := bufio.NewReader(j.f)
+	var good int64 // the length of the complete lines
+	n := 0
+	for {
+		raw, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			break // raw, if any, is a torn last line: dropped below
+		}
+		if err != nil {
+			return fmt.Errorf("failed to read journal: %w", err)
+		}
+		n++
+		var l line
+		if jerr := json.Unmarshal(bytes.TrimSuffix(raw, []byte("\n")), &l); jerr != nil {
+			return j.refuse("line %d is not a journal line", n)
+		}
+		if n == 1 {
+			if l.Journal != "crypt4gh" {
+				return j.refuse("not a crypt4gh journal")
+			}
+			if l.Version != journalVersion {
+				return j.refuse("version %d, not %d", l.Version, journalVersion)
+			}
+			if l.Command != b.Command {
+				return j.refuse("it is the journal of %s, not %s", l.Command, b.Command)
+			}
+			if !slices.Equal(slices.Sorted(slices.Values(l.Keys)), b.Keys) {
+				return j.refuse("it was written with other keys")
+			}
+		} else {
+			switch {
+			case l.Start != "":
+				j.started[l.Start] = l.Output
+			case l.Input != "":
+				j.done[l.Input] = l.Entry
+				delete(j.started, l.Input)
+			default:
+				return j.refuse("line %d is not a journal line", n)
+			}
+		}
+		good += int64(len(raw))
+	}
+	if err := j.f.Truncate(good); err != nil {
+		return fmt.Errorf("failed to repair journal: %w", err)
+	}
+	if _, err := j.f.Seek(good, io.SeekStart); err != nil {
+		return fmt.Errorf("failed to read journal: %w", err)
+	}
+	if n == 0 {
+		return j.write(line{Journal: "crypt4gh", Version: journalVersion, Command: b.Command, Keys: b.Keys})
+	}
+	return nil
+}
+
+// write appends l and syncs it to the disk.
+func (j *Journal) write(l line) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	if _, err := j.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("failed to write journal: %w", err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("failed to write journal: %w", err)
+	}
+	return nil
+}
+
+// Done returns the last entry of input, if it is done.
+func (j *Journal) Done(input string) (Entry, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e, ok := j.done[input]
+	return e, ok
+}
+
+// Started reports whether input was started for output and not done:
+// an output found there is what that run wrote.
+func (j *Journal) Started(input, output string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out, ok := j.started[input]
+	return ok && out == output
+}
+
+// Start records that the output of input is opened.
+func (j *Journal) Start(input, output string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.write(line{Start: input, Entry: Entry{Output: output}}); err != nil {
+		return err
+	}
+	j.started[input] = output
+	return nil
+}
+
+// Finish records the entry e, of an input done.
+func (j *Journal) Finish(e Entry) error {
+	if e.Input == "" {
+		return errors.New("journal entry without input")
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.write(line{Entry: e}); err != nil {
+		return err
+	}
+	j.done[e.Input] = e
+	delete(j.started, e.Input)
+	return nil
+}
+
+// Close closes the journal's file.
+func (j *Journal) Close() error { return j.f.Close() }
+
+// Identity is what tells a file or object from its other versions.
+type Identity struct {
+	Size    int64
+	ETag    string    // of an object
+	ModTime time.Time // of a file
+}
+
+// StatFile returns the identity of the regular file name.
+func StatFile(name string) (Identity, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return Identity{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Identity{}, errors.New("not a regular file")
+	}
+	return Identity{Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// Holds reports whether the entry e still holds: its output there with
+// the size recorded (and with verify its sha256, when recorded), or, for
+// an entry without output, its source as it was. stat and sum give the
+// identity and the sha256 (hex) of a file or object.
+func (e Entry) Holds(verify bool, stat func(string) (Identity, error), sum func(string) (string, error)) bool {
+	name, size := e.Output, e.Size
+	if name == "" {
+		name, size = e.Input, e.SourceSize
+	}
+	id, err := stat(name)
+	if err != nil || id.Size != size {
+		return false
+	}
+	if e.Output == "" {
+		return id.ETag == e.ETag && (e.SourceMtime.IsZero() || id.ModTime.Equal(e.SourceMtime))
+	}
+	if !verify || e.SHA256 == "" {
+		return true
+	}
+	got, err := sum(name)
+	return err == nil && got == e.SHA256
+}

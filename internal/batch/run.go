@@ -1,0 +1,229 @@
+package batch
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"iter"
+	"sync"
+	"time"
+)
+
+// Item is one input of a batch and where its result goes ("" for none).
+// Err, when set, is reported instead of processing the input.
+type Item struct {
+	In, Out string
+	Err     error
+}
+
+// Outcome is what processing one input gave.
+type Outcome struct {
+	Text   string // lines for stdout, printed in the order of the inputs (not with JSON)
+	Status string // "ok" when empty
+	// BytesRead and BytesOut count what was read and written.
+	BytesRead, BytesOut int64
+	// The sums of the plaintext and of the encrypted side, when known.
+	PlainSHA256, CryptSHA256 string
+	// OutSHA256 is the sum of the output as written (one of the above).
+	OutSHA256 string
+	// The source as it was read: its ETag (objects), its size, its
+	// modification time (files).
+	ETag        string
+	SourceSize  int64
+	SourceMtime time.Time
+	Err         error
+}
+
+// doneBefore is the status of an input that the journal has done.
+const doneBefore = "done-before"
+
+// Runner runs a batch: the inputs of its shard, at most Workers at once,
+// each done by Do unless its journal has it done already.
+type Runner struct {
+	Command       string
+	Workers       int
+	Shard         Shard
+	Journal       *Journal // nil for none
+	VerifyJournal bool
+	// Stdout receives the Text of each input, or with JSON the records.
+	Stdout io.Writer
+	JSON   bool
+	// Results names what Stdout receives, for its errors ("results"
+	// when empty).
+	Results string
+	// Holds reports whether a done entry of the journal still holds: its
+	// output there with its size, and with verify its sum (for an entry
+	// without output, its source as it was).
+	Holds func(e Entry, verify bool) bool
+	// Do processes one input. resume is set when the journal has it
+	// started and not done: an output found there was written by that
+	// run. Do calls begin before it makes its output, which records the
+	// start in the journal.
+	Do func(it Item, resume bool, begin func() error) Outcome
+	// Report prints the failure of an input on stderr.
+	Report func(it Item, err error)
+	// Code is the exit code of an error.
+	Code func(err error) int
+}
+
+// Run runs the batch of items. The summary counts what was done; the
+// error is one that ends the batch early (stdout or the journal could
+// not be written), after the inputs under way.
+func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
+	begin := time.Now()
+	s := Summary{Summary: true, Command: r.Command, Shard: r.Shard.String()}
+	var (
+		mu      sync.Mutex // guards s, fatal, the text queue and the writes to Stdout
+		fatal   error
+		next    int                // the sequence number whose text is printed next
+		pending = map[int]string{} // texts of the inputs done ahead of next
+	)
+	stopped := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return fatal != nil
+	}
+	fail := func(err error) {
+		if fatal == nil {
+			fatal = err
+		}
+	}
+	// emit prints the texts of the inputs done, in their order, up to
+	// the first that is not.
+	emit := func(seq int, text string) {
+		pending[seq] = text
+		for {
+			text, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			if text == "" || fatal != nil {
+				continue
+			}
+			if _, err := io.WriteString(r.Stdout, text); err != nil {
+				fail(fmt.Errorf("failed to write the %s: %w", cmp.Or(r.Results, "results"), err))
+			}
+		}
+	}
+	finish := func(seq int, it Item, o Outcome, started bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
+			// The batch stopped before this input: nothing to say.
+			s.Inputs--
+			emit(seq, "")
+			return
+		}
+		rec := Record{Name: it.In, Output: it.Out, Status: o.Status, BytesRead: o.BytesRead, BytesOut: o.BytesOut,
+			PlainSHA256: o.PlainSHA256, CryptSHA256: o.CryptSHA256}
+		switch {
+		case o.Err != nil:
+			code := max(r.Code(o.Err), 1)
+			if s.worst == nil || code > s.Exit {
+				s.worst = o.Err
+			}
+			s.Failed++
+			s.Exit = max(s.Exit, code)
+			rec.Status, rec.Exit, rec.Class, rec.Error = "failed", code, Class(code), o.Err.Error()
+			rec.Output = ""
+			r.Report(it, o.Err)
+		case o.Status == doneBefore:
+			s.DoneBefore++
+		default:
+			s.OK++
+			if rec.Status == "" {
+				rec.Status = "ok"
+			}
+		}
+		s.BytesRead += o.BytesRead
+		s.BytesOut += o.BytesOut
+		if r.JSON {
+			if err := writeJSON(r.Stdout, rec); err != nil {
+				fail(fmt.Errorf("failed to write the records: %w", err))
+			}
+			emit(seq, "")
+			return
+		}
+		emit(seq, o.Text)
+	}
+	journalFailed := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		fail(err)
+	}
+
+	type job struct {
+		seq int
+		it  Item
+	}
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range max(r.Workers, 1) {
+		wg.Go(func() {
+			for j := range work {
+				if stopped() {
+					finish(j.seq, j.it, Outcome{}, false)
+					continue
+				}
+				finish(j.seq, j.it, r.one(j.it, journalFailed), true)
+			}
+		})
+	}
+	seq := 0
+	for it := range items {
+		s.Listed++
+		if !r.Shard.Has(it.In) {
+			continue
+		}
+		if stopped() {
+			break
+		}
+		mu.Lock()
+		s.Inputs++
+		mu.Unlock()
+		work <- job{seq, it}
+		seq++
+	}
+	close(work)
+	wg.Wait()
+	s.Seconds = time.Since(begin).Seconds()
+	if r.JSON && fatal == nil {
+		if err := writeJSON(r.Stdout, s); err != nil {
+			fatal = fmt.Errorf("failed to write the records: %w", err)
+		}
+	}
+	return s, fatal
+}
+
+// one processes it, or finds it done in the journal.
+func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
+	if it.Err != nil {
+		return Outcome{Err: it.Err}
+	}
+	j := r.Journal
+	if j == nil {
+		return r.Do(it, false, func() error { return nil })
+	}
+	if e, ok := j.Done(it.In); ok && e.Output == it.Out && r.Holds(e, r.VerifyJournal) {
+		return Outcome{Status: doneBefore}
+	}
+	resume := j.Started(it.In, it.Out)
+	o := r.Do(it, resume, func() error {
+		if it.Out == "" || resume {
+			return nil
+		}
+		return j.Start(it.In, it.Out)
+	})
+	if o.Err != nil {
+		return o
+	}
+	err := j.Finish(Entry{Input: it.In, Output: it.Out, Size: o.BytesOut, SHA256: o.OutSHA256,
+		ETag: o.ETag, SourceSize: o.SourceSize, SourceMtime: o.SourceMtime})
+	if err != nil {
+		journalFailed(err)
+		o.Err = err
+	}
+	return o
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# bench-batch.sh: how fast is batch mode, against the single-file command?
+#
+# Run by hand from anywhere in the repository:   scripts/bench-batch.sh
+# (scripts/bench.sh calls it at its end unless BATCH=0).
+#
+# It builds the command as a release is built into a temporary folder and
+# measures, each time the best (least) of RUNS runs (default 3), the page
+# cache warm, in one run:
+#
+#   1 file     decrypt of one 1,000 MiB file -> file: the single-file figure
+#   1,000      batch decrypt of 1,000 files of 1 MiB (the same bytes), one
+#              process, -o DIR/, against the single file: target >= 0.80
+#   10,000     batch decrypt of 10,000 files of 1 KB, one process: files/s,
+#              target >= 1,000/s
+#   journal    the same 10,000 again with a finished --journal: no crypto
+#              work, the stat of each output; s per 1,000 inputs, target <= 1
+#
+# Every output is committed as always (fsynced, renamed into place), so the
+# small-file rows depend on the disk: TMPDIR=/dev/shm measures the command
+# rather than the disk. It takes about a minute on a 2-core machine and
+# 3 GiB in $TMPDIR. Everything is removed on exit.
+set -euo pipefail
+
+RUNS=${RUNS:-3}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench-batch.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+echo "building in $tmp ..." >&2
+(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -tags urfave_cli_no_docs -o "$tmp/crypt4gh" .)
+c4gh=$tmp/crypt4gh
+"$c4gh" keygen --nocrypt --sk alice.sec --pk alice.pub >/dev/null 2>&1
+
+MiB=$((1 << 20))
+echo "making 1,000 MiB in one file and in 1,000 of 1 MiB, and 10,000 files of 1 KB ..." >&2
+mkdir big small
+head -c $((1000 * MiB)) /dev/urandom >plain
+(cd big && split -a 3 -d -b $MiB ../plain f)
+"$c4gh" encrypt -q --recipient_pk alice.pub -i plain -o plain.c4gh
+"$c4gh" encrypt -q --recipient_pk alice.pub big/f*
+rm big/f???
+head -c 10000000 /dev/urandom >small1k
+(cd small && split -a 4 -d -b 1000 ../small1k f)
+rm small1k
+"$c4gh" encrypt -q --recipient_pk alice.pub --files-from <(find small -type f)
+find small -type f ! -name '*.c4gh' -delete
+find big -name '*.c4gh' >big.list
+find small -name '*.c4gh' >small.list
+sync
+
+now_us() {
+	local t=${EPOCHREALTIME/[.,]/}
+	echo "$t"
+}
+# best CMD...: the least wall time of RUNS runs of CMD, in seconds; the
+# outputs (out, out.d) are removed between runs, not timed.
+best() {
+	local i t0 t1 d min=
+	for ((i = 0; i < RUNS; i++)); do
+		rm -rf out out.d
+		sync
+		t0=$(now_us)
+		"$@"
+		t1=$(now_us)
+		d=$((t1 - t0))
+		if [[ -z $min || $d -lt $min ]]; then min=$d; fi
+	done
+	awk -v us="$min" 'BEGIN { printf "%.4f", us / 1e6 }'
+}
+single() { "$c4gh" decrypt --sk alice.sec -i plain.c4gh -o out; }
+batch1k() { "$c4gh" decrypt -q --sk alice.sec -o out.d/ --files-from big.list; }
+batch10k() { "$c4gh" decrypt -q --sk alice.sec -o out.d/ --files-from small.list; }
+journaled() { "$c4gh" decrypt -q --sk alice.sec -o done.d/ --files-from small.list --journal j; }
+
+echo "measuring, best of $RUNS ..." >&2
+t_single=$(best single)
+t_1k=$(best batch1k)
+t_10k=$(best batch10k)
+rm -rf done.d j
+journaled # the run that fills the journal, not timed
+t_journal=$(best journaled)
+
+printf '%-44s %14s %16s   %s\n' "measure" "value" "ratio" "target"
+printf '%-44s %14s %16s   %s\n' "decrypt 1,000 MiB file -> file" "$(awk -v s="$t_single" 'BEGIN { printf "%.0f MB/s", 1048.576 / s }')" "1" ""
+printf '%-44s %14s %16s   %s\n' "batch decrypt 1,000 x 1 MiB -> DIR/" "$(awk -v s="$t_1k" 'BEGIN { printf "%.0f MB/s", 1048.576 / s }')" "$(awk -v a="$t_single" -v b="$t_1k" 'BEGIN { printf "%.2f of 1 file", a / b }')" ">= 0.80"
+printf '%-44s %14s %16s   %s\n' "batch decrypt 10,000 x 1 KB -> DIR/" "$(awk -v s="$t_10k" 'BEGIN { printf "%.0f files/s", 10000 / s }')" "" ">= 1000 files/s"
+printf '%-44s %14s %16s   %s\n' "  the same, finished --journal" "$(awk -v s="$t_journal" 'BEGIN { printf "%.3f s/1,000", s / 10 }')" "" "<= 1 s/1,000"
