@@ -393,14 +393,8 @@ func TestJournalKilled(t *testing.T) {
 func peakRSS(pid int, done <-chan struct{}) int64 {
 	var peak int64
 	for {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-					var kb int64
-					fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-					peak = max(peak, kb)
-				}
-			}
+		if b, err := vmHWM(pid); err == nil {
+			peak = max(peak, b>>10)
 		}
 		select {
 		case <-done:

@@ -802,19 +802,19 @@ func download(tk *htsget.Ticket, rate int, got *atomic.Int64) ([32]byte, int64, 
 	return sum, n, nil
 }
 
-// peakRSS is the peak resident memory of the process, from VmHWM.
-func peakRSS(t *testing.T, pid int) int64 {
-	t.Helper()
+// vmHWM is the peak resident memory of the process pid in bytes, from
+// the VmHWM line of its /proc status.
+func vmHWM(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(b)
 	if m == nil {
-		t.Fatalf("no VmHWM in /proc/%d/status", pid)
+		return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 	}
-	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	return kb << 10
+	kb, err := strconv.ParseInt(string(m[1]), 10, 64)
+	return kb << 10, err
 }
 
 // TestServeLoad: 200 ticket requests, 20 at a time, and 20 downloads of
@@ -906,7 +906,11 @@ func TestServeLoad(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if rss := peakRSS(t, s.cmd.Process.Pid); rss > 128<<20 {
+	rss, err := vmHWM(s.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss > 128<<20 {
 		t.Errorf("the server's peak RSS is %d MiB, more than 128 MiB", rss>>20)
 	} else {
 		t.Logf("the server's peak RSS: %d MiB", rss>>20)
