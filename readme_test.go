@@ -63,7 +63,7 @@ func TestREADMEForAPerson(t *testing.T) {
 		"AWS_ENDPOINT_URL_S3", // a store other than AWS
 		"--s3-config",         // or an s3cmd file
 		"--continue",          // an interrupted download
-		"snapshot",            // what a mount shows of later changes
+		"--dir-cache-time",    // what a mount shows of later changes
 		"Switching from the Python tool",
 	} {
 		if !bytes.Contains(readme, []byte(s)) {
