@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -201,5 +203,87 @@ func TestLongDownload(t *testing.T) {
 	b, err := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || len(b) != 1000 {
 		t.Fatalf("status %d, %d bytes of 1000 (%v)", resp.StatusCode, len(b), err)
+	}
+}
+
+// TestStalledReader: a client that stops reading a data response loses
+// its connection after WriteIdle, so that it gives back its place among
+// MaxStreams and does not hold up a shutdown; a slow reader keeps going.
+func TestStalledReader(t *testing.T) {
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	const size = 32 << 20 // more than the socket buffers of loopback
+	if err := os.WriteFile(filepath.Join(dir, "big.bam.c4gh"), bytes.Repeat([]byte{7}, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Source: src, Key: &sk, MaxStreams: 1, WriteIdle: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln, "", "") }()
+	g := grant{kind: kindC4GH, name: "big.bam.c4gh", start: 0, end: size, expires: time.Now().Add(time.Hour).Unix()}
+	u, err := url.Parse(g.url("http://"+ln.Addr().String(), s.urlKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stalled client asks and reads nothing.
+	stalled, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	stalled.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(stalled, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", u.RequestURI())
+	time.Sleep(100 * time.Millisecond)
+	// The next one gets the only stream once the stalled one is cut
+	// off, and may read slowly: each write has its own deadline.
+	hc := &http.Client{Timeout: 20 * time.Second}
+	resp, err := hc.Get(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for {
+		k, err := io.CopyN(io.Discard, resp.Body, 4<<20)
+		n += k
+		if err != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || n != size {
+		t.Fatalf("after a stalled reader: status %d, %d bytes of %d", resp.StatusCode, n, size)
+	}
+	// A stalled reader does not hold up a shutdown either.
+	stalled2, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled2.Close()
+	stalled2.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(stalled2, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", u.RequestURI())
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return with a stalled reader connected")
 	}
 }
