@@ -74,6 +74,7 @@ type Server struct {
 	tokens   [][32]byte
 	streams  chan struct{}
 	tickets  chan struct{}
+	regions  chan struct{}
 	inFlight atomic.Int64
 }
 
@@ -99,7 +100,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, urlKey: k, streams: make(chan struct{}, cfg.MaxStreams), tickets: make(chan struct{}, cfg.MaxTickets)}
+	s := &Server{cfg: cfg, urlKey: k, streams: make(chan struct{}, cfg.MaxStreams), tickets: make(chan struct{}, cfg.MaxTickets),
+		regions: make(chan struct{}, maxRegionTickets)}
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}

@@ -37,6 +37,12 @@ const (
 	maxNewBytes = 8 << 20
 )
 
+// maxRegionTickets bounds the tickets of several regions answered at
+// once: each may hold maxNewBytes of new blocks, sealed in segments, and
+// many times that while it is encoded (tens of MiB), where a ticket of
+// one region holds two blocks. Sixteen at once took 640 MiB.
+const maxRegionTickets = 1
+
 // serveTicket answers GET and POST /ENDPOINT/ID.
 func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, id string) {
 	var (
@@ -77,6 +83,14 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 	} else if !s.cfg.Plaintext {
 		htsget.WriteError(w, htsget.Errorf(htsget.PermissionDenied, "this server gives Crypt4GH tickets only: ask with encryptionScheme=C4GH and your public key in %s", htsget.PublicKeyHeader))
 		return
+	}
+	if len(req.Regions) > 1 {
+		// Before a place among the tickets, which the tickets of one
+		// region go on using meanwhile.
+		if !s.acquire(r, s.regions) {
+			return
+		}
+		defer func() { <-s.regions }()
 	}
 	if !s.acquire(r, s.tickets) {
 		return
