@@ -575,6 +575,8 @@ func TestServeRefusals(t *testing.T) {
 		{"plaintext from a C4GH-only server", "/reads/reads", auth, 403, htsget.PermissionDenied},
 		{"no key header", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken"}, 400, htsget.InvalidInput},
 		{"a key header that is not a key", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken", htsget.AltPublicKeyHeader: "bm90IGEga2V5"}, 400, htsget.InvalidInput},
+		{"a key header of a low-order point", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken", htsget.PublicKeyHeader: base64Std(keys.PublicKey{})}, 400, htsget.InvalidInput},
+		{"a key header of another low-order point", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken", htsget.PublicKeyHeader: base64Std(keys.PublicKey{1})}, 400, htsget.InvalidInput},
 		{"an unknown id", "/reads/nothere" + c4gh, auth, 404, htsget.NotFound},
 		{"an unknown reference", "/reads/reads" + c4gh + "&referenceName=chrX", auth, 400, htsget.InvalidRange},
 		{"start after end", "/reads/reads" + c4gh + "&referenceName=chr1&start=10&end=5", auth, 400, htsget.InvalidRange},
