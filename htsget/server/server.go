@@ -273,11 +273,12 @@ func (s *Server) authorized(r *http.Request) bool {
 	if len(s.tokens) == 0 {
 		return true
 	}
-	v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	// The scheme's name is case-insensitive (RFC 9110).
+	v := r.Header.Get("Authorization")
+	if len(v) < len("Bearer ") || !strings.EqualFold(v[:len("Bearer ")], "Bearer ") {
 		return false
 	}
-	h := sha256.Sum256([]byte(strings.TrimSpace(v)))
+	h := sha256.Sum256([]byte(strings.TrimSpace(v[len("Bearer "):])))
 	found := 0
 	for i := range s.tokens {
 		found |= subtle.ConstantTimeCompare(h[:], s.tokens[i][:])

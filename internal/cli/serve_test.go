@@ -611,6 +611,10 @@ func TestServeRefusals(t *testing.T) {
 			t.Errorf("%s: %d %s", p, status, body)
 		}
 	}
+	// The scheme's name in any case, as RFC 9110 has it.
+	if status, body := rawGet(t, s.base, "/reads/reads"+c4gh, map[string]string{"Authorization": "bearer s3cr3t-token", htsget.PublicKeyHeader: string(pub)}); status != 200 {
+		t.Errorf("a lower-case bearer: %d %s", status, body)
+	}
 	// Too many regions at once.
 	var many []string
 	for i := range 1025 {
