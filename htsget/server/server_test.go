@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -285,5 +286,62 @@ func TestStalledReader(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return with a stalled reader connected")
+	}
+}
+
+// TestIdleKeepAlive: a connection kept alive past WriteIdle still
+// answers: the deadline of one response is not left to the next, which
+// may send no body at all.
+func TestIdleKeepAlive(t *testing.T) {
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.bam.c4gh"), bytes.Repeat([]byte{7}, 1000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Source: src, Key: &sk, WriteIdle: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Serve(ctx, ln, "", "")
+	g := grant{kind: kindC4GH, name: "x.bam.c4gh", start: 0, end: 1000, expires: time.Now().Add(time.Hour).Unix()}
+	u := g.url("http://"+ln.Addr().String(), s.urlKey)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 1}}
+	var reused int
+	for i, method := range []string{http.MethodGet, http.MethodHead, http.MethodGet} {
+		if i > 0 {
+			time.Sleep(400 * time.Millisecond)
+		}
+		req, _ := http.NewRequest(method, u, nil)
+		trace := &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
+			if ci.Reused {
+				reused++
+			}
+		}}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %d: %v", method, i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %d: status %d", method, i, resp.StatusCode)
+		}
+	}
+	if reused != 2 {
+		t.Errorf("the connection was reused %d times, not 2", reused)
 	}
 }
