@@ -45,22 +45,37 @@ const maxRegionTickets = 1
 
 // serveTicket answers GET and POST /ENDPOINT/ID.
 func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, id string) {
-	var (
-		req *htsget.Request
-		err error
-	)
-	switch r.Method {
-	case http.MethodGet:
-		req, err = htsget.ParseQuery(endpoint, id, r.URL.Query())
-	case http.MethodPost:
-		req, err = htsget.ParsePOST(endpoint, id, r.URL.Query(), r.Body)
-	default:
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		w.Header().Set("Allow", "GET, POST")
 		htsget.WriteError(w, &htsget.Error{Status: http.StatusMethodNotAllowed, Code: "MethodNotAllowed", Message: "tickets take GET or POST"})
 		return
 	}
+	// A place among the tickets before the body is read: requests that
+	// wait hold no more than their connection, however many there are.
+	held := s.acquire(r, s.tickets)
+	if !held {
+		return
+	}
+	defer func() {
+		if held {
+			<-s.tickets
+		}
+	}()
+	var (
+		req *htsget.Request
+		err error
+	)
+	if r.Method == http.MethodGet {
+		req, err = htsget.ParseQuery(endpoint, id, r.URL.Query())
+	} else {
+		req, err = htsget.ParsePOST(endpoint, id, r.URL.Query(), r.Body)
+	}
 	if err != nil {
 		writeErr(w, err)
+		return
+	}
+	if len(req.Regions) > maxRegions {
+		htsget.WriteError(w, htsget.Errorf(htsget.PayloadTooLarge, "%d regions: a ticket takes at most %d", len(req.Regions), maxRegions))
 		return
 	}
 	var recipient *keys.PublicKey
@@ -85,17 +100,18 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 		return
 	}
 	if len(req.Regions) > 1 {
-		// Before a place among the tickets, which the tickets of one
-		// region go on using meanwhile.
+		// Its place among the tickets is given back while it waits, for
+		// the tickets of one region to go on.
+		<-s.tickets
+		held = false
 		if !s.acquire(r, s.regions) {
 			return
 		}
 		defer func() { <-s.regions }()
+		if held = s.acquire(r, s.tickets); !held {
+			return
+		}
 	}
-	if !s.acquire(r, s.tickets) {
-		return
-	}
-	defer func() { <-s.tickets }()
 	t, err := s.ticket(r, req, recipient)
 	if err != nil {
 		var he *htsget.Error

@@ -1172,4 +1172,48 @@ func TestServeRegionTickets(t *testing.T) {
 	} else {
 		t.Logf("16 tickets of %d KiB: the server's peak RSS is %d MiB", size>>10, rss>>20)
 	}
+
+	// 200 requests at once of almost 1 MiB of regions each (too many
+	// for a ticket): those that wait hold no more than their connection.
+	many := make([]string, 17000)
+	for i := range many {
+		many[i] = fmt.Sprintf(`{"referenceName":"chr1","start":%d,"end":%d}`, i, i+1)
+	}
+	flood := []byte(`{"regions":[` + strings.Join(many, ",") + `]}`)
+	head := fmt.Sprintf("POST /reads/reads?encryptionScheme=C4GH HTTP/1.1\r\nHost: h\r\n%s: %s\r\nContent-Length: %d\r\n\r\n", htsget.PublicKeyHeader, pub, len(flood))
+	statuses := make(chan string, 200)
+	for range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+			if err != nil {
+				statuses <- err.Error()
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(60 * time.Second))
+			if _, err := c.Write(append([]byte(head), flood...)); err != nil {
+				statuses <- err.Error()
+				return
+			}
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				statuses <- err.Error()
+				return
+			}
+			statuses <- strings.TrimSpace(line)
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	for st := range statuses {
+		if !strings.Contains(st, " 413 ") {
+			t.Errorf("a request of 17000 regions: %s, want 413", st)
+			break
+		}
+	}
+	if rss := peakRSS(t, s.cmd.Process.Pid); rss > 128<<20 {
+		t.Errorf("200 requests of 17000 regions at once: the server's peak RSS is %d MiB, more than 128 MiB", rss>>20)
+	}
 }
