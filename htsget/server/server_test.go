@@ -211,37 +211,17 @@ func TestLongDownload(t *testing.T) {
 // its connection after WriteIdle, so that it gives back its place among
 // MaxStreams and does not hold up a shutdown; a slow reader keeps going.
 func TestStalledReader(t *testing.T) {
-	sk, err := keys.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
 	const size = 32 << 20 // more than the socket buffers of loopback
-	if err := os.WriteFile(filepath.Join(dir, "big.bam.c4gh"), bytes.Repeat([]byte{7}, size), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	src, err := Dir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Source: src, Key: &sk, MaxStreams: 1, WriteIdle: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln, "", "") }()
+	defer cancel()
+	s, addr, served := listening(t, ctx, "big.bam.c4gh", size, Config{MaxStreams: 1, WriteIdle: 300 * time.Millisecond})
 	g := grant{kind: kindC4GH, name: "big.bam.c4gh", start: 0, end: size, expires: time.Now().Add(time.Hour).Unix()}
-	u, err := url.Parse(g.url("http://"+ln.Addr().String(), s.urlKey))
+	u, err := url.Parse(g.url("http://"+addr, s.urlKey))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The stalled client asks and reads nothing.
-	stalled, err := net.Dial("tcp", ln.Addr().String())
+	stalled, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +250,7 @@ func TestStalledReader(t *testing.T) {
 		t.Fatalf("after a stalled reader: status %d, %d bytes of %d", resp.StatusCode, n, size)
 	}
 	// A stalled reader does not hold up a shutdown either.
-	stalled2, err := net.Dial("tcp", ln.Addr().String())
+	stalled2, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,31 +273,11 @@ func TestStalledReader(t *testing.T) {
 // answers: the deadline of one response is not left to the next, which
 // may send no body at all.
 func TestIdleKeepAlive(t *testing.T) {
-	sk, err := keys.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "x.bam.c4gh"), bytes.Repeat([]byte{7}, 1000), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	src, err := Dir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Source: src, Key: &sk, WriteIdle: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go s.Serve(ctx, ln, "", "")
+	s, addr, _ := listening(t, ctx, "x.bam.c4gh", 1000, Config{WriteIdle: 200 * time.Millisecond})
 	g := grant{kind: kindC4GH, name: "x.bam.c4gh", start: 0, end: 1000, expires: time.Now().Add(time.Hour).Unix()}
-	u := g.url("http://"+ln.Addr().String(), s.urlKey)
+	u := g.url("http://"+addr, s.urlKey)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 1}}
 	var reused int
 	for i, method := range []string{http.MethodGet, http.MethodHead, http.MethodGet} {
@@ -344,4 +304,34 @@ func TestIdleKeepAlive(t *testing.T) {
 	if reused != 2 {
 		t.Errorf("the connection was reused %d times, not 2", reused)
 	}
+}
+
+// listening serves cfg, with a folder holding a file of size bytes at
+// name as its source and a new key, on a loopback port until ctx is done.
+// It returns the server, its address and what Serve returned.
+func listening(t *testing.T, ctx context.Context, name string, size int, cfg Config) (*Server, string, chan error) {
+	t.Helper()
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), bytes.Repeat([]byte{7}, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Source, err = Dir(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Key = &sk
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln, "", "") }()
+	return s, ln.Addr().String(), served
 }
