@@ -11,6 +11,7 @@
 package htsget
 
 import (
+	"crypto/ecdh"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -70,7 +71,11 @@ func WriteTicket(w http.ResponseWriter, t *Ticket) error {
 	}
 	w.Header().Set("Content-Type", ContentType)
 	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(append(b, '\n'))
+	// Two writes, not a copy: a ticket's data: URLs may be megabytes.
+	if _, err = w.Write(b); err != nil {
+		return err
+	}
+	_, err = w.Write([]byte{'\n'})
 	return err
 }
 
@@ -269,14 +274,34 @@ func ParsePublicKey(v string) (keys.PublicKey, error) {
 	if err != nil {
 		return keys.PublicKey{}, fmt.Errorf("%w: not base64", ErrBadPublicKey)
 	}
+	var pk keys.PublicKey
 	if len(b) == keys.KeySize {
-		return keys.PublicKey(b), nil
-	}
-	pk, err := keys.ParsePublicKey(b)
-	if err != nil {
+		pk = keys.PublicKey(b)
+	} else if pk, err = keys.ParsePublicKey(b); err != nil {
 		return keys.PublicKey{}, fmt.Errorf("%w: %v", ErrBadPublicKey, err)
 	}
+	if lowOrder(pk) {
+		return keys.PublicKey{}, fmt.Errorf("%w: %v", ErrBadPublicKey, keys.ErrLowOrderPoint)
+	}
 	return pk, nil
+}
+
+// lowOrder reports whether pk is a point of small order (the all-zero
+// key among them): sealing for it gives the all-zero shared secret, a
+// key that anyone can compute. Any scalar shows it, clamped as X25519
+// clamps: the product is then the identity.
+func lowOrder(pk keys.PublicKey) bool {
+	scalar := [32]byte{9}
+	priv, err := ecdh.X25519().NewPrivateKey(scalar[:])
+	if err != nil {
+		return true
+	}
+	pub, err := ecdh.X25519().NewPublicKey(pk[:])
+	if err != nil {
+		return true
+	}
+	_, err = priv.ECDH(pub)
+	return err != nil
 }
 
 // IsCrypt4GH reports whether an encryptionScheme parameter asks for a

@@ -197,6 +197,18 @@ func (c *Client) Ticket(ctx context.Context, rawURL string, req *htsget.Request)
 	origin := Origin(u)
 	var t *htsget.Ticket
 	err = c.retry(ctx, func(ctx context.Context) error {
+		// A ticket, as a part, ends when nothing comes for too long.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		idle := c.idle()
+		dog := time.AfterFunc(idle, cancel)
+		defer dog.Stop()
+		stalled := func(err error) error {
+			if !dog.Stop() && ctx.Err() != nil {
+				return fmt.Errorf("nothing received for %v", idle)
+			}
+			return err
+		}
 		var rd io.Reader
 		if body != nil {
 			rd = bytes.NewReader(body) // NewRequest sets GetBody, for a 307
@@ -215,15 +227,19 @@ func (c *Client) Ticket(ctx context.Context, rawURL string, req *htsget.Request)
 		c.authorize(hr, origin)
 		resp, err := hc.Do(hr)
 		if err != nil {
-			return transient(netError(err))
+			return transient(stalled(netError(err)))
 		}
 		defer resp.Body.Close()
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{&idleReader{r: resp.Body, reset: func() { dog.Reset(idle) }}, resp.Body}
 		if resp.StatusCode != http.StatusOK {
 			return statusError(resp)
 		}
 		t, err = htsget.ReadTicket(resp.Body)
 		if err != nil && errkind.Of(err) == errkind.Other {
-			return transient(netError(err)) // the body was cut off
+			return transient(stalled(netError(err))) // the body was cut off
 		}
 		return permanent(err)
 	})
@@ -231,6 +247,20 @@ func (c *Client) Ticket(ctx context.Context, rawURL string, req *htsget.Request)
 		return nil, fmt.Errorf("ticket from %s: %w", Shown(u), err)
 	}
 	return t, nil
+}
+
+// idleReader calls reset after each read that brings bytes.
+type idleReader struct {
+	r     io.Reader
+	reset func()
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.reset()
+	}
+	return n, err
 }
 
 // authorize adds the token to hr when it goes to origin and brings no

@@ -389,3 +389,46 @@ func TestRangeIgnored(t *testing.T) {
 		t.Errorf("%v after %d requests", err, hits.Load())
 	}
 }
+
+// TestTicketIdleTimeout: a ticket whose body stops coming is given up
+// after the idle timeout, as a part is, and tried again.
+func TestTicketIdleTimeout(t *testing.T) {
+	var calls atomic.Int32
+	stop := make(chan struct{})
+	defer close(stop)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Content-Length", "1000")
+			w.Write([]byte(`{"htsget":`))
+			w.(http.Flusher).Flush()
+			select {
+			case <-stop:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Write([]byte(`{"htsget":{"format":"BAM","urls":[{"url":"data:,x"}]}}`))
+	}))
+	defer ts.Close()
+	c := &Client{IdleTimeout: 200 * time.Millisecond, Backoff: time.Millisecond}
+	tk, err := c.Ticket(context.Background(), ts.URL+"/reads/x", &htsget.Request{})
+	if err != nil || len(tk.URLs) != 1 || calls.Load() != 2 {
+		t.Fatalf("%v after %d requests", err, calls.Load())
+	}
+	// Without attempts left, the stall is the error.
+	calls.Store(0)
+	c.Attempts = 1
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Ticket(context.Background(), ts.URL+"/reads/x", &htsget.Request{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "nothing received for 200ms") || errkind.Of(err) != errkind.Other {
+			t.Errorf("got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stalled ticket was waited on for 10 s")
+	}
+}

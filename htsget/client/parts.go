@@ -102,6 +102,10 @@ func (c *Client) Open(ctx context.Context, t *htsget.Ticket, ticketURL string) (
 				p.rng = &br
 				continue
 			}
+			if !validHeader(k, v) {
+				cancel()
+				return nil, fmt.Errorf("%w: part %d of %d: header %q is not one that can be sent", htsget.ErrBadTicket, i+1, len(t.URLs), k)
+			}
 			p.hdr[k] = v
 		}
 		r.parts = append(r.parts, p)
@@ -355,6 +359,26 @@ func fill(body io.Reader, b []byte) (int, error) {
 			return n, err
 		}
 	}
+}
+
+// validHeader reports whether a ticket's header k: v can be sent: k a
+// token of RFC 9110, v without control characters but tabs. Else the
+// request fails each attempt, as if the network did.
+func validHeader(k, v string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range []byte(k) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	for _, c := range []byte(v) {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // byteRange is the range of a Range header: bytes start to end, end

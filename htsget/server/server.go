@@ -58,6 +58,11 @@ type Config struct {
 	// ticket requests answered at once; more wait their turn. 64 and 16
 	// when 0.
 	MaxStreams, MaxTickets int
+	// WriteIdle cuts off a response that the client takes no bytes of
+	// for that long (one that stopped reading), so that it gives back
+	// its place among MaxStreams and does not hold up a shutdown; one
+	// minute when 0.
+	WriteIdle time.Duration
 	// Log receives one line per request and the errors; nothing when nil.
 	Log *log.Logger
 }
@@ -69,6 +74,7 @@ type Server struct {
 	tokens   [][32]byte
 	streams  chan struct{}
 	tickets  chan struct{}
+	regions  chan struct{}
 	inFlight atomic.Int64
 }
 
@@ -86,12 +92,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxTickets == 0 {
 		cfg.MaxTickets = 16
 	}
+	if cfg.WriteIdle == 0 {
+		cfg.WriteIdle = time.Minute
+	}
 	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	k, err := urlKey(cfg.Key)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, urlKey: k, streams: make(chan struct{}, cfg.MaxStreams), tickets: make(chan struct{}, cfg.MaxTickets)}
+	s := &Server{cfg: cfg, urlKey: k, streams: make(chan struct{}, cfg.MaxStreams), tickets: make(chan struct{}, cfg.MaxTickets),
+		regions: make(chan struct{}, maxRegionTickets)}
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -173,7 +183,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 	start := time.Now()
-	lw := &logWriter{ResponseWriter: w}
+	lw := &logWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: s.cfg.WriteIdle}
 	defer func() {
 		// The path without the query: data URLs carry their signature
 		// there. Never a header: they carry tokens and keys.
@@ -263,11 +273,12 @@ func (s *Server) authorized(r *http.Request) bool {
 	if len(s.tokens) == 0 {
 		return true
 	}
-	v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	// The scheme's name is case-insensitive (RFC 9110).
+	v := r.Header.Get("Authorization")
+	if len(v) < len("Bearer ") || !strings.EqualFold(v[:len("Bearer ")], "Bearer ") {
 		return false
 	}
-	h := sha256.Sum256([]byte(strings.TrimSpace(v)))
+	h := sha256.Sum256([]byte(strings.TrimSpace(v[len("Bearer "):])))
 	found := 0
 	for i := range s.tokens {
 		found |= subtle.ConstantTimeCompare(h[:], s.tokens[i][:])
@@ -319,11 +330,26 @@ func (s *Server) writeInternal(w http.ResponseWriter, r *http.Request, err error
 	htsget.WriteError(w, &htsget.Error{Status: http.StatusInternalServerError, Code: "InternalError", Message: "the server could not read the file: see its log"})
 }
 
-// logWriter counts what a response sends, for the log line.
+// logWriter counts what a response sends, for the log line, and sends it
+// in pieces of writeChunk bytes, each of which the client must take
+// within idle: a response has no time limit, but a client that stops
+// reading loses its connection.
 type logWriter struct {
 	http.ResponseWriter
+	rc   *http.ResponseController
+	idle time.Duration
 	code int
 	n    int64
+}
+
+// writeChunk is the most a response sends under one write deadline: at
+// 256 KiB a minute, a client must read 4 KiB/s to keep its connection.
+const writeChunk = 256 << 10
+
+// extend gives the next writeChunk bytes their deadline. Writers without
+// deadlines (a test's recorder) go without.
+func (w *logWriter) extend() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
 }
 
 func (w *logWriter) status() int {
@@ -341,9 +367,18 @@ func (w *logWriter) WriteHeader(code int) {
 }
 
 func (w *logWriter) Write(p []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(p)
-	w.n += int64(n)
-	return n, err
+	var n int
+	for len(p) > 0 {
+		w.extend()
+		m, err := w.ResponseWriter.Write(p[:min(len(p), writeChunk)])
+		n += m
+		w.n += int64(m)
+		p = p[m:]
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // ReadFrom keeps the response's own ReadFrom (sendfile from a file).
@@ -351,12 +386,30 @@ func (w *logWriter) ReadFrom(r io.Reader) (int64, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		n, err := rf.ReadFrom(r)
-		w.n += n
-		return n, err
+	rf, ok := w.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{w}, r)
 	}
-	return io.Copy(struct{ io.Writer }{w}, r)
+	var n int64
+	for {
+		w.extend()
+		// A file under one LimitedReader, as Stream gives it, still
+		// goes by sendfile: net looks through one level only.
+		chunk := &io.LimitedReader{R: r, N: writeChunk}
+		lr, limited := r.(*io.LimitedReader)
+		if limited {
+			chunk = &io.LimitedReader{R: lr.R, N: min(lr.N, writeChunk)}
+		}
+		m, err := rf.ReadFrom(chunk)
+		if limited {
+			lr.N -= m
+		}
+		n += m
+		w.n += m
+		if err != nil || m < writeChunk {
+			return n, err
+		}
+	}
 }
 
 func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -3,10 +3,13 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -202,4 +205,133 @@ func TestLongDownload(t *testing.T) {
 	if resp.StatusCode != 200 || len(b) != 1000 {
 		t.Fatalf("status %d, %d bytes of 1000 (%v)", resp.StatusCode, len(b), err)
 	}
+}
+
+// TestStalledReader: a client that stops reading a data response loses
+// its connection after WriteIdle, so that it gives back its place among
+// MaxStreams and does not hold up a shutdown; a slow reader keeps going.
+func TestStalledReader(t *testing.T) {
+	const size = 32 << 20 // more than the socket buffers of loopback
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, addr, served := listening(t, ctx, "big.bam.c4gh", size, Config{MaxStreams: 1, WriteIdle: 300 * time.Millisecond})
+	g := grant{kind: kindC4GH, name: "big.bam.c4gh", start: 0, end: size, expires: time.Now().Add(time.Hour).Unix()}
+	u, err := url.Parse(g.url("http://"+addr, s.urlKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stalled client asks and reads nothing.
+	stalled, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	stalled.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(stalled, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", u.RequestURI())
+	time.Sleep(100 * time.Millisecond)
+	// The next one gets the only stream once the stalled one is cut
+	// off, and may read slowly: each write has its own deadline.
+	hc := &http.Client{Timeout: 20 * time.Second}
+	resp, err := hc.Get(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for {
+		k, err := io.CopyN(io.Discard, resp.Body, 4<<20)
+		n += k
+		if err != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || n != size {
+		t.Fatalf("after a stalled reader: status %d, %d bytes of %d", resp.StatusCode, n, size)
+	}
+	// A stalled reader does not hold up a shutdown either.
+	stalled2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled2.Close()
+	stalled2.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(stalled2, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", u.RequestURI())
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return with a stalled reader connected")
+	}
+}
+
+// TestIdleKeepAlive: a connection kept alive past WriteIdle still
+// answers: the deadline of one response is not left to the next, which
+// may send no body at all.
+func TestIdleKeepAlive(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, addr, _ := listening(t, ctx, "x.bam.c4gh", 1000, Config{WriteIdle: 200 * time.Millisecond})
+	g := grant{kind: kindC4GH, name: "x.bam.c4gh", start: 0, end: 1000, expires: time.Now().Add(time.Hour).Unix()}
+	u := g.url("http://"+addr, s.urlKey)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 1}}
+	var reused int
+	for i, method := range []string{http.MethodGet, http.MethodHead, http.MethodGet} {
+		if i > 0 {
+			time.Sleep(400 * time.Millisecond)
+		}
+		req, _ := http.NewRequest(method, u, nil)
+		trace := &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
+			if ci.Reused {
+				reused++
+			}
+		}}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %d: %v", method, i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %d: status %d", method, i, resp.StatusCode)
+		}
+	}
+	if reused != 2 {
+		t.Errorf("the connection was reused %d times, not 2", reused)
+	}
+}
+
+// listening serves cfg, with a folder holding a file of size bytes at
+// name as its source and a new key, on a loopback port until ctx is done.
+// It returns the server, its address and what Serve returned.
+func listening(t *testing.T, ctx context.Context, name string, size int, cfg Config) (*Server, string, chan error) {
+	t.Helper()
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), bytes.Repeat([]byte{7}, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Source, err = Dir(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Key = &sk
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln, "", "") }()
+	return s, ln.Addr().String(), served
 }

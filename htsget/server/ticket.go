@@ -37,24 +37,45 @@ const (
 	maxNewBytes = 8 << 20
 )
 
+// maxRegionTickets bounds the tickets of several regions answered at
+// once: each may hold maxNewBytes of new blocks, sealed in segments, and
+// many times that while it is encoded (tens of MiB), where a ticket of
+// one region holds two blocks. Sixteen at once took 640 MiB.
+const maxRegionTickets = 1
+
 // serveTicket answers GET and POST /ENDPOINT/ID.
 func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, id string) {
-	var (
-		req *htsget.Request
-		err error
-	)
-	switch r.Method {
-	case http.MethodGet:
-		req, err = htsget.ParseQuery(endpoint, id, r.URL.Query())
-	case http.MethodPost:
-		req, err = htsget.ParsePOST(endpoint, id, r.URL.Query(), r.Body)
-	default:
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		w.Header().Set("Allow", "GET, POST")
 		htsget.WriteError(w, &htsget.Error{Status: http.StatusMethodNotAllowed, Code: "MethodNotAllowed", Message: "tickets take GET or POST"})
 		return
 	}
+	// A place among the tickets before the body is read: requests that
+	// wait hold no more than their connection, however many there are.
+	held := s.acquire(r, s.tickets)
+	if !held {
+		return
+	}
+	defer func() {
+		if held {
+			<-s.tickets
+		}
+	}()
+	var (
+		req *htsget.Request
+		err error
+	)
+	if r.Method == http.MethodGet {
+		req, err = htsget.ParseQuery(endpoint, id, r.URL.Query())
+	} else {
+		req, err = htsget.ParsePOST(endpoint, id, r.URL.Query(), r.Body)
+	}
 	if err != nil {
 		writeErr(w, err)
+		return
+	}
+	if len(req.Regions) > maxRegions {
+		htsget.WriteError(w, htsget.Errorf(htsget.PayloadTooLarge, "%d regions: a ticket takes at most %d", len(req.Regions), maxRegions))
 		return
 	}
 	var recipient *keys.PublicKey
@@ -78,10 +99,19 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 		htsget.WriteError(w, htsget.Errorf(htsget.PermissionDenied, "this server gives Crypt4GH tickets only: ask with encryptionScheme=C4GH and your public key in %s", htsget.PublicKeyHeader))
 		return
 	}
-	if !s.acquire(r, s.tickets) {
-		return
+	if len(req.Regions) > 1 {
+		// Its place among the tickets is given back while it waits, for
+		// the tickets of one region to go on.
+		<-s.tickets
+		held = false
+		if !s.acquire(r, s.regions) {
+			return
+		}
+		defer func() { <-s.regions }()
+		if held = s.acquire(r, s.tickets); !held {
+			return
+		}
 	}
-	defer func() { <-s.tickets }()
 	t, err := s.ticket(r, req, recipient)
 	if err != nil {
 		var he *htsget.Error

@@ -266,6 +266,8 @@ func TestHtsgetRefusals(t *testing.T) {
 	}{
 		{"file URL", &htsget.Ticket{URLs: []htsget.URL{{URL: "file:///etc/passwd"}}}, endpoint, exitData, `scheme "file" is not http, https or data`},
 		{"not crypt4gh", &htsget.Ticket{URLs: []htsget.URL{rangeURL(plain, 0, 1000)}}, endpoint, exitData, "not a crypt4gh"},
+		{"a header that cannot be sent", &htsget.Ticket{URLs: []htsget.URL{{URL: e.file.url, Headers: map[string]string{"X-A": "a\r\nInjected: 1"}}}}, endpoint, exitData, `header "X-A"`},
+		{"a header name that cannot be sent", &htsget.Ticket{URLs: []htsget.URL{{URL: e.file.url, Headers: map[string]string{"X A:": "v"}}}}, endpoint, exitData, `header "X A:"`},
 		{"tampered", tamperedTicket, endpoint, exitData, "segment"},
 		{"not for alice", &htsget.Ticket{URLs: []htsget.URL{{URL: e.file.url}}}, endpoint, exitKey, "no packet"},
 		{"no server", nil, "http://" + closedAddress(t) + "/reads/x", exitError, "after 2 attempts"},

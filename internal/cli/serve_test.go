@@ -575,6 +575,8 @@ func TestServeRefusals(t *testing.T) {
 		{"plaintext from a C4GH-only server", "/reads/reads", auth, 403, htsget.PermissionDenied},
 		{"no key header", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken"}, 400, htsget.InvalidInput},
 		{"a key header that is not a key", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken", htsget.AltPublicKeyHeader: "bm90IGEga2V5"}, 400, htsget.InvalidInput},
+		{"a key header of a low-order point", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken", htsget.PublicKeyHeader: base64Std(keys.PublicKey{})}, 400, htsget.InvalidInput},
+		{"a key header of another low-order point", "/reads/reads" + c4gh, map[string]string{"Authorization": "Bearer second-t0ken", htsget.PublicKeyHeader: base64Std(keys.PublicKey{1})}, 400, htsget.InvalidInput},
 		{"an unknown id", "/reads/nothere" + c4gh, auth, 404, htsget.NotFound},
 		{"an unknown reference", "/reads/reads" + c4gh + "&referenceName=chrX", auth, 400, htsget.InvalidRange},
 		{"start after end", "/reads/reads" + c4gh + "&referenceName=chr1&start=10&end=5", auth, 400, htsget.InvalidRange},
@@ -608,6 +610,10 @@ func TestServeRefusals(t *testing.T) {
 		if status, body := rawGet(t, s.base, p, h); status != 200 {
 			t.Errorf("%s: %d %s", p, status, body)
 		}
+	}
+	// The scheme's name in any case, as RFC 9110 has it.
+	if status, body := rawGet(t, s.base, "/reads/reads"+c4gh, map[string]string{"Authorization": "bearer s3cr3t-token", htsget.PublicKeyHeader: string(pub)}); status != 200 {
+		t.Errorf("a lower-case bearer: %d %s", status, body)
 	}
 	// Too many regions at once.
 	var many []string
@@ -1073,5 +1079,145 @@ func TestServeInstances(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestServeRegionTickets: tickets of many regions, whose data: URLs hold
+// megabytes of blocks cut at the regions' edges, asked for 16 at once,
+// all succeed while the server's peak memory stays within 128 MiB.
+func TestServeRegionTickets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test: 16 tickets of megabytes")
+	}
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	// Reads of 100 bases that cross no 16 kb bin: a region's chunks are
+	// its own, and every region cuts blocks at its edges.
+	const refLen, reads = 2000000, 150000
+	r := rand.New(rand.NewPCG(3, 4))
+	var pool []string
+	for range 64 {
+		b := make([]byte, 100)
+		for i := range b {
+			b[i] = "ACGT"[r.IntN(4)]
+		}
+		pool = append(pool, string(b))
+	}
+	var sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:unsorted\n")
+	for _, name := range []string{"chr1", "chr2"} {
+		fmt.Fprintf(&sam, "@SQ\tSN:%s\tLN:%d\n", name, refLen)
+	}
+	for i := 0; i < reads; {
+		at := r.IntN(refLen - 100)
+		if at/16384 != (at+99)/16384 {
+			continue
+		}
+		fmt.Fprintf(&sam, "r%d\t0\tchr%d\t%d\t60\t100M\t*\t0\t0\t%s\t%s\n", i, 1+i%2, at+1, pool[r.IntN(len(pool))], strings.Repeat("I", 100))
+		i++
+	}
+	if err := os.WriteFile(filepath.Join(dir, "reads.sam"), []byte(sam.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tool(t, dir, "samtools", "sort", "-o", "reads.bam", "reads.sam")
+	tool(t, dir, "samtools", "index", "reads.bam")
+	os.Remove(filepath.Join(dir, "reads.sam"))
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam", "-o", "reads.bam.c4gh")
+	_, pub := themKey(t, dir)
+	s := startServe(t, dir, "--sk", "me.sec", ".")
+	var regions []string
+	for _, name := range []string{"chr1", "chr2"} {
+		for at := 1000; at+4000 < refLen; at += 40000 {
+			regions = append(regions, fmt.Sprintf(`{"referenceName":%q,"start":%d,"end":%d}`, name, at, at+4000))
+		}
+	}
+	body := []byte(`{"regions":[` + strings.Join(regions, ",") + `]}`)
+	u := s.base + "/reads/reads?encryptionScheme=C4GH"
+	key := map[string]string{htsget.PublicKeyHeader: string(pub)}
+	tk, he := getTicket(t, http.MethodPost, u, body, key)
+	if he != nil {
+		t.Fatal(he)
+	}
+	var size int
+	for _, p := range tk.URLs {
+		size += len(p.URL)
+	}
+	if size < 3<<20 {
+		t.Fatalf("a ticket of %d regions is %d KiB: too small to load the server", len(regions), size>>10)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
+			req.Header.Set(htsget.PublicKeyHeader, string(pub))
+			resp, err := serveClient.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			if _, err := htsget.ReadTicket(resp.Body); resp.StatusCode != 200 || err != nil {
+				errs <- fmt.Errorf("status %d, %v", resp.StatusCode, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if rss := peakRSS(t, s.cmd.Process.Pid); rss > 128<<20 {
+		t.Errorf("16 tickets of %d KiB: the server's peak RSS is %d MiB, more than 128 MiB", size>>10, rss>>20)
+	} else {
+		t.Logf("16 tickets of %d KiB: the server's peak RSS is %d MiB", size>>10, rss>>20)
+	}
+
+	// 200 requests at once of almost 1 MiB of regions each (too many
+	// for a ticket): those that wait hold no more than their connection.
+	many := make([]string, 17000)
+	for i := range many {
+		many[i] = fmt.Sprintf(`{"referenceName":"chr1","start":%d,"end":%d}`, i, i+1)
+	}
+	flood := []byte(`{"regions":[` + strings.Join(many, ",") + `]}`)
+	head := fmt.Sprintf("POST /reads/reads?encryptionScheme=C4GH HTTP/1.1\r\nHost: h\r\n%s: %s\r\nContent-Length: %d\r\n\r\n", htsget.PublicKeyHeader, pub, len(flood))
+	statuses := make(chan string, 200)
+	for range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+			if err != nil {
+				statuses <- err.Error()
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(60 * time.Second))
+			if _, err := c.Write(append([]byte(head), flood...)); err != nil {
+				statuses <- err.Error()
+				return
+			}
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				statuses <- err.Error()
+				return
+			}
+			statuses <- strings.TrimSpace(line)
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	for st := range statuses {
+		if !strings.Contains(st, " 413 ") {
+			t.Errorf("a request of 17000 regions: %s, want 413", st)
+			break
+		}
+	}
+	if rss := peakRSS(t, s.cmd.Process.Pid); rss > 128<<20 {
+		t.Errorf("200 requests of 17000 regions at once: the server's peak RSS is %d MiB, more than 128 MiB", rss>>20)
 	}
 }
