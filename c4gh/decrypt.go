@@ -40,6 +40,11 @@ type DecryptOptions struct {
 	// Without it the file stands for what the body holds of the list
 	// (as the specification reads it), and Missing reports the rest.
 	Strict bool
+	// Whole makes a [Reader] authenticate every segment of the body to
+	// its end, also those after what the edit list keeps (or a Select
+	// selects), which are otherwise not read: a file passed on as it is
+	// (verify, htsget --keep-encrypted) must hold nothing unauthenticated.
+	Whole bool
 }
 
 func (o *DecryptOptions) strict() bool { return o != nil && o.Strict }
@@ -126,10 +131,11 @@ func (o *opened) close() { o.contents.Zero() }
 // Reader decrypts a Crypt4GH stream. Create it with [NewReader].
 type Reader struct {
 	opened
-	src  io.Reader
-	jobs int
-	sel  []edit.Interval // what to yield, of the body plaintext; nil: everything
-	rng  *edit.Range     // the range given to Select, if any
+	src   io.Reader
+	jobs  int
+	whole bool            // DecryptOptions.Whole
+	sel   []edit.Interval // what to yield, of the body plaintext; nil: everything
+	rng   *edit.Range     // the range given to Select, if any
 	// first is the index of the body's segment that src starts with:
 	// not 0 for a Reader made by Resumable.From.
 	first int64
@@ -161,7 +167,7 @@ func NewReader(src io.Reader, key keys.Opener, opts *DecryptOptions) (*Reader, e
 	}
 	r := &Reader{opened: o, src: src, sel: o.kept()}
 	if opts != nil {
-		r.jobs = opts.Jobs
+		r.jobs, r.whole = opts.Jobs, opts.Whole
 	}
 	return r, nil
 }
@@ -205,6 +211,12 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 	n, err := r.stream.Read(p)
 	r.out += int64(n)
+	if err == io.EOF && r.whole && !r.count.eof {
+		// The selection ended before the body: authenticate the rest.
+		if _, derr := io.Copy(io.Discard, r.count); derr != nil {
+			err = derr
+		}
+	}
 	if err == io.EOF && r.count.eof {
 		// The body ended: was everything there?
 		err = r.end(r.count.n)
@@ -249,6 +261,9 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 	var dst io.Writer = cw
 	if r.sel != nil {
 		dst = edit.NewWriter(cw, r.sel)
+		if r.whole {
+			dst = &drainAfter{w: dst}
+		}
 	}
 	plain, err := body.Decrypt(dst, r.src, r.contents.DataKeys, r.jobs)
 	r.out = cw.n
@@ -277,6 +292,26 @@ func (r *Reader) Close() error {
 		r.err = errkind.New(errkind.Usage, "read after Close")
 	}
 	return nil
+}
+
+// drainAfter passes writes to w until w is done with them
+// (edit.ErrDone), and then takes them without a word: the body goes on
+// being decrypted, each segment authenticated, to its end.
+type drainAfter struct {
+	w    io.Writer
+	done bool
+}
+
+func (d *drainAfter) Write(p []byte) (int, error) {
+	if d.done {
+		return len(p), nil
+	}
+	n, err := d.w.Write(p)
+	if errors.Is(err, edit.ErrDone) {
+		d.done = true
+		return len(p), nil
+	}
+	return n, err
 }
 
 // countReader counts the bytes read through it and notes the end.

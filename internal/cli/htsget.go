@@ -193,7 +193,9 @@ func htsgetEncrypted(e *env, o *htsgetOptions, c *client.Client, req *htsget.Req
 	if err := checkMagic(br); err != nil {
 		return ticketStreamError(err)
 	}
-	r, err := c4gh.NewReader(br, sk, nil)
+	// A file kept as it is must hold nothing unauthenticated, also past
+	// what its edit list keeps.
+	r, err := c4gh.NewReader(br, sk, &c4gh.DecryptOptions{Whole: o.KeepEncrypted})
 	if err != nil {
 		return ticketStreamError(noPacketHint(err, sk, nil))
 	}

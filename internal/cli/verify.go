@@ -184,7 +184,7 @@ func verifyFile(e *env, o *verifyOptions, path string, sk keys.Opener, sender *k
 		id.ETag = in.obj.Object().ETag()
 	}
 	src := sums.reader(in)
-	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: o.Strict})
+	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: o.Strict, Whole: true})
 	if err != nil {
 		return id, noPacketHint(err, sk, sender)
 	}

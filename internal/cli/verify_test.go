@@ -138,3 +138,32 @@ func TestInspectExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyPastEditList: segments after what an edit list keeps are part
+// of the file. verify authenticates them: 70 KB of noise appended to a
+// file whose edit list keeps its first 1,000 bytes fails (exit 4), though
+// decrypt, which reads only what the list keeps, still gives those bytes.
+func TestVerifyPastEditList(t *testing.T) {
+	dir, _ := batchSetup(t)
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "one", "-o", "one.c4gh")
+	mustRun(t, dir, "rearrange", "--sk", "me.sec", "--range", "0-1000", "-i", "one.c4gh", "-o", "cut.c4gh")
+	mustRun(t, dir, "verify", "--sk", "me.sec", "cut.c4gh")
+	b, err := os.ReadFile(filepath.Join(dir, "cut.c4gh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise := make([]byte, 70000)
+	for i := range noise {
+		noise[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "noisy.c4gh"), append(b, noise...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runIn(t, dir, "verify", "--sk", "me.sec", "noisy.c4gh")
+	if code != exitData || !strings.Contains(stderr, "failed authentication") {
+		t.Errorf("verify of a file with noise past its edit list: exit %d\n%s", code, stderr)
+	}
+	if out := mustRun(t, dir, "decrypt", "--sk", "me.sec", "-i", "noisy.c4gh"); len(out) != 1000 {
+		t.Errorf("decrypt gave %d bytes, want the 1000 the edit list keeps", len(out))
+	}
+}
