@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -58,7 +59,10 @@ type dirSource struct {
 func (d *dirSource) String() string { return d.name }
 
 func (d *dirSource) Open(_ context.Context, name string) (Object, error) {
-	f, err := d.root.Open(name)
+	// Opened without blocking: a named pipe planted in the folder would
+	// otherwise hold the request until someone writes to it. (A regular
+	// file ignores the flag.)
+	f, err := d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			// Escapes and loops: to the requester, not there.

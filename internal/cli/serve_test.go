@@ -556,6 +556,11 @@ func TestServeRefusals(t *testing.T) {
 	if err := os.Symlink(dir, filepath.Join(src, "sub", "out")); err != nil {
 		t.Fatal(err)
 	}
+	// A named pipe that nobody writes: opening it must not hold the
+	// request.
+	if err := syscall.Mkfifo(filepath.Join(src, "pipe.bam.c4gh"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "tokens"), []byte("# the tokens\ns3cr3t-token\n\nsecond-t0ken\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -590,6 +595,7 @@ func TestServeRefusals(t *testing.T) {
 		{"an absolute path", "/reads//" + strings.TrimPrefix(dir, "/") + "/secret" + c4gh, auth, 400, htsget.InvalidInput},
 		{"a symbolic link out of SOURCE", "/reads/link" + c4gh, auth, 404, htsget.NotFound},
 		{"a folder link out of SOURCE", "/reads/sub/out/secret" + c4gh, auth, 404, htsget.NotFound},
+		{"a named pipe", "/reads/pipe" + c4gh, auth, 404, htsget.NotFound},
 		{"a forged data URL", "/data/c4gh/reads.bam.c4gh?s=0&e=100&x=9999999999&t=AAAA", nil, 403, htsget.PermissionDenied},
 		{"a data URL out of SOURCE", "/data/c4gh/../secret.bam.c4gh?s=0&e=100&x=9999999999&t=AAAA", nil, 400, htsget.InvalidInput},
 		{"an unknown endpoint", "/other/reads", auth, 404, htsget.NotFound},
