@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
@@ -252,7 +253,11 @@ func TestAgentPluginKeys(t *testing.T) {
 	// The plug-in's agent holds the bare key; this tool's decrypt asks it.
 	// Its server, a child that keeps stderr, lingers after the command:
 	// stderr goes to a file, and the process group is killed after.
-	cmd := exec.Command(filepath.Join(plugin, "crypt4gh-agent"), "-k", bare, "--", f.bin, "decrypt", "-i", file)
+	// A time limit: a request that the plug-in's agent never answers
+	// fails the test instead of holding it up.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(plugin, "crypt4gh-agent"), "-k", bare, "--", f.bin, "decrypt", "-i", file)
 	cmd.Env = agentEnv(f.bin)
 	errf, err := os.Create(filepath.Join(f.dir, "agent.err"))
 	if err != nil {

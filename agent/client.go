@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -140,6 +141,8 @@ func (c *Client) connect() error {
 	if err := writeFrame(conn, clientHello(pub)); err != nil {
 		return fail(c.unreachable(err))
 	}
+	// Before the first request: see drained.
+	drained(conn, 5*time.Second)
 	s, err := newSession(&own, c.agent, pub, c.agent, true)
 	if err != nil {
 		return fail(err)

@@ -814,6 +814,12 @@ func download(tk *htsget.Ticket, rate int, got *atomic.Int64) ([32]byte, int64, 
 	return sum, n, nil
 }
 
+// serveRSSLimit bounds the server's peak resident memory under load: 128
+// MiB, as the issue asks, and twice that in a -race build (the server is
+// this test binary), whose shadow memory and slower collector take more
+// (139 MiB in one CI run).
+var serveRSSLimit int64 = map[bool]int64{false: 128 << 20, true: 256 << 20}[raceEnabled]
+
 // serverRSS is the peak resident memory of the serve process s.
 func serverRSS(t *testing.T, s *served) int64 {
 	t.Helper()
@@ -932,8 +938,8 @@ func TestServeLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rss > 128<<20 {
-		t.Errorf("the server's peak RSS is %d MiB, more than 128 MiB", rss>>20)
+	if rss > serveRSSLimit {
+		t.Errorf("the server's peak RSS is %d MiB, more than %d MiB", rss>>20, serveRSSLimit>>20)
 	} else {
 		t.Logf("the server's peak RSS: %d MiB", rss>>20)
 	}
@@ -1187,8 +1193,8 @@ func TestServeRegionTickets(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if rss := serverRSS(t, s); rss > 128<<20 {
-		t.Errorf("16 tickets of %d KiB: the server's peak RSS is %d MiB, more than 128 MiB", size>>10, rss>>20)
+	if rss := serverRSS(t, s); rss > serveRSSLimit {
+		t.Errorf("16 tickets of %d KiB: the server's peak RSS is %d MiB, more than %d MiB", size>>10, rss>>20, serveRSSLimit>>20)
 	} else {
 		t.Logf("16 tickets of %d KiB: the server's peak RSS is %d MiB", size>>10, rss>>20)
 	}
@@ -1233,7 +1239,7 @@ func TestServeRegionTickets(t *testing.T) {
 			break
 		}
 	}
-	if rss := serverRSS(t, s); rss > 128<<20 {
-		t.Errorf("200 requests of 17000 regions at once: the server's peak RSS is %d MiB, more than 128 MiB", rss>>20)
+	if rss := serverRSS(t, s); rss > serveRSSLimit {
+		t.Errorf("200 requests of 17000 regions at once: the server's peak RSS is %d MiB, more than %d MiB", rss>>20, serveRSSLimit>>20)
 	}
 }
