@@ -558,9 +558,7 @@ func TestServeRefusals(t *testing.T) {
 	}
 	// A named pipe that nobody writes: opening it must not hold the
 	// request.
-	if err := syscall.Mkfifo(filepath.Join(src, "pipe.bam.c4gh"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	makeFIFO(t, filepath.Join(src, "pipe.bam.c4gh"))
 	if err := os.WriteFile(filepath.Join(dir, "tokens"), []byte("# the tokens\ns3cr3t-token\n\nsecond-t0ken\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
