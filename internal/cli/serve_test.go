@@ -813,10 +813,11 @@ func download(tk *htsget.Ticket, rate int, got *atomic.Int64) ([32]byte, int64, 
 }
 
 // serveRSSLimit bounds the server's peak resident memory under load: 128
-// MiB, as the issue asks, and twice that in a -race build (the server is
-// this test binary), whose shadow memory and slower collector take more
-// (139 MiB in one CI run).
-var serveRSSLimit int64 = map[bool]int64{false: 128 << 20, true: 256 << 20}[raceEnabled]
+// MiB, as the issue asks, and three times that in a -race build (the
+// server is this test binary), whose shadow memory and slower collector
+// take more (139 MiB for the load test and 260–267 MiB for the ticket
+// tests in CI runs; the 128 MiB bound holds without -race).
+var serveRSSLimit int64 = map[bool]int64{false: 128 << 20, true: 384 << 20}[raceEnabled]
 
 // serverRSS is the peak resident memory of the serve process s.
 func serverRSS(t *testing.T, s *served) int64 {
