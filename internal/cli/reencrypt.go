@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
-	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -98,7 +97,7 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 	// inside a segment is a damaged file.
 	prog := e.newProgress(in.size(), "reencrypting")
 	src := prog.Reader(in.Reader) // the *os.File itself: io.Copy to a file is then copy_file_range
-	h, err := header.Parse(src)
+	f, err := reencrypt.ReadFile(src)
 	if err != nil {
 		return err
 	}
@@ -108,28 +107,27 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 		}
 	}
 	if in.obj != nil && objstore.IsURL(o.Output) && !o.HeaderOnly {
-		return rekeyObject(e, o, h, in.obj.Object(), recipients)
+		return rekeyObject(e, o, f, in.obj.Object(), recipients)
 	}
 	out, err := e.openDest(o.Output, max(in.size(), 0)+headerRoom,
 		outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
 	if err != nil {
 		return err
 	}
-	return out.Finish(reencryptTo(e, o, h, in, src, out, recipients))
+	return out.Finish(reencryptTo(e, o, f, in, src, out, recipients))
 }
 
 // reencryptTo writes the new header and then the body, unchanged.
-func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src io.Reader, out *outfile.Output, recipients []keys.PublicKey) error {
+func reencryptTo(e *env, o *reencryptOptions, f *reencrypt.File, in *input, src io.Reader, out *outfile.Output, recipients []keys.PublicKey) error {
 	sk, err := readSecretKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-	nh, err := newHeader(e, o, h, sk, recipients, false)
-	if err != nil {
+	if err := rekeyFile(o, f, sk, recipients, false, e.warnf); err != nil {
 		return err
 	}
-	if _, err := nh.WriteTo(out); err != nil {
+	if _, err := f.WriteHeader(out); err != nil {
 		return fmt.Errorf("failed to write header: %w", err)
 	}
 	if o.HeaderOnly {
@@ -150,7 +148,7 @@ func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src i
 		if err != nil || size < 0 {
 			return fmt.Errorf("failed to read input: %w", err)
 		}
-		if err := reencrypt.CheckLastSegment(in.file, start, size, h, sk); err != nil {
+		if err := f.CheckLastSegment(in.file, start, size); err != nil {
 			return bodyError(err, start, start+size)
 		}
 		n, err := io.Copy(out.Writer, src)
@@ -162,8 +160,8 @@ func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src i
 		}
 		return nil
 	}
-	_, err = reencrypt.CopyBody(out.Writer, src, h, sk)
-	return bodyError(err, h.Size(), -1)
+	_, err = f.CopyBody(out.Writer, src)
+	return bodyError(err, f.HeaderSize(), -1)
 }
 
 // bodyError names a failed segment of the body that re-encryption checks,
@@ -177,51 +175,42 @@ func bodyError(err error, headerSize, fileSize int64) error {
 	return cutShortHint(fmt.Errorf("body %w (at byte %d of the file)", se, se.Offset(headerSize)), se, headerSize, fileSize)
 }
 
-// newHeader is the header that reencrypt writes for h: see
-// reencrypt.Rekey, with --trim and --add. In place, a result that sk no
-// longer opens is refused unless --drop-self, and nothing to add is
-// errNothingToDo; for a new output, nothing to add keeps the header as it
-// is.
-func newHeader(e *env, o *reencryptOptions, h *header.Header, sk *keys.SecretKey, recipients []keys.PublicKey, inPlace bool) (*header.Header, error) {
+// twoEditLists is what reencrypt says of a file that may leave a
+// recipient two edit lists (reencrypt.ErrTwoEditLists).
+const twoEditLists = "the file has an edit list and packets that --sk cannot open: a recipient who holds one of those may be left two edit lists, and no reader opens a file with two"
+
+// rekeyFile makes the new header of f for the recipients with --trim,
+// --add and --drop-self (see reencrypt.File.Rekey), in the words of the
+// command: in place, nothing to add is errNothingToDo. A warning goes to
+// warnf, also before an error.
+func rekeyFile(o *reencryptOptions, f *reencrypt.File, sk *keys.SecretKey, recipients []keys.PublicKey, inPlace bool, warnf func(string, ...any)) error {
 	if o.Add && o.Trim {
-		return nil, usagef("--add keeps every packet: it cannot be used with --trim")
+		return usagef("--add keeps every packet: it cannot be used with --trim")
 	}
-	if !o.Trim {
-		if risky, err := reencrypt.OthersMayHoldEditList(h, sk); err == nil && risky {
-			msg := "the file has an edit list and packets that --sk cannot open: a recipient who holds one of those may be left two edit lists, and no reader opens a file with two"
-			if inPlace || o.Add {
-				return nil, withHint(usagef("%s", msg), "use --trim (only the recipients can then read the result), or re-encrypt to a new output")
-			}
-			e.warnf("%s; --trim drops those packets", msg)
-		}
+	err := f.Rekey(sk, reencrypt.FileOptions{RekeyOptions: reencrypt.RekeyOptions{Recipients: recipients, Trim: o.Trim, Add: o.Add},
+		InPlace: inPlace, DropSelf: o.DropSelf})
+	if f.Warning() != nil {
+		warnf("%s; --trim drops those packets", twoEditLists)
 	}
-	nh, err := reencrypt.Rekey(h, sk, reencrypt.RekeyOptions{Recipients: recipients, Trim: o.Trim, Add: o.Add})
+	return rekeyError(o, sk, err)
+}
+
+// rekeyError says err of reencrypt.File.Rekey in the words of the command.
+func rekeyError(o *reencryptOptions, sk *keys.SecretKey, err error) error {
 	switch {
-	case errors.Is(err, reencrypt.ErrNothingToAdd) && inPlace:
-		return nil, errNothingToDo
+	case errors.Is(err, reencrypt.ErrTwoEditLists):
+		return withHint(usagef("%s", twoEditLists), "use --trim (only the recipients can then read the result), or re-encrypt to a new output")
 	case errors.Is(err, reencrypt.ErrNothingToAdd):
-		return h, nil
-	case err != nil:
-		return nil, noPacketHint(err, sk, nil)
-	}
-	if inPlace && !o.DropSelf && !opensWith(nh, sk) {
-		return nil, withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(o.secretKeyPath())),
+		return errNothingToDo
+	case errors.Is(err, reencrypt.ErrLocksOut):
+		return withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(o.secretKeyPath())),
 			"add your own public key with --recipient_pk, use --add to keep every reader, or --drop-self to drop your access")
+	case err != nil:
+		return noPacketHint(err, sk, nil)
 	}
-	return nh, nil
+	return nil
 }
 
-// opensWith reports whether sk opens the header h: what an in-place
-// rewrite must keep true, unless --drop-self.
-func opensWith(h *header.Header, sk keys.Opener) bool {
-	contents, err := h.Decrypt(sk, nil)
-	if err != nil {
-		return false
-	}
-	contents.Zero()
-	return true
-}
-
-// errNothingToDo is returned by newHeader when --add finds that every
+// errNothingToDo is returned by rekeyFile when --add finds that every
 // recipient can read the file already: the caller says so and succeeds.
 var errNothingToDo = errors.New("every recipient can read it already")
