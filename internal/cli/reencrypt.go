@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -34,8 +36,9 @@ type reencryptOptions struct {
 func reencryptCommand(e *env) command {
 	o := &reencryptOptions{}
 	return command{Command: &cli.Command{
-		Name:  "reencrypt",
-		Usage: "give a file to new recipients without touching its body",
+		Name:      "reencrypt",
+		Usage:     "give a file to new recipients without touching its body",
+		ArgsUsage: "[FILE.c4gh…]",
 		Description: "Every header packet that --sk opens is encrypted again for each --recipient_pk;\n" +
 			"packets that --sk cannot open are kept unless --trim. The body is copied\n" +
 			"unchanged (its last segment authenticated first). With --header-only, only\n" +
@@ -162,6 +165,66 @@ func reencryptTo(e *env, o *reencryptOptions, f *reencrypt.File, in *input, src 
 	}
 	_, err = f.CopyBody(out.Writer, src)
 	return bodyError(err, f.HeaderSize(), -1)
+}
+
+// reencryptFolder rekeys each FILE argument (a file, an object, the
+// objects under a prefix) into the output folder or prefix -o DIR/, under
+// its name: a new output each, never the input, as decrypt's batch
+// writes them. Objects into a prefix of their store are composed by the
+// server, as rekeyObject does.
+func reencryptFolder(e *env, r *reencryptOptions) error {
+	items, err := batchItems(e, e.args, r.scale, isC4gh, func(s source) (batchItem, bool) {
+		it := batchItem{in: s.In, err: s.Err}
+		if it.err == nil {
+			it.out, it.err = inFolder(r.Output, s.Rel)
+		}
+		return it, true
+	})
+	if err != nil {
+		return err
+	}
+	recipients, err := readPublicKeys(r.Recipients.Value())
+	if err != nil {
+		return err
+	}
+	sk, err := readSecretKey(e, r.keyOptions)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	b := batchOptions{output: r.Output, force: r.Force, keyFiles: keyInputs(r.keyOptions, recipientInputs(r.Recipients.Value())...),
+		scale: r.scale, bind: append(secretNames(sk), publicNames(recipients...)...), rekeyed: true}
+	b.between = func(it batchItem, resume bool, begin func() error) batch.Outcome {
+		var o batch.Outcome
+		o.Err = e.interruptible(it.out, func(ctx context.Context) (err error) {
+			o, err = rekeyOne(ctx, e, r, sk, it.in, it.out, recipients, r.Force || resume, begin)
+			return err
+		})
+		if errors.Is(o.Err, errNothingToDo) { // a prefix into itself, with --add
+			o.Status, o.Err = "unchanged", nil
+		}
+		return o
+	}
+	return runBatch(e, b, items, "reencrypting", outfile.ModePublic, false, func(dst io.Writer, src io.Reader, size int64, _ int) (string, error) {
+		f, err := reencrypt.ReadFile(src)
+		if err != nil {
+			return "", err
+		}
+		if size >= 0 {
+			if _, err := c4gh.PlaintextSize(size - f.HeaderSize()); err != nil {
+				return "", fmt.Errorf("body %w", err)
+			}
+		}
+		var warning string
+		if err := rekeyFile(r, f, sk, recipients, false, func(format string, a ...any) { warning = fmt.Sprintf(format, a...) }); err != nil {
+			return "", err
+		}
+		if _, err := f.WriteHeader(dst); err != nil {
+			return "", fmt.Errorf("failed to write header: %w", err)
+		}
+		_, err = f.CopyBody(dst, src)
+		return warning, bodyError(err, f.HeaderSize(), size)
+	})
 }
 
 // bodyError names a failed segment of the body that re-encryption checks,

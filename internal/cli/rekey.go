@@ -25,7 +25,9 @@ import (
 // rekeys in place every object ending in .c4gh under each prefix, and each
 // object named: one line per object, failures reported and not stopping
 // the others, the exit status the highest of theirs. --force is required:
-// every object is replaced.
+// every object is replaced. With -o DIR/, files and objects are rekeyed
+// into the folder or prefix DIR instead, as decrypt writes its outputs
+// there (reencryptFolder).
 
 // rekeyHelp is the paragraph of reencrypt's description about objects.
 const rekeyHelp = "\n\n" +
@@ -33,7 +35,11 @@ const rekeyHelp = "\n\n" +
 	"place, which needs --force), the body is copied by the server: a few MiB\n" +
 	"pass through, whatever the size. Given s3://BUCKET/PREFIX/ or object FILE\n" +
 	"arguments and --force, rekeys in place every object ending in .c4gh under\n" +
-	"each prefix, and each object named, printing one line for each."
+	"each prefix, and each object named, printing one line for each. With -o\n" +
+	"DIR/ (a name ending in /, an existing folder, or an s3:// prefix), FILE\n" +
+	"arguments may also be files: each is rekeyed into DIR under its name (its\n" +
+	"key relative to its prefix); an existing output is replaced only with\n" +
+	"--force, and between objects of one store the server copies the body."
 
 // rekeyJobs is how many objects a batch rekeys at once.
 const rekeyJobs = 4
@@ -183,16 +189,19 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	if err := e.flagsFirst(); err != nil {
 		return err
 	}
-	for _, f := range []given{{"input", r.Input != ""}, {"output", r.Output != ""}, {"header-only", r.HeaderOnly}} {
+	for _, f := range []given{{"input", r.Input != ""}, {"output", r.Output != "" && !isOutputFolder(r.Output)}, {"header-only", r.HeaderOnly}} {
 		if f.set {
 			return usagef("--%s cannot be used with FILE arguments", f.name)
 		}
 	}
+	if r.Output != "" {
+		return reencryptFolder(e, r)
+	}
 	args := e.args
 	for _, a := range args {
 		if loc, err := objstore.Parse(a); !objstore.IsURL(a) || err == nil && loc.URL != "" {
-			return withHint(usagef("unexpected argument %q: FILE arguments of reencrypt are s3:// objects or prefixes, rekeyed in place", a),
-				"use -i and -o for a file")
+			return withHint(usagef("unexpected argument %q: without -o DIR/, FILE arguments of reencrypt are s3:// objects or prefixes, rekeyed in place", a),
+				"use -i and -o for a file, or -o DIR/ to write the files rekeyed into a folder")
 		} else if err != nil {
 			return err
 		}
@@ -219,7 +228,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 		for s := range e.sources(args, r.scale, isC4gh) {
 			it := batch.Item{In: s.In, Out: s.In, Err: s.Err}
 			if loc, err := objstore.Parse(s.In); it.Err == nil && (!objstore.IsURL(s.In) || err == nil && loc.URL != "") {
-				it.Err = usagef("reencrypt rekeys s3:// objects in place; use -i and -o for a file")
+				it.Err = usagef("without -o DIR/, reencrypt rekeys s3:// objects in place; use -i and -o for a file")
 			} else if it.Err == nil && err != nil {
 				it.Err = err
 			}
