@@ -183,11 +183,7 @@ func reencryptFolder(e *env, r *reencryptOptions) error {
 	if err != nil {
 		return err
 	}
-	recipients, err := readPublicKeys(r.Recipients.Value())
-	if err != nil {
-		return err
-	}
-	sk, err := readSecretKey(e, r.keyOptions)
+	sk, recipients, err := readRekeyKeys(e, r)
 	if err != nil {
 		return err
 	}
@@ -225,6 +221,17 @@ func reencryptFolder(e *env, r *reencryptOptions) error {
 		_, err = f.CopyBody(dst, src)
 		return warning, bodyError(err, f.HeaderSize(), size)
 	})
+}
+
+// readRekeyKeys reads the recipients' public keys, then the secret key of
+// --sk, which the caller must zero.
+func readRekeyKeys(e *env, r *reencryptOptions) (*keys.SecretKey, []keys.PublicKey, error) {
+	recipients, err := readPublicKeys(r.Recipients.Value())
+	if err != nil {
+		return nil, nil, err
+	}
+	sk, err := readSecretKey(e, r.keyOptions)
+	return sk, recipients, err
 }
 
 // bodyError names a failed segment of the body that re-encryption checks,

@@ -209,11 +209,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	if !r.Force {
 		return withHint(usagef("rekeying objects in place replaces them"), "add --force to rekey %s in place", strings.Join(args, " "))
 	}
-	recipients, err := readPublicKeys(r.Recipients.Value())
-	if err != nil {
-		return err
-	}
-	sk, err := readSecretKey(e, r.keyOptions)
+	sk, recipients, err := readRekeyKeys(e, r)
 	if err != nil {
 		return err
 	}
