@@ -73,6 +73,13 @@ type batchOptions struct {
 	keyFiles []string // the key files the command reads (keyInputs)
 	scale    scaleOptions
 	bind     []string // the keys that a journal is bound to
+	// rekeyed says that both sides are encrypted (reencrypt): the
+	// records give the output's sum as the encrypted one, and the output
+	// has room for a larger header.
+	rekeyed bool
+	// between, when set, does an item whose input and output are both
+	// objects, which the server copies, instead of the fileOp.
+	between func(it batchItem, resume bool, begin func() error) batch.Outcome
 }
 
 // encryptItems maps each FILE to FILE.c4gh. A FILE that already ends in
@@ -237,7 +244,12 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 				return batch.Outcome{Err: err}
 			}
 		}
-		o := batchFile(e, b, bi, mode, srcIsPlain, perFile, prog, op, resume, begin)
+		var o batch.Outcome
+		if b.between != nil && objstore.IsURL(it.In) && objstore.IsURL(it.Out) {
+			o = b.between(bi, resume, begin)
+		} else {
+			o = batchFile(e, b, bi, mode, srcIsPlain, perFile, prog, op, resume, begin)
+		}
 		if o.Err == nil {
 			mu.Lock()
 			written++
@@ -313,8 +325,11 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	}
 	defer in.Close()
 	outSize := max(in.size(), 0)
-	if srcIsPlain {
+	switch {
+	case srcIsPlain:
 		outSize = encryptedSize(in)
+	case b.rekeyed:
+		outSize += headerRoom
 	}
 	local := !objstore.IsURL(it.out)
 	if resume && local {
@@ -355,8 +370,8 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	src := &countedReader{r: in.Reader}
 	dst := &outCounter{w: out}
 	warning, err := sums.run(dst, prog.Reader(src), at.size, jobs, op)
-	if err == nil && srcIsPlain {
-		// What was encrypted must be the file as it was.
+	if err == nil && (srcIsPlain || b.rekeyed) {
+		// What was encrypted (or copied) must be the file as it was.
 		err = in.unchanged(at, at.size, src.n)
 	}
 	if err = out.Finish(err); err != nil {
@@ -371,8 +386,11 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	}
 	o.PlainSHA256, o.CryptSHA256 = sums.hex(srcIsPlain)
 	o.OutSHA256 = o.PlainSHA256
-	if srcIsPlain {
+	switch {
+	case srcIsPlain:
 		o.OutSHA256 = o.CryptSHA256
+	case b.rekeyed: // the output is encrypted, and no plaintext is seen
+		o.PlainSHA256, o.CryptSHA256 = "", o.OutSHA256
 	}
 	if b.checksum {
 		o.Text = sums.lines(it.in, it.out, srcIsPlain)

@@ -71,7 +71,7 @@ func catFiles(e *env, o *catOptions) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		src := bufio.NewReaderSize(in, 64<<10)
-		if err := checkMagic(src); err != nil {
+		if err := c4gh.CheckMagic(src); err != nil {
 			in.Close()
 			return fmt.Errorf("%s: %w", name, err)
 		}

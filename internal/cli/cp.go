@@ -12,7 +12,6 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/c4gh"
-	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -116,13 +115,13 @@ func copyFile(e *env, o *cpOptions) error {
 	}
 	defer in.Close()
 	var head bytes.Buffer
-	h, err := header.Parse(io.TeeReader(in, &head))
+	hsize, err := c4gh.HeaderSize(io.TeeReader(in, &head))
 	if err != nil {
 		return err
 	}
 	size := int64(-1)
 	if rest := in.size(); rest >= 0 {
-		size = h.Size() + rest
+		size = hsize + rest
 		if _, err := c4gh.PlaintextSize(rest); err != nil {
 			return fmt.Errorf("body %w", err)
 		}
@@ -273,7 +272,7 @@ func copyObject(e *env, o *cpOptions, sl, dl objstore.Location, sk readerKey) er
 	if err != nil {
 		return err
 	}
-	if _, err := c4gh.PlaintextSize(so.Size() - h.Size()); err != nil {
+	if _, err := c4gh.PlaintextSize(so.Size() - h.HeaderSize()); err != nil {
 		return fmt.Errorf("body %w", err)
 	}
 	if sk != nil {

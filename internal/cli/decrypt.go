@@ -9,10 +9,8 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
-	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/progress"
-	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/urfave/cli/v2"
 )
 
@@ -153,7 +151,7 @@ func decryptOne(e *env, o *decryptOptions, in *input, out *outfile.Output, rng *
 	}
 	sums := newFileSums(o.Checksum)
 	src := bufio.NewReaderSize(prog.Reader(sums.reader(in)), 64<<10)
-	if err := checkMagic(src); err != nil {
+	if err := c4gh.CheckMagic(src); err != nil {
 		return "", err
 	}
 	r, err := openReader(e, o.keyOptions, src, o.Jobs, o.Strict)
@@ -191,7 +189,7 @@ func decryptRangeAt(e *env, o *decryptOptions, in *input, out *outfile.Output, r
 	if err != nil {
 		return err
 	}
-	if err := checkMagic(bufio.NewReader(io.NewSectionReader(file, 0, 16))); err != nil {
+	if err := c4gh.CheckMagic(bufio.NewReader(io.NewSectionReader(file, 0, 16))); err != nil {
 		return err
 	}
 	sk, sender, err := readReaderKeys(e, o.keyOptions)
@@ -225,21 +223,6 @@ func openReader(e *env, k keyOptions, src io.Reader, jobs int, strict bool) (*c4
 	defer sk.Zero()
 	r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict})
 	return r, noPacketHint(err, sk, sender)
-}
-
-// checkMagic fails unless src starts like a crypt4gh file, without
-// consuming anything: a cheap check before a passphrase is asked.
-func checkMagic(src *bufio.Reader) error {
-	b, err := src.Peek(len(header.Magic))
-	switch {
-	case len(b) == 0 && err == io.EOF:
-		return fmt.Errorf("%w: expected a crypt4gh header", header.ErrEmptyInput)
-	case len(b) > 0 && string(b) != header.Magic[:len(b)]:
-		return fmt.Errorf("%w (bad magic %q)", header.ErrNotCrypt4GH, b)
-	case err != nil && err != io.EOF:
-		return fmt.Errorf("failed to read input: %w", err)
-	}
-	return nil
 }
 
 // decryptError names where a failed segment lies in the file, and says
@@ -279,27 +262,6 @@ func parseRange(s string) (*edit.Range, error) {
 		return nil, err
 	}
 	return &r, nil
-}
-
-// noPacketHint adds which public key was tried to an error saying that the
-// key opens no packet.
-func noPacketHint(err error, key keys.Opener, sender *keys.PublicKey) error {
-	if errors.Is(err, header.ErrWrongSender) {
-		return withHint(err, "the file is for your key, but --sender_pk names another writer")
-	}
-	if !errors.Is(err, header.ErrNoDecryptablePacket) || errors.Is(err, header.ErrNoPackets) {
-		return err
-	}
-	sk, ok := key.(*keys.SecretKey)
-	switch {
-	case !ok && sender != nil:
-		return withHint(err, "no packet for the keys of the agent was written by %s (crypt4gh agent --list shows its keys)", *sender)
-	case !ok:
-		return withHint(err, "the file has no packet for the keys of the agent (crypt4gh agent --list shows them)")
-	case sender != nil:
-		return withHint(err, "no packet for the public key %s was written by %s", sk.Public(), *sender)
-	}
-	return withHint(err, "the file has no packet for the public key %s", sk.Public())
 }
 
 // strictFlag is --strict of decrypt and verify.

@@ -77,7 +77,7 @@ func hintFor(err error) string {
 		return advice.Hint()
 	case errors.Is(err, keys.ErrWrongPassphrase):
 		return "check the passphrase given on the terminal, in C4GH_PASSPHRASE or with --passphrase-file"
-	case errors.Is(err, header.ErrNotCrypt4GH), errors.Is(err, header.ErrEmptyInput):
+	case notCrypt4GH(err):
 		return "the input does not start with a crypt4gh header; was it encrypted with crypt4gh?"
 	case errors.Is(err, body.ErrTruncated):
 		return "the file is truncated inside a segment; was the transfer complete?"
@@ -87,6 +87,33 @@ func hintFor(err error) string {
 		return "the encrypted data was modified or damaged"
 	}
 	return ""
+}
+
+// notCrypt4GH reports whether err says that the input is not a crypt4gh
+// file at all: empty, or other first bytes.
+func notCrypt4GH(err error) bool {
+	return errors.Is(err, header.ErrNotCrypt4GH) || errors.Is(err, header.ErrEmptyInput)
+}
+
+// noPacketHint adds which public key was tried to an error saying that the
+// key opens no packet.
+func noPacketHint(err error, key keys.Opener, sender *keys.PublicKey) error {
+	if errors.Is(err, header.ErrWrongSender) {
+		return withHint(err, "the file is for your key, but --sender_pk names another writer")
+	}
+	if !errors.Is(err, header.ErrNoDecryptablePacket) || errors.Is(err, header.ErrNoPackets) {
+		return err
+	}
+	sk, ok := key.(*keys.SecretKey)
+	switch {
+	case !ok && sender != nil:
+		return withHint(err, "no packet for the keys of the agent was written by %s (crypt4gh agent --list shows its keys)", *sender)
+	case !ok:
+		return withHint(err, "the file has no packet for the keys of the agent (crypt4gh agent --list shows them)")
+	case sender != nil:
+		return withHint(err, "no packet for the public key %s was written by %s", sk.Public(), *sender)
+	}
+	return withHint(err, "the file has no packet for the public key %s", sk.Public())
 }
 
 // oneLine makes s one line that cannot move the cursor or hide text: a

@@ -89,6 +89,8 @@ var sentinelCodes = map[string]struct {
 	"reencrypt.ErrNothingToAdd":     {reencrypt.ErrNothingToAdd, exitUsage},
 	"client.ErrBadURL":              {client.ErrBadURL, exitUsage},
 	"reencrypt.ErrTooManyPackets":   {reencrypt.ErrTooManyPackets, exitData},
+	"reencrypt.ErrTwoEditLists":     {reencrypt.ErrTwoEditLists, exitUsage},
+	"reencrypt.ErrLocksOut":         {reencrypt.ErrLocksOut, exitUsage},
 }
 
 // TestSentinelExitCodes checks the exit code of every sentinel, alone and

@@ -2,14 +2,12 @@ package cli
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
-	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/htsget"
 	"github.com/c4gh-go/crypt4gh/htsget/client"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -190,7 +188,7 @@ func htsgetEncrypted(e *env, o *htsgetOptions, c *client.Client, req *htsget.Req
 		src = io.TeeReader(parts, out)
 	}
 	br := bufio.NewReaderSize(src, 64<<10)
-	if err := checkMagic(br); err != nil {
+	if err := c4gh.CheckMagic(br); err != nil {
 		return ticketStreamError(err)
 	}
 	// A file kept as it is must hold nothing unauthenticated, also past
@@ -220,7 +218,7 @@ func htsgetEncrypted(e *env, o *htsgetOptions, c *client.Client, req *htsget.Req
 // ticketStreamError says that a stream that is not crypt4gh came from a
 // ticket.
 func ticketStreamError(err error) error {
-	if errors.Is(err, header.ErrNotCrypt4GH) || errors.Is(err, header.ErrEmptyInput) {
+	if notCrypt4GH(err) {
 		return withHint(err, "the ticket's parts do not make a crypt4gh stream; does the server support encryptionScheme=C4GH? (--no-encryption asks for plaintext)")
 	}
 	return err

@@ -272,6 +272,16 @@ func (k *lazyKey) opener(h *header.Header, sks []readerKey) (readerKey, string) 
 	return sks[0], ""
 }
 
+// opensWith reports whether sk opens the header h.
+func opensWith(h *header.Header, sk readerKey) bool {
+	contents, err := h.Decrypt(sk, nil)
+	if err != nil {
+		return false
+	}
+	contents.Zero()
+	return true
+}
+
 // inspectOne describes the file at path ("" for stdin), and says whether
 // it printed a description.
 func inspectOne(e *env, o *inspectOptions, path string, key *lazyKey) (bool, error) {

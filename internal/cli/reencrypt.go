@@ -1,13 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
-	"github.com/c4gh-go/crypt4gh/header"
+	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
@@ -35,8 +36,9 @@ type reencryptOptions struct {
 func reencryptCommand(e *env) command {
 	o := &reencryptOptions{}
 	return command{Command: &cli.Command{
-		Name:  "reencrypt",
-		Usage: "give a file to new recipients without touching its body",
+		Name:      "reencrypt",
+		Usage:     "give a file to new recipients without touching its body",
+		ArgsUsage: "[FILE.c4gh…]",
 		Description: "Every header packet that --sk opens is encrypted again for each --recipient_pk;\n" +
 			"packets that --sk cannot open are kept unless --trim. The body is copied\n" +
 			"unchanged (its last segment authenticated first). With --header-only, only\n" +
@@ -98,7 +100,7 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 	// inside a segment is a damaged file.
 	prog := e.newProgress(in.size(), "reencrypting")
 	src := prog.Reader(in.Reader) // the *os.File itself: io.Copy to a file is then copy_file_range
-	h, err := header.Parse(src)
+	f, err := reencrypt.ReadFile(src)
 	if err != nil {
 		return err
 	}
@@ -108,28 +110,27 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 		}
 	}
 	if in.obj != nil && objstore.IsURL(o.Output) && !o.HeaderOnly {
-		return rekeyObject(e, o, h, in.obj.Object(), recipients)
+		return rekeyObject(e, o, f, in.obj.Object(), recipients)
 	}
 	out, err := e.openDest(o.Output, max(in.size(), 0)+headerRoom,
 		outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
 	if err != nil {
 		return err
 	}
-	return out.Finish(reencryptTo(e, o, h, in, src, out, recipients))
+	return out.Finish(reencryptTo(e, o, f, in, src, out, recipients))
 }
 
 // reencryptTo writes the new header and then the body, unchanged.
-func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src io.Reader, out *outfile.Output, recipients []keys.PublicKey) error {
+func reencryptTo(e *env, o *reencryptOptions, f *reencrypt.File, in *input, src io.Reader, out *outfile.Output, recipients []keys.PublicKey) error {
 	sk, err := readSecretKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
 	defer sk.Zero()
-	nh, err := newHeader(e, o, h, sk, recipients, false)
-	if err != nil {
+	if err := rekeyFile(o, f, sk, recipients, false, e.warnf); err != nil {
 		return err
 	}
-	if _, err := nh.WriteTo(out); err != nil {
+	if _, err := f.WriteHeader(out); err != nil {
 		return fmt.Errorf("failed to write header: %w", err)
 	}
 	if o.HeaderOnly {
@@ -150,7 +151,7 @@ func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src i
 		if err != nil || size < 0 {
 			return fmt.Errorf("failed to read input: %w", err)
 		}
-		if err := reencrypt.CheckLastSegment(in.file, start, size, h, sk); err != nil {
+		if err := f.CheckLastSegment(in.file, start, size); err != nil {
 			return bodyError(err, start, start+size)
 		}
 		n, err := io.Copy(out.Writer, src)
@@ -162,8 +163,75 @@ func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src i
 		}
 		return nil
 	}
-	_, err = reencrypt.CopyBody(out.Writer, src, h, sk)
-	return bodyError(err, h.Size(), -1)
+	_, err = f.CopyBody(out.Writer, src)
+	return bodyError(err, f.HeaderSize(), -1)
+}
+
+// reencryptFolder rekeys each FILE argument (a file, an object, the
+// objects under a prefix) into the output folder or prefix -o DIR/, under
+// its name: a new output each, never the input, as decrypt's batch
+// writes them. Objects into a prefix of their store are composed by the
+// server, as rekeyObject does.
+func reencryptFolder(e *env, r *reencryptOptions) error {
+	items, err := batchItems(e, e.args, r.scale, isC4gh, func(s source) (batchItem, bool) {
+		it := batchItem{in: s.In, err: s.Err}
+		if it.err == nil {
+			it.out, it.err = inFolder(r.Output, s.Rel)
+		}
+		return it, true
+	})
+	if err != nil {
+		return err
+	}
+	sk, recipients, err := readRekeyKeys(e, r)
+	if err != nil {
+		return err
+	}
+	defer sk.Zero()
+	b := batchOptions{output: r.Output, force: r.Force, keyFiles: keyInputs(r.keyOptions, recipientInputs(r.Recipients.Value())...),
+		scale: r.scale, bind: append(secretNames(sk), publicNames(recipients...)...), rekeyed: true}
+	b.between = func(it batchItem, resume bool, begin func() error) batch.Outcome {
+		var o batch.Outcome
+		o.Err = e.interruptible(it.out, func(ctx context.Context) (err error) {
+			o, err = rekeyOne(ctx, e, r, sk, it.in, it.out, recipients, r.Force || resume, begin)
+			return err
+		})
+		if errors.Is(o.Err, errNothingToDo) { // a prefix into itself, with --add
+			o.Status, o.Err = "unchanged", nil
+		}
+		return o
+	}
+	return runBatch(e, b, items, "reencrypting", outfile.ModePublic, false, func(dst io.Writer, src io.Reader, size int64, _ int) (string, error) {
+		f, err := reencrypt.ReadFile(src)
+		if err != nil {
+			return "", err
+		}
+		if size >= 0 {
+			if _, err := c4gh.PlaintextSize(size - f.HeaderSize()); err != nil {
+				return "", fmt.Errorf("body %w", err)
+			}
+		}
+		var warning string
+		if err := rekeyFile(r, f, sk, recipients, false, func(format string, a ...any) { warning = fmt.Sprintf(format, a...) }); err != nil {
+			return "", err
+		}
+		if _, err := f.WriteHeader(dst); err != nil {
+			return "", fmt.Errorf("failed to write header: %w", err)
+		}
+		_, err = f.CopyBody(dst, src)
+		return warning, bodyError(err, f.HeaderSize(), size)
+	})
+}
+
+// readRekeyKeys reads the recipients' public keys, then the secret key of
+// --sk, which the caller must zero.
+func readRekeyKeys(e *env, r *reencryptOptions) (*keys.SecretKey, []keys.PublicKey, error) {
+	recipients, err := readPublicKeys(r.Recipients.Value())
+	if err != nil {
+		return nil, nil, err
+	}
+	sk, err := readSecretKey(e, r.keyOptions)
+	return sk, recipients, err
 }
 
 // bodyError names a failed segment of the body that re-encryption checks,
@@ -177,51 +245,42 @@ func bodyError(err error, headerSize, fileSize int64) error {
 	return cutShortHint(fmt.Errorf("body %w (at byte %d of the file)", se, se.Offset(headerSize)), se, headerSize, fileSize)
 }
 
-// newHeader is the header that reencrypt writes for h: see
-// reencrypt.Rekey, with --trim and --add. In place, a result that sk no
-// longer opens is refused unless --drop-self, and nothing to add is
-// errNothingToDo; for a new output, nothing to add keeps the header as it
-// is.
-func newHeader(e *env, o *reencryptOptions, h *header.Header, sk *keys.SecretKey, recipients []keys.PublicKey, inPlace bool) (*header.Header, error) {
+// twoEditLists is what reencrypt says of a file that may leave a
+// recipient two edit lists (reencrypt.ErrTwoEditLists).
+const twoEditLists = "the file has an edit list and packets that --sk cannot open: a recipient who holds one of those may be left two edit lists, and no reader opens a file with two"
+
+// rekeyFile makes the new header of f for the recipients with --trim,
+// --add and --drop-self (see reencrypt.File.Rekey), in the words of the
+// command: in place, nothing to add is errNothingToDo. A warning goes to
+// warnf, also before an error.
+func rekeyFile(o *reencryptOptions, f *reencrypt.File, sk *keys.SecretKey, recipients []keys.PublicKey, inPlace bool, warnf func(string, ...any)) error {
 	if o.Add && o.Trim {
-		return nil, usagef("--add keeps every packet: it cannot be used with --trim")
+		return usagef("--add keeps every packet: it cannot be used with --trim")
 	}
-	if !o.Trim {
-		if risky, err := reencrypt.OthersMayHoldEditList(h, sk); err == nil && risky {
-			msg := "the file has an edit list and packets that --sk cannot open: a recipient who holds one of those may be left two edit lists, and no reader opens a file with two"
-			if inPlace || o.Add {
-				return nil, withHint(usagef("%s", msg), "use --trim (only the recipients can then read the result), or re-encrypt to a new output")
-			}
-			e.warnf("%s; --trim drops those packets", msg)
-		}
+	err := f.Rekey(sk, reencrypt.FileOptions{RekeyOptions: reencrypt.RekeyOptions{Recipients: recipients, Trim: o.Trim, Add: o.Add},
+		InPlace: inPlace, DropSelf: o.DropSelf})
+	if f.Warning() != nil {
+		warnf("%s; --trim drops those packets", twoEditLists)
 	}
-	nh, err := reencrypt.Rekey(h, sk, reencrypt.RekeyOptions{Recipients: recipients, Trim: o.Trim, Add: o.Add})
+	return rekeyError(o, sk, err)
+}
+
+// rekeyError says err of reencrypt.File.Rekey in the words of the command.
+func rekeyError(o *reencryptOptions, sk *keys.SecretKey, err error) error {
 	switch {
-	case errors.Is(err, reencrypt.ErrNothingToAdd) && inPlace:
-		return nil, errNothingToDo
+	case errors.Is(err, reencrypt.ErrTwoEditLists):
+		return withHint(usagef("%s", twoEditLists), "use --trim (only the recipients can then read the result), or re-encrypt to a new output")
 	case errors.Is(err, reencrypt.ErrNothingToAdd):
-		return h, nil
-	case err != nil:
-		return nil, noPacketHint(err, sk, nil)
-	}
-	if inPlace && !o.DropSelf && !opensWith(nh, sk) {
-		return nil, withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(o.secretKeyPath())),
+		return errNothingToDo
+	case errors.Is(err, reencrypt.ErrLocksOut):
+		return withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(o.secretKeyPath())),
 			"add your own public key with --recipient_pk, use --add to keep every reader, or --drop-self to drop your access")
+	case err != nil:
+		return noPacketHint(err, sk, nil)
 	}
-	return nh, nil
+	return nil
 }
 
-// opensWith reports whether sk opens the header h: what an in-place
-// rewrite must keep true, unless --drop-self.
-func opensWith(h *header.Header, sk keys.Opener) bool {
-	contents, err := h.Decrypt(sk, nil)
-	if err != nil {
-		return false
-	}
-	contents.Zero()
-	return true
-}
-
-// errNothingToDo is returned by newHeader when --add finds that every
+// errNothingToDo is returned by rekeyFile when --add finds that every
 // recipient can read the file already: the caller says so and succeeds.
 var errNothingToDo = errors.New("every recipient can read it already")

@@ -258,7 +258,7 @@ func randomRegionInput(in *input) (io.ReaderAt, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		if err := checkMagic(bufio.NewReader(io.NewSectionReader(po, 0, 16))); err != nil {
+		if err := c4gh.CheckMagic(bufio.NewReader(io.NewSectionReader(po, 0, 16))); err != nil {
 			return nil, 0, err
 		}
 		return po, po.Size(), nil
@@ -267,7 +267,7 @@ func randomRegionInput(in *input) (io.ReaderAt, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := checkMagic(bufio.NewReader(io.NewSectionReader(file, 0, 16))); err != nil {
+	if err := c4gh.CheckMagic(bufio.NewReader(io.NewSectionReader(file, 0, 16))); err != nil {
 		return nil, 0, err
 	}
 	return file, size, nil

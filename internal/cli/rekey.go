@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
-	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -26,7 +25,9 @@ import (
 // rekeys in place every object ending in .c4gh under each prefix, and each
 // object named: one line per object, failures reported and not stopping
 // the others, the exit status the highest of theirs. --force is required:
-// every object is replaced.
+// every object is replaced. With -o DIR/, files and objects are rekeyed
+// into the folder or prefix DIR instead, as decrypt writes its outputs
+// there (reencryptFolder).
 
 // rekeyHelp is the paragraph of reencrypt's description about objects.
 const rekeyHelp = "\n\n" +
@@ -34,14 +35,18 @@ const rekeyHelp = "\n\n" +
 	"place, which needs --force), the body is copied by the server: a few MiB\n" +
 	"pass through, whatever the size. Given s3://BUCKET/PREFIX/ or object FILE\n" +
 	"arguments and --force, rekeys in place every object ending in .c4gh under\n" +
-	"each prefix, and each object named, printing one line for each."
+	"each prefix, and each object named, printing one line for each. With -o\n" +
+	"DIR/ (a name ending in /, an existing folder, or an s3:// prefix), FILE\n" +
+	"arguments may also be files: each is rekeyed into DIR under its name (its\n" +
+	"key relative to its prefix); an existing output is replaced only with\n" +
+	"--force, and between objects of one store the server copies the body."
 
 // rekeyJobs is how many objects a batch rekeys at once.
 const rekeyJobs = 4
 
-// rekeyObject writes the object o, whose header is h, with a new header
+// rekeyObject writes the object o, whose header f read, with a new header
 // to the object of -o.
-func rekeyObject(e *env, r *reencryptOptions, h *header.Header, o *objstore.Object, recipients []keys.PublicKey) error {
+func rekeyObject(e *env, r *reencryptOptions, f *reencrypt.File, o *objstore.Object, recipients []keys.PublicKey) error {
 	loc, err := objectDest(r.Output)
 	if err != nil {
 		return err
@@ -52,7 +57,7 @@ func rekeyObject(e *env, r *reencryptOptions, h *header.Header, o *objstore.Obje
 	}
 	defer sk.Zero()
 	err = e.interruptible(loc.String(), func(ctx context.Context) error {
-		_, err := rekey(ctx, e, r, sk, h, o, loc, recipients, r.Force)
+		_, err := rekey(ctx, e, r, sk, f, o, loc, recipients, r.Force)
 		return err
 	})
 	if errors.Is(err, errNothingToDo) {
@@ -67,23 +72,23 @@ func rekeyObject(e *env, r *reencryptOptions, h *header.Header, o *objstore.Obje
 // rekey composes the object at dest from a new header for recipients and
 // the body of o.
 // It returns the size of the new object.
-func rekey(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (int64, error) {
+func rekey(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, f *reencrypt.File, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (int64, error) {
 	if !force && o.Location() == dest {
 		return 0, withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
 	}
 	inPlace := o.Location() == dest
-	nh, err := newHeader(e, r, h, sk, recipients, inPlace)
-	if err != nil {
+	if err := rekeyFile(r, f, sk, recipients, inPlace, e.warnf); err != nil {
 		return o.Size(), err // errNothingToDo too: the caller says so
 	}
 	// The body is copied by the server, unread: its last segment is
 	// authenticated first (one ranged GET), as for a file.
-	if err := reencrypt.CheckLastSegment(o, h.Size(), o.Size()-h.Size(), h, sk); err != nil {
-		return 0, bodyError(err, h.Size(), o.Size())
+	hs := f.HeaderSize()
+	if err := f.CheckLastSegment(o, hs, o.Size()-hs); err != nil {
+		return 0, bodyError(err, hs, o.Size())
 	}
-	hb := nh.Marshal()
-	size := int64(len(hb)) + o.Size() - h.Size()
-	parts := []objstore.Part{objstore.Bytes(hb), objstore.Range(o, h.Size(), o.Size()-h.Size())}
+	hb := f.Header()
+	size := int64(len(hb)) + o.Size() - hs
+	parts := []objstore.Part{objstore.Bytes(hb), objstore.Range(o, hs, o.Size()-hs)}
 	if err := e.compose(ctx, dest, parts, force); err != nil {
 		return 0, err
 	}
@@ -169,14 +174,14 @@ func objectDest(dest string) (objstore.Location, error) {
 
 // readObjectHeader parses the header at the start of o, fetched in one
 // small request.
-func readObjectHeader(e *env, o *objstore.Object) (*header.Header, error) {
+func readObjectHeader(e *env, o *objstore.Object) (*reencrypt.File, error) {
 	in := e.objectInput(o)
 	defer in.Close()
 	ra, err := in.obj.ReaderAt()
 	if err != nil {
 		return nil, err
 	}
-	return header.Parse(io.NewSectionReader(ra, 0, o.Size()))
+	return reencrypt.ReadFile(io.NewSectionReader(ra, 0, o.Size()))
 }
 
 // reencryptBatch rekeys in place the objects of the FILE arguments.
@@ -184,16 +189,19 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	if err := e.flagsFirst(); err != nil {
 		return err
 	}
-	for _, f := range []given{{"input", r.Input != ""}, {"output", r.Output != ""}, {"header-only", r.HeaderOnly}} {
+	for _, f := range []given{{"input", r.Input != ""}, {"output", r.Output != "" && !isOutputFolder(r.Output)}, {"header-only", r.HeaderOnly}} {
 		if f.set {
 			return usagef("--%s cannot be used with FILE arguments", f.name)
 		}
 	}
+	if r.Output != "" {
+		return reencryptFolder(e, r)
+	}
 	args := e.args
 	for _, a := range args {
 		if loc, err := objstore.Parse(a); !objstore.IsURL(a) || err == nil && loc.URL != "" {
-			return withHint(usagef("unexpected argument %q: FILE arguments of reencrypt are s3:// objects or prefixes, rekeyed in place", a),
-				"use -i and -o for a file")
+			return withHint(usagef("unexpected argument %q: without -o DIR/, FILE arguments of reencrypt are s3:// objects or prefixes, rekeyed in place", a),
+				"use -i and -o for a file, or -o DIR/ to write the files rekeyed into a folder")
 		} else if err != nil {
 			return err
 		}
@@ -201,11 +209,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	if !r.Force {
 		return withHint(usagef("rekeying objects in place replaces them"), "add --force to rekey %s in place", strings.Join(args, " "))
 	}
-	recipients, err := readPublicKeys(r.Recipients.Value())
-	if err != nil {
-		return err
-	}
-	sk, err := readSecretKey(e, r.keyOptions)
+	sk, recipients, err := readRekeyKeys(e, r)
 	if err != nil {
 		return err
 	}
@@ -220,7 +224,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 		for s := range e.sources(args, r.scale, isC4gh) {
 			it := batch.Item{In: s.In, Out: s.In, Err: s.Err}
 			if loc, err := objstore.Parse(s.In); it.Err == nil && (!objstore.IsURL(s.In) || err == nil && loc.URL != "") {
-				it.Err = usagef("reencrypt rekeys s3:// objects in place; use -i and -o for a file")
+				it.Err = usagef("without -o DIR/, reencrypt rekeys s3:// objects in place; use -i and -o for a file")
 			} else if it.Err == nil && err != nil {
 				it.Err = err
 			}
@@ -234,7 +238,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	// at once, and the exit waits for their uploads to be aborted.
 	e.interruptible("", func(ctx context.Context) error { // each rekey says its own result
 		run.Do = func(it batch.Item, _ bool, _ func() error) batch.Outcome {
-			o, err := rekeyOne(ctx, e, r, sk, it.In, recipients)
+			o, err := rekeyOne(ctx, e, r, sk, it.In, it.In, recipients, true, nil)
 			if errors.Is(err, errNothingToDo) {
 				o.Status, o.Text, err = "unchanged", fmt.Sprintf("%s: unchanged, %v\n", it.In, err), nil
 			} else if err == nil {
@@ -258,30 +262,41 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	return summarize(e, sum, r.scale.used())
 }
 
-// rekeyOne rekeys the object at name in place.
-func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, name string, recipients []keys.PublicKey) (batch.Outcome, error) {
+// rekeyOne rekeys the object in to the object dest (in itself to rekey
+// in place), replacing what is there with force. begin, when not nil,
+// records the start in the journal.
+func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, in, dest string, recipients []keys.PublicKey, force bool, begin func() error) (batch.Outcome, error) {
 	var out batch.Outcome
-	loc, err := objstore.Parse(name)
+	src, err := objstore.Parse(in)
 	if err != nil {
 		return out, err
 	}
-	st, err := e.store(loc)
+	loc, err := objstore.Parse(dest)
 	if err != nil {
 		return out, err
 	}
-	o, err := st.Open(e.ctx, loc)
+	st, err := e.store(src)
+	if err != nil {
+		return out, err
+	}
+	o, err := st.Open(e.ctx, src)
 	if err != nil {
 		return out, err
 	}
 	out.ETag, out.SourceSize = o.ETag(), o.Size()
-	h, err := readObjectHeader(e, o)
+	f, err := readObjectHeader(e, o)
 	if err != nil {
 		return out, err
 	}
-	if _, err := c4gh.PlaintextSize(o.Size() - h.Size()); err != nil {
+	if _, err := c4gh.PlaintextSize(o.Size() - f.HeaderSize()); err != nil {
 		return out, fmt.Errorf("body %w", err)
 	}
-	size, err := rekey(ctx, e, r, sk, h, o, loc, recipients, true)
+	if begin != nil {
+		if err := begin(); err != nil {
+			return out, err
+		}
+	}
+	size, err := rekey(ctx, e, r, sk, f, o, loc, recipients, force)
 	out.BytesOut = size
 	return out, err
 }
@@ -295,7 +310,7 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 	if err != nil {
 		return err
 	}
-	h, err := header.Parse(io.NewSectionReader(ra, 0, o.Size()))
+	f, err := reencrypt.ReadFile(io.NewSectionReader(ra, 0, o.Size()))
 	if err != nil {
 		return err
 	}
@@ -319,23 +334,24 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 		return err
 	}
 	defer opts.Reader.Zero()
-	nh, runs, err := reencrypt.PlanSplice(h, o.Size()-h.Size(), opts)
+	hs := f.HeaderSize()
+	runs, err := f.Splice(o.Size()-hs, opts)
 	if err != nil {
 		if out != nil {
 			out.Abort()
 		}
 		return noPacketHint(err, opts.Reader, nil)
 	}
-	if out == nil && o.Location() == loc && !so.DropSelf && !opensWith(nh, opts.Reader) {
+	if out == nil && o.Location() == loc && !so.DropSelf && !f.Opens(opts.Reader) {
 		// In place, as for reencrypt: never a result that the owner's
 		// key no longer opens.
 		return withHint(usagef("cut in place, the object would no longer open with --sk %s, nor for any reader but the recipients", quoteName(so.secretKeyPath())),
 			"add your own public key with --recipient_pk, write to another object, or --drop-self to drop your access")
 	}
 	if out == nil {
-		parts := []objstore.Part{objstore.Bytes(nh.Marshal())}
+		parts := []objstore.Part{objstore.Bytes(f.Header())}
 		for _, r := range runs {
-			parts = append(parts, objstore.Range(o, h.Size()+r.Offset, r.Length))
+			parts = append(parts, objstore.Range(o, hs+r.Offset, r.Length))
 		}
 		return e.interruptible(loc.String(), func(ctx context.Context) error {
 			if err := e.compose(ctx, loc, parts, so.Force); err != nil {
@@ -347,13 +363,14 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 			return nil
 		})
 	}
-	return out.Finish(copyObjectRuns(e, out, nh, o, h.Size(), runs))
+	return out.Finish(copyObjectRuns(e, out, f, o, runs))
 }
 
-// copyObjectRuns writes the header nh, then the runs of the body of o,
-// which starts at bodyStart.
-func copyObjectRuns(e *env, out io.Writer, nh *header.Header, o *objstore.Object, bodyStart int64, runs []reencrypt.Run) error {
-	if _, err := nh.WriteTo(out); err != nil {
+// copyObjectRuns writes the new header of f, then the runs of the body of
+// o.
+func copyObjectRuns(e *env, out io.Writer, f *reencrypt.File, o *objstore.Object, runs []reencrypt.Run) error {
+	bodyStart := f.HeaderSize()
+	if _, err := f.WriteHeader(out); err != nil {
 		return fmt.Errorf("failed to write header: %w", err)
 	}
 	for _, run := range runs {

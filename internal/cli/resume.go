@@ -82,7 +82,7 @@ func decryptResume(e *env, d *decryptOptions, rng *edit.Range) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMagic(bufio.NewReader(io.NewSectionReader(ra, 0, 16))); err != nil {
+	if err := c4gh.CheckMagic(bufio.NewReader(io.NewSectionReader(ra, 0, 16))); err != nil {
 		return err
 	}
 	sk, sender, err := readReaderKeys(e, d.keyOptions)

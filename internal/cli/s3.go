@@ -27,9 +27,9 @@ import (
 // Memory of the transfers of one run, shared by the files of a batch
 // that move at once.
 const (
-	// readChunk is the size of the ranged GETs of a stream: 128 encrypted
-	// segments, so that the chunks of a body end on segments.
-	readChunk = 128 * c4gh.EncryptedSegmentSize
+	// readChunk is the size of the ranged GETs of a stream, which end on
+	// segments.
+	readChunk = objio.ChunkSize
 	// writeBudget is how many bytes of parts an upload holds at most:
 	// five parts of 16 MiB.
 	writeBudget = 80 << 20

@@ -28,6 +28,10 @@ const (
 	// HeadSize is what is fetched first of an object, in one request:
 	// enough for any usual header.
 	HeadSize = 64 << 10
+	// ChunkSize is the size of the ranged GETs of a stream of a
+	// Crypt4GH object: 128 stored segments, so that the chunks of a body
+	// end on segments.
+	ChunkSize = 128 * body.EncryptedSegmentSize
 	// AbortTimeout is how long an interrupted command waits for its
 	// uploads to be aborted before it exits anyway.
 	AbortTimeout = 15 * time.Second
