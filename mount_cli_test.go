@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,11 +135,18 @@ func startMount(t *testing.T, bin string, env []string, mp, name string, args ..
 			exec.Command("umount", "-l", mp).Run()
 		}
 	})
+	// The file reads as soon as the kernel has the mount, while the
+	// command may still be in go-fuse's start-up (its poll probe opens
+	// and closes a file of the mount): a SIGKILL then leaves a thread
+	// waiting on its own dead server for ever. So the ready line too.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		got, err := os.ReadFile(filepath.Join(mp, name))
-		if err == nil {
+		if err == nil && strings.Contains(m.stderr.String(), "crypt4gh: mounted ") {
 			return m, got
+		}
+		if err == nil {
+			err = errors.New("no ready line yet")
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the mount never showed %s: %v; stderr:\n%s", name, err, m.stderr.String())
