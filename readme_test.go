@@ -206,3 +206,49 @@ func buildsCommand(args string) bool {
 	}
 	return false
 }
+
+// TestScaleTestsInCI checks that every test sized by clitest.Size or
+// clitest.AtScale is named in the full-scale run of .ci/run: a test left
+// out would run only at the developers' sizes, never at the ones its issue
+// names.
+func TestScaleTestsInCI(t *testing.T) {
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^C4GH_TEST_SCALE=full go test .*-run '\^\(([A-Za-z0-9|]+)\)\$'`).FindSubmatch(ci)
+	if m == nil {
+		t.Fatal(".ci/run has no full-scale run (C4GH_TEST_SCALE=full go test … -run '^(…)$')")
+	}
+	listed := strings.Split(string(m[1]), "|")
+	fn := regexp.MustCompile(`^func (Test\w+)\(`)
+	use := regexp.MustCompile(`clitest\.(Size\(\d|AtScale\(\))`)
+	var sized []string
+	filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var cur string
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := fn.FindStringSubmatch(line); f != nil {
+				cur = f[1]
+			}
+			if cur != "" && use.MatchString(line) && !slices.Contains(sized, cur) {
+				sized = append(sized, cur)
+			}
+		}
+		return nil
+	})
+	if len(sized) == 0 {
+		t.Fatal("found no test sized by clitest.Size or clitest.AtScale")
+	}
+	for _, name := range sized {
+		if !slices.Contains(listed, name) {
+			t.Errorf("%s is sized by clitest but not in the full-scale run of .ci/run", name)
+		}
+	}
+}

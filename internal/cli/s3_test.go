@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/resume"
 	"github.com/c4gh-go/crypt4gh/internal/s3test"
@@ -211,7 +212,7 @@ func sha256Hex(b []byte) string {
 func TestS3RoundTrip(t *testing.T) {
 	e := newS3Env(t)
 	sizes := []int{0, 1, 65536, 65537, 5*MiB - 1, 5 * MiB, 5*MiB + 1, 17 * MiB}
-	if !raceEnabled && !testing.Short() {
+	if !raceEnabled && clitest.AtScale() {
 		sizes = append(sizes, 200*MiB)
 	}
 	for i, n := range sizes {

@@ -258,7 +258,7 @@ func TestBatchWorstExit(t *testing.T) {
 func TestShardsLocal(t *testing.T) {
 	n := 80
 	if !testing.Short() {
-		n = 2000
+		n = clitest.Size(2000, 400)
 	}
 	e := newScaleEnv(t, n, 100)
 	var wg sync.WaitGroup
@@ -497,7 +497,7 @@ func checkRekeyed(t *testing.T, e *s3env, newSK *keys.SecretKey, plain map[strin
 // place, each its shard: every object rekeyed exactly once; run again,
 // nothing is rekeyed.
 func TestShardsS3(t *testing.T) {
-	const n = 2000
+	n := clitest.Size(2000, 200)
 	e := newS3Env(t) // not with -short
 	newSK := e.keygen(t, "new")
 	plain := putMany(t, e, "p/", n)
@@ -520,26 +520,27 @@ func TestShardsS3(t *testing.T) {
 	}
 }
 
-// TestRekeyPrefixRSS: a prefix of 10,000 objects rekeyed in place by 4
-// shards takes no more memory in each worker than one of 100: the prefix
-// is listed page by page as the objects are rekeyed.
+// TestRekeyPrefixRSS: a prefix of 10,000 objects (1,500 unless
+// clitest.AtScale: still more than one listing page per shard) rekeyed in
+// place by 4 shards takes no more memory in each worker than one of 100:
+// the prefix is listed page by page as the objects are rekeyed.
 func TestRekeyPrefixRSS(t *testing.T) {
 	if testing.Short() {
-		t.Skip("10,000 objects: not with -short")
+		t.Skip("thousands of objects: not with -short")
 	}
 	e := newS3Env(t)
 	newSK := e.keygen(t, "new")
 	small := putMany(t, e, "small/", 100)
 	rssSmall := rekeyShards(t, e, "small/", "js")
 	checkRekeyed(t, e, newSK, small, "js")
-	const n = 10000
+	n := clitest.Size(10000, 1500)
 	big := putMany(t, e, "big/", n)
 	start := time.Now()
 	rssBig := rekeyShards(t, e, "big/", "jb")
 	took := time.Since(start)
 	checkRekeyed(t, e, newSK, big, "jb")
 	t.Logf("%d objects rekeyed in place by 4 shards in %v: %.0f objects/s; peak RSS per worker %v KiB (100 objects: %v KiB)",
-		n, took.Round(time.Millisecond), n/took.Seconds(), rssBig, rssSmall)
+		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), rssBig, rssSmall)
 	maxSmall := slices.Max(rssSmall)
 	for i, r := range rssBig {
 		if r > maxSmall+maxSmall/4+4096 {

@@ -36,6 +36,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -845,8 +846,9 @@ func vmHWM(pid int) (int64, error) {
 }
 
 // TestServeLoad: 200 ticket requests, 20 at a time, and 20 downloads of
-// 100 MiB at once (plaintext and Crypt4GH) all succeed, with the right
-// bytes, while the server's peak memory stays within 128 MiB.
+// 100 MiB at once (plaintext and Crypt4GH; 16 MiB unless clitest.AtScale)
+// all succeed, with the right bytes, while the server's peak memory stays
+// within 128 MiB.
 func TestServeLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a load test: 2 GiB over loopback")
@@ -856,7 +858,7 @@ func TestServeLoad(t *testing.T) {
 	dir := t.TempDir()
 	smallBAM(t, dir)
 	_, pub := themKey(t, dir)
-	plain := bigBAM(t, dir, 100<<20)
+	plain := bigBAM(t, dir, clitest.Size(100, 16)<<20)
 	stored, err := os.ReadFile(filepath.Join(dir, "big.bam.c4gh"))
 	if err != nil {
 		t.Fatal(err)

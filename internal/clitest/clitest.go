@@ -84,3 +84,22 @@ func Tool(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// ScaleEnv, set to "full", makes the tests of archive scale run at the
+// sizes their issues name (50 Snakemake jobs, 10,000 objects, 2,000
+// inputs, 200 MiB objects, 100 MiB downloads). .ci/run sets it for one
+// run of those tests. Without it they run at smaller sizes that exercise
+// the same behaviour in seconds, so that go test ./... stays a command a
+// developer runs often.
+const ScaleEnv = "C4GH_TEST_SCALE"
+
+// AtScale reports whether the tests run at full scale (ScaleEnv=full).
+func AtScale() bool { return os.Getenv(ScaleEnv) == "full" }
+
+// Size returns full at full scale, small otherwise.
+func Size(full, small int) int {
+	if AtScale() {
+		return full
+	}
+	return small
+}
