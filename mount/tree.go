@@ -387,9 +387,8 @@ func (f *file) release() {
 
 // readAt reads the bytes of f at off into p, as far as f goes, and returns
 // how many it read: len(p) unless f ends first. An error is logged (once
-// for each segment) and means that no byte of p can be trusted. r, the
-// read-ahead of the handle, may be nil.
-func (f *file) readAt(p []byte, off int64, r *reader) (int, error) {
+// for each segment) and means that no byte of p can be trusted.
+func (f *file) readAt(p []byte, off int64) (int, error) {
 	if off >= f.size || len(p) == 0 {
 		return 0, nil
 	}
@@ -401,8 +400,6 @@ func (f *file) readAt(p []byte, off int64, r *reader) (int, error) {
 		if err == io.EOF || err == nil {
 			return n, nil // shorter now than when it was listed
 		}
-	} else if r != nil {
-		err = r.read(p, off)
 	} else {
 		err = f.readPlain(p, off)
 	}
@@ -411,6 +408,21 @@ func (f *file) readAt(p []byte, off int64, r *reader) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// readAhead is readAt of an encrypted file through r, the read-ahead of
+// a handle: the reply it returns holds the blocks read ahead that it
+// uses until its done method is called.
+func (f *file) readAhead(p []byte, off int64, r *reader) (*reply, error) {
+	if off >= f.size || len(p) == 0 {
+		return &reply{}, nil
+	}
+	rep, err := r.read(p[:min(int64(len(p)), f.size-off)], off)
+	if err != nil {
+		f.report(err)
+		return nil, err
+	}
+	return rep, nil
 }
 
 // readPlain reads exactly len(p) bytes of plaintext at off: whole blocks
