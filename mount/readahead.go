@@ -34,6 +34,11 @@ const (
 // readAhead turns read-ahead on; the benchmarks turn it off to compare.
 var readAhead = true
 
+// poisonFreed, set by the tests, overwrites each block read ahead as it
+// is given back, so that a reply sent from a block given back too early
+// shows wrong bytes.
+var poisonFreed bool
+
 // raBlock is a block of plaintext read ahead. refs counts its holders
 // (the window of a handle, the worker until it is done, each read copying
 // out of it); the last to let go gives the buffer back.
@@ -52,6 +57,11 @@ func (b *raBlock) end() int64 { return body.PlaintextOffset(b.index) + int64(b.n
 
 func (b *raBlock) release() {
 	if b.refs.Add(-1) == 0 {
+		if poisonFreed {
+			for i := range b.buf {
+				b.buf[i] = 0xa5
+			}
+		}
 		blockPool.Put(b.buf)
 		b.buf = nil
 		b.f.t.raBudget.Add(1)
@@ -259,7 +269,8 @@ func (r *reader) fillLocked(from int64) {
 			t.raBudget.Add(1)
 			return
 		}
-		b := &raBlock{f: r.f, index: next, n: int(min(blockSize, r.f.size-body.PlaintextOffset(next))), buf: blockPool.Get().(*[blockSize]byte), done: make(chan struct{})}
+		start := body.PlaintextOffset(next)
+		b := &raBlock{f: r.f, index: next, n: int(body.SegmentEnd(start, r.f.size) - start), buf: blockPool.Get().(*[blockSize]byte), done: make(chan struct{})}
 		b.refs.Store(2) // the window and the worker
 		if !t.workers.submit(b) {
 			b.refs.Store(1)
