@@ -80,19 +80,10 @@ secs() { awk -v us="$1" 'BEGIN { printf "%.4f", us / 1e6 }'; }
 lesser() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'; }
 greater() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
 
-# run BIN ARGS...: runs the command BIN with ARGS; BIN "direct" is this
-# version's, and its mount gets --direct-io.
-run() {
-	local bin=$1
-	shift
-	if [[ $bin == direct ]]; then
-		if [[ $1 == mount ]]; then
-			shift
-			set -- mount --direct-io "$@"
-		fi
-		bin=$c4gh
-	fi
-	"$bin" "$@"
+# command_of BIN: the command that BIN stands for: "direct" is this
+# version's (whose mounts get --direct-io).
+command_of() {
+	if [[ $1 == direct ]]; then echo "$c4gh"; else echo "$1"; fi
 }
 
 # cpu_ms: sets cpu to the user and system CPU time in ms of the children
@@ -111,7 +102,9 @@ cpu_ms() {
 # mount_start BIN: mounts src at mnt with the command BIN in the
 # background, and returns once it is mounted (at most 20 s).
 mount_start() {
-	run "$1" mount --sk alice.sec src mnt </dev/null >/dev/null 2>mount.log &
+	local opts=()
+	if [[ $1 == direct ]]; then opts=(--direct-io); fi
+	"$(command_of "$1")" mount "${opts[@]}" --sk alice.sec src mnt </dev/null >/dev/null 2>mount.log &
 	mount_pid=$!
 	local i
 	for ((i = 0; i < 400; i++)); do
@@ -149,7 +142,7 @@ dec_seq() {
 	cpu_ms
 	c0=$cpu
 	t0=$(now_us)
-	run "$1" decrypt --sk alice.sec -i src/seq.c4gh >/dev/null
+	"$(command_of "$1")" decrypt --sk alice.sec -i src/seq.c4gh >/dev/null
 	t1=$(now_us)
 	cpu_ms
 	echo $((t1 - t0)) $((cpu - c0))
