@@ -32,9 +32,8 @@ const (
 // maxRead is the largest read that the kernel may send (max_read) and the
 // readahead asked for (the kernel allows 128 KiB at most). 512 KiB lets
 // cat's reads of 256 KiB reach the file system whole: BenchmarkMount
-// found them faster than 128 KiB ones in most runs. At 1 MiB go-fuse
-// cannot splice a reply into a pipe and says so for every read. A
-// variable so that the benchmarks can try others.
+// found them faster than 128 KiB ones in most runs, and 1 MiB ones no
+// faster. A variable so that the benchmarks can try others.
 var maxRead = 512 << 10
 
 // blksize is the block size that stat reports, which tools such as cat
