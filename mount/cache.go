@@ -9,10 +9,11 @@ import (
 
 // The cache keeps a few blocks of plaintext of each open encrypted file, so
 // that reads which start or end inside a block (the kernel asks for pages,
-// not segments) do not decrypt it again. A block is 64 KiB of the
-// plaintext that the file shows, block i starting at i·64 KiB: with no edit
-// list, exactly segment i. Reads that cover whole blocks are decrypted
-// straight into the kernel's buffer and not cached.
+// not segments) do not decrypt it again. The plaintext that the file shows
+// is cut into blocks as a body is cut into segments (body.SegmentOf,
+// body.PlaintextOffset: block i starts at i·64 KiB), so that with no edit
+// list block i is exactly segment i. Reads that cover whole blocks are
+// decrypted straight into the kernel's buffer and not cached.
 const (
 	blockSize  = body.SegmentSize
 	fileBlocks = 4  // blocks cached per open file

@@ -25,3 +25,7 @@ const ReadAheadBudget = raBudget
 
 // SetReadAhead turns the read-ahead of the mounts made next on or off.
 func SetReadAhead(on bool) { readAhead = on }
+
+// PoisonFreed makes the blocks read ahead be overwritten as they are given
+// back, in the mounts of this process.
+func PoisonFreed(on bool) { poisonFreed = on }

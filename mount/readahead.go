@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/c4gh-go/crypt4gh/body"
 )
 
 // Read-ahead: the kernel sends the reads of a sequential reader one after
@@ -32,6 +34,11 @@ const (
 // readAhead turns read-ahead on; the benchmarks turn it off to compare.
 var readAhead = true
 
+// poisonFreed, set by the tests, overwrites each block read ahead as it
+// is given back, so that a reply sent from a block given back too early
+// shows wrong bytes.
+var poisonFreed bool
+
 // raBlock is a block of plaintext read ahead. refs counts its holders
 // (the window of a handle, the worker until it is done, each read copying
 // out of it); the last to let go gives the buffer back.
@@ -45,8 +52,16 @@ type raBlock struct {
 	refs  atomic.Int32
 }
 
+// end returns where the block ends in the file.
+func (b *raBlock) end() int64 { return body.PlaintextOffset(b.index) + int64(b.n) }
+
 func (b *raBlock) release() {
 	if b.refs.Add(-1) == 0 {
+		if poisonFreed {
+			for i := range b.buf {
+				b.buf[i] = 0xa5
+			}
+		}
 		blockPool.Put(b.buf)
 		b.buf = nil
 		b.f.t.raBudget.Add(1)
@@ -77,7 +92,7 @@ func (w *workers) run() {
 			// Read through the file's ReaderAt, which returns the
 			// error of a damaged segment: the read that needs the
 			// block then reads it again itself and fails.
-			b.err = b.f.readFull(b.buf[:b.n], b.index*blockSize)
+			b.err = b.f.readFull(b.buf[:b.n], body.PlaintextOffset(b.index))
 			close(b.done)
 			b.release()
 		}
@@ -121,13 +136,14 @@ type reader struct {
 	win   []*raBlock // consecutive blocks, read ahead or being read
 }
 
-// read reads exactly len(p) bytes of plaintext at off, within the file:
-// the blocks that the window holds are copied out of it, the others
-// decrypted as [file.readPlain] does, and the window moves on past the
+// read reads exactly len(p) bytes of plaintext at off, within the file,
+// and returns them as a reply: the blocks that the window holds as they
+// are (not copied: the reply holds them until it is sent), the others
+// decrypted into p as [file.readPlain] does. The window moves on past the
 // read when the reads are sequential.
-func (r *reader) read(p []byte, off int64) error {
+func (r *reader) read(p []byte, off int64) (*reply, error) {
 	end := off + int64(len(p))
-	first, last := off/blockSize, (end-1)/blockSize
+	first, last := body.SegmentOf(off), body.SegmentOf(end-1)
 	r.mu.Lock()
 	inWin := len(r.win) > 0 && first >= r.win[0].index && first <= r.win[len(r.win)-1].index
 	switch {
@@ -144,62 +160,98 @@ func (r *reader) read(p []byte, off int64) error {
 	}
 	r.next = end
 	// The blocks of this read that the window holds, one reference each.
-	var held []*raBlock
+	rep := &reply{}
 	for _, b := range r.win {
 		if b.index >= first && b.index <= last {
 			b.refs.Add(1)
-			held = append(held, b)
+			rep.held = append(rep.held, b)
 		}
 	}
 	// Blocks before the last one of the read are used up; so is the last
 	// when the read ends with it.
 	done := 0
-	for done < len(r.win) && (r.win[done].index < last || (r.win[done].index == last && end >= r.win[done].index*blockSize+int64(r.win[done].n))) {
+	for done < len(r.win) && (r.win[done].index < last || (r.win[done].index == last && end >= r.win[done].end())) {
 		done++
 	}
 	r.forgetLocked(done)
 	r.fillLocked(last + 1)
 	r.mu.Unlock()
 
-	err := r.copyOut(p, off, held)
-	for _, b := range held {
-		b.release()
+	if err := r.gather(rep, p, off); err != nil {
+		rep.done()
+		return nil, err
 	}
-	return err
+	return rep, nil
 }
 
-// copyOut reads the bytes of p (at off) from the held blocks where they
-// are, and decrypts the rest.
-func (r *reader) copyOut(p []byte, off int64, held []*raBlock) error {
+// reply is the answer to a read: its bytes are the slices of vecs, in
+// order, which point into p and into the blocks held.
+type reply struct {
+	vecs [][]byte
+	held []*raBlock
+}
+
+// size returns the length of the reply.
+func (rp *reply) size() int {
+	n := 0
+	for _, v := range rp.vecs {
+		n += len(v)
+	}
+	return n
+}
+
+// done gives the blocks back: the reply was sent, or failed.
+func (rp *reply) done() {
+	for _, b := range rp.held {
+		b.release()
+	}
+	rp.held = nil
+	rp.vecs = nil
+}
+
+// gather fills rep.vecs with the bytes of p (at off): the held blocks'
+// own buffers where they are, and the rest decrypted into p.
+func (r *reader) gather(rep *reply, p []byte, off int64) error {
 	end := off + int64(len(p))
-	pos := off // p[:pos-off] is filled
-	for _, b := range held {
-		start := b.index * blockSize
+	pos := off // the bytes up to pos are in rep.vecs
+	own := func(stop int64) error {
+		part := p[pos-off : stop-off]
+		if err := r.f.readPlain(part, pos); err != nil {
+			return err
+		}
+		rep.add(part)
+		pos = stop
+		return nil
+	}
+	for _, b := range rep.held {
+		start := body.PlaintextOffset(b.index)
 		if start > pos {
-			if err := r.f.readPlain(p[pos-off:start-off], pos); err != nil {
+			if err := own(start); err != nil {
 				return err
 			}
-			pos = start
 		}
 		<-b.done
-		stop := min(end, start+int64(b.n))
+		stop := min(end, b.end())
 		if b.err != nil {
 			// Read it again, as if it were not read ahead: the error is
 			// reported and logged as every read error is.
-			if err := r.f.readPlain(p[pos-off:stop-off], pos); err != nil {
+			if err := own(stop); err != nil {
 				return err
 			}
-		} else {
-			copy(p[pos-off:stop-off], b.buf[pos-start:stop-start])
-			r.f.t.raUsed.Add(1)
+			continue
 		}
+		rep.add(b.buf[pos-start : stop-start])
+		r.f.t.raUsed.Add(1)
 		pos = stop
 	}
 	if pos < end {
-		return r.f.readPlain(p[pos-off:], pos)
+		return own(end)
 	}
 	return nil
 }
+
+// add appends v to the reply.
+func (rp *reply) add(v []byte) { rp.vecs = append(rp.vecs, v) }
 
 // fillLocked extends the window to r.ahead blocks from block from on, as
 // far as the file and the budget go.
@@ -212,12 +264,13 @@ func (r *reader) fillLocked(from int64) {
 	if len(r.win) > 0 {
 		next = max(next, r.win[len(r.win)-1].index+1)
 	}
-	for ; next < from+int64(r.ahead) && next*blockSize < r.f.size; next++ {
+	for ; next < from+int64(r.ahead) && body.PlaintextOffset(next) < r.f.size; next++ {
 		if t.raBudget.Add(-1) < 0 {
 			t.raBudget.Add(1)
 			return
 		}
-		b := &raBlock{f: r.f, index: next, n: int(min(blockSize, r.f.size-next*blockSize)), buf: blockPool.Get().(*[blockSize]byte), done: make(chan struct{})}
+		start := body.PlaintextOffset(next)
+		b := &raBlock{f: r.f, index: next, n: int(body.SegmentEnd(start, r.f.size) - start), buf: blockPool.Get().(*[blockSize]byte), done: make(chan struct{})}
 		b.refs.Store(2) // the window and the worker
 		if !t.workers.submit(b) {
 			b.refs.Store(1)

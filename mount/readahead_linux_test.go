@@ -304,3 +304,55 @@ func TestDirectIO(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	waitExit(t, cmd, mp2, stderr)
 }
+
+// TestReadAheadRuns reads a file on several handles at once in runs of
+// sequential reads, each run from a random offset and each read of a
+// random length, so that replies mix blocks read ahead (sent as they are)
+// with bytes decrypted for the read, and blocks are reused by other
+// handles as soon as they are given back (and overwritten then, so that a
+// reply sent from a block given back too early fails): every byte is the
+// plaintext's.
+func TestReadAheadRuns(t *testing.T) {
+	mount.PoisonFreed(true)
+	t.Cleanup(func() { mount.PoisonFreed(false) })
+	alice := newKey(t)
+	src := t.TempDir()
+	plain := random(60*seg+777, 39)
+	writeFile(t, filepath.Join(src, "f.c4gh"), encrypt(t, plain, nil, alice))
+	srv, mp, log := mountServer(t, src, mount.Options{Key: alice, DirectIO: true})
+	p := filepath.Join(mp, "f")
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Go(func() {
+			f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECT, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			r := rand.New(rand.NewPCG(uint64(g), 40))
+			buf := make([]byte, 5*seg)
+			for range 12 {
+				off := r.Int64N(int64(len(plain)))
+				for range 1 + r.IntN(12) {
+					n := 1 + r.IntN(len(buf))
+					got, err := f.ReadAt(buf[:n], off)
+					want := min(n, max(len(plain)-int(off), 0))
+					if got != want || (err != nil && err != io.EOF) || !bytes.Equal(buf[:got], plain[off:off+int64(got)]) {
+						t.Errorf("handle %d: pread(%d, %d): %d bytes, %v, or wrong bytes", g, off, n, got, err)
+						return
+					}
+					off += int64(got)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, used := mount.ReadAhead(srv); used == 0 {
+		t.Error("no read found a block read ahead")
+	}
+	waitBudget(t, srv)
+	if log.String() != "" {
+		t.Errorf("log:\n%s", log)
+	}
+}

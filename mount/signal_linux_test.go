@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,8 +28,9 @@ import (
 // C4GH_TEST_MOUNTER set it mounts the folder C4GH_TEST_SOURCE at
 // C4GH_TEST_MOUNTPOINT with the secret key C4GH_TEST_KEY (hex), prints
 // "mounted", and waits as a command would: until unmounted or a signal.
-// C4GH_TEST_KEYFILE may name an unlocked key file instead, and
-// C4GH_TEST_DIRECTIO=1 sets Options.DirectIO.
+// C4GH_TEST_KEYFILE may name an unlocked key file instead,
+// C4GH_TEST_DIRECTIO=1 sets Options.DirectIO, and C4GH_TEST_CPUPROFILE
+// names a file for a CPU profile of the mounter.
 func TestMain(m *testing.M) {
 	if os.Getenv("C4GH_TEST_MOUNTER") == "1" {
 		os.Exit(mounter())
@@ -39,8 +41,8 @@ func TestMain(m *testing.M) {
 func mounter() (code int) {
 	var sk keys.SecretKey
 	if kf := os.Getenv("C4GH_TEST_KEYFILE"); kf != "" {
-		// An unlocked key file: scripts/bench-mount.sh runs this
-		// mounter for the options that the command has no flag for.
+		// An unlocked key file, for a mounter run by hand to profile
+		// it (with C4GH_TEST_CPUPROFILE=FILE).
 		data, err := os.ReadFile(kf)
 		if err == nil {
 			sk, err = keys.ParseSecretKey(data, nil)
@@ -65,6 +67,19 @@ func mounter() (code int) {
 	}
 	if os.Getenv("C4GH_TEST_NOREADAHEAD") == "1" {
 		mount.SetReadAhead(false)
+	}
+	if prof := os.Getenv("C4GH_TEST_CPUPROFILE"); prof != "" {
+		// Where the mounter's time goes, for profiling by hand.
+		f, err := os.Create(prof)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mounter:", err)
+			return 2
+		}
+		pprof.StartCPUProfile(f)
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	if os.Getenv("C4GH_TEST_READSIZES") == "1" {
 		// For the benchmarks: how long are the reads that the kernel

@@ -387,9 +387,8 @@ func (f *file) release() {
 
 // readAt reads the bytes of f at off into p, as far as f goes, and returns
 // how many it read: len(p) unless f ends first. An error is logged (once
-// for each segment) and means that no byte of p can be trusted. r, the
-// read-ahead of the handle, may be nil.
-func (f *file) readAt(p []byte, off int64, r *reader) (int, error) {
+// for each segment) and means that no byte of p can be trusted.
+func (f *file) readAt(p []byte, off int64) (int, error) {
 	if off >= f.size || len(p) == 0 {
 		return 0, nil
 	}
@@ -401,8 +400,6 @@ func (f *file) readAt(p []byte, off int64, r *reader) (int, error) {
 		if err == io.EOF || err == nil {
 			return n, nil // shorter now than when it was listed
 		}
-	} else if r != nil {
-		err = r.read(p, off)
 	} else {
 		err = f.readPlain(p, off)
 	}
@@ -413,16 +410,31 @@ func (f *file) readAt(p []byte, off int64, r *reader) (int, error) {
 	return len(p), nil
 }
 
+// readAhead is readAt of an encrypted file through r, the read-ahead of
+// a handle: the reply it returns holds the blocks read ahead that it
+// uses until its done method is called.
+func (f *file) readAhead(p []byte, off int64, r *reader) (*reply, error) {
+	if off >= f.size || len(p) == 0 {
+		return &reply{}, nil
+	}
+	rep, err := r.read(p[:min(int64(len(p)), f.size-off)], off)
+	if err != nil {
+		f.report(err)
+		return nil, err
+	}
+	return rep, nil
+}
+
 // readPlain reads exactly len(p) bytes of plaintext at off: whole blocks
 // straight into p, parts of blocks through the cache.
 func (f *file) readPlain(p []byte, off int64) error {
 	for len(p) > 0 {
-		index := off / blockSize
-		start := index * blockSize
-		n := int(min(blockSize, f.size-start)) // length of the block
+		index := body.SegmentOf(off)
+		start := body.PlaintextOffset(index)
+		n := int(body.SegmentEnd(start, f.size) - start) // length of the block
 		skip := int(off - start)
 		if skip == 0 && len(p) >= n {
-			whole := len(p) / blockSize * blockSize
+			whole := int(body.Floor(int64(len(p))))
 			if off+int64(len(p)) == f.size {
 				whole = len(p) // up to the end, whose block is short
 			}
@@ -462,26 +474,24 @@ func (f *file) readPlain(p []byte, off int64) error {
 // a block boundary: split among the CPUs when there are several blocks,
 // since the kernel waits for each read before it sends the next.
 func (f *file) readBlocks(p []byte, off int64) error {
-	blocks := (len(p) + blockSize - 1) / blockSize
-	parts := min(runtime.GOMAXPROCS(0), blocks)
+	blocks := body.SegmentCount(int64(len(p)))
+	parts := min(int64(runtime.GOMAXPROCS(0)), blocks)
 	if parts <= 1 {
 		return f.readFull(p, off)
 	}
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
-	start := 0
+	var from int64 // the first block of the part
 	for i := range parts {
-		end := min(len(p), start+(blocks-start/blockSize)/(parts-i)*blockSize)
-		if i == parts-1 {
-			end = len(p)
-		}
-		part, at := p[start:end], off+int64(start)
+		to := from + (blocks-from)/(parts-i) // the last part ends with p
+		start, end := body.PlaintextOffset(from), min(int64(len(p)), body.PlaintextOffset(to))
+		part, at := p[start:end], off+start
 		if i == parts-1 {
 			errs[i] = f.readFull(part, at)
 		} else {
 			wg.Go(func() { errs[i] = f.readFull(part, at) })
 		}
-		start = end
+		from = to
 	}
 	wg.Wait()
 	for _, err := range errs {
