@@ -65,20 +65,25 @@ func Generate(r io.Reader) (SecretKey, error) {
 // all-zero shared secret (the peer's public key is a low-order point).
 var ErrLowOrderPoint = errkind.New(errkind.Key, "public key is a low-order point")
 
-func x25519(sk *SecretKey, pk *PublicKey) ([]byte, error) {
+func x25519(sk *SecretKey, pk *PublicKey) ([]byte, PublicKey, error) {
+	// NewPrivateKey computes the public key (a scalar multiplication as
+	// costly as the exchange): the caller gets it, rather than calling
+	// Public for another.
 	priv, err := ecdh.X25519().NewPrivateKey(sk[:])
 	if err != nil {
 		panic("keys: internal error: " + err.Error())
 	}
+	var own PublicKey
+	copy(own[:], priv.PublicKey().Bytes())
 	pub, err := ecdh.X25519().NewPublicKey(pk[:])
 	if err != nil {
 		panic("keys: internal error: " + err.Error())
 	}
 	dh, err := priv.ECDH(pub)
 	if err != nil {
-		return nil, ErrLowOrderPoint
+		return nil, own, ErrLowOrderPoint
 	}
-	return dh, nil
+	return dh, own, nil
 }
 
 // sessionKey is libsodium's crypto_kx: the first 32 bytes of
@@ -101,11 +106,10 @@ func sessionKey(dh []byte, client, server *PublicKey) [KeySize]byte {
 // the reader's side from the reader's secret key and the writer public key
 // stored in the packet (libsodium's crypto_kx_client_session_keys, rx).
 func ReaderSharedKey(reader *SecretKey, writer PublicKey) ([KeySize]byte, error) {
-	dh, err := x25519(reader, &writer)
+	dh, rpk, err := x25519(reader, &writer)
 	if err != nil {
 		return [KeySize]byte{}, err
 	}
-	rpk := reader.Public()
 	return sessionKey(dh, &rpk, &writer), nil
 }
 
@@ -113,10 +117,9 @@ func ReaderSharedKey(reader *SecretKey, writer PublicKey) ([KeySize]byte, error)
 // the writer's side from the writer's secret key and the recipient's public
 // key (libsodium's crypto_kx_server_session_keys, tx).
 func WriterSharedKey(writer *SecretKey, reader PublicKey) ([KeySize]byte, error) {
-	dh, err := x25519(writer, &reader)
+	dh, wpk, err := x25519(writer, &reader)
 	if err != nil {
 		return [KeySize]byte{}, err
 	}
-	wpk := writer.Public()
 	return sessionKey(dh, &reader, &wpk), nil
 }

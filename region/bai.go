@@ -83,25 +83,32 @@ func parseBAI(b []byte) (*baiIndex, walked, error) {
 }
 
 // chunks notes the offsets of the chunks of one bin, 16 bytes each.
+// Virtual offsets order as the integers that hold them, so the largest
+// of either is the largest integer.
 func (w *walker) chunks(b []byte) {
+	var hi, end uint64
 	for ; len(b) >= 16; b = b[16:] {
-		w.offset(binary.LittleEndian.Uint64(b))
-		if end := w.offset(binary.LittleEndian.Uint64(b[8:])); w.st.maxEnd.less(end) {
-			w.st.maxEnd = end
-		}
+		e := binary.LittleEndian.Uint64(b[8:])
+		hi = max(hi, binary.LittleEndian.Uint64(b), e)
+		end = max(end, e)
+	}
+	w.offset(hi)
+	if e := makeVoffset(end); w.st.maxEnd.less(e) {
+		w.st.maxEnd = e
 	}
 }
 
 // linear notes the offsets of a linear index and reports whether they
 // are sorted.
 func (w *walker) linear(b []byte) bool {
-	sorted, prev := true, uint64(0)
+	sorted, prev, hi := true, uint64(0), uint64(0)
 	for ; len(b) >= 8; b = b[8:] {
 		u := binary.LittleEndian.Uint64(b)
-		w.offset(u)
+		hi = max(hi, u)
 		sorted = sorted && u >= prev
 		prev = u
 	}
+	w.offset(hi)
 	return sorted
 }
 

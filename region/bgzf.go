@@ -65,6 +65,15 @@ type block struct {
 // readBlock reads and decompresses the BGZF block at off of src, a file of
 // size bytes.
 func readBlock(src io.ReaderAt, size, off int64) (block, error) {
+	return readBlockPrefix(src, size, off, maxBlock)
+}
+
+// readBlockPrefix reads the BGZF block at off of src, a file of size
+// bytes, and decompresses at most its first limit bytes: the end of a
+// region wants only the start of its last block. The CRC is checked when
+// the whole block is decompressed; a prefix has none to check against
+// (from a Crypt4GH file the bytes were authenticated anyway).
+func readBlockPrefix(src io.ReaderAt, size, off int64, limit int) (block, error) {
 	if off < 0 || off >= size {
 		return block{}, fmt.Errorf("no BGZF block at offset %d of %d bytes", off, size)
 	}
@@ -90,27 +99,32 @@ func readBlock(src io.ReaderAt, size, off int64) (block, error) {
 		}
 		return block{}, err
 	}
-	data, err := inflate(raw[12+xlen:n-8], binary.LittleEndian.Uint32(raw[n-4:]))
+	isize := binary.LittleEndian.Uint32(raw[n-4:])
+	data, err := inflate(raw[12+xlen:n-8], isize, limit)
 	if err != nil {
 		return block{}, fmt.Errorf("offset %d: %w", off, err)
 	}
-	if crc32.ChecksumIEEE(data) != binary.LittleEndian.Uint32(raw[n-8:]) {
+	if len(data) == int(isize) && crc32.ChecksumIEEE(data) != binary.LittleEndian.Uint32(raw[n-8:]) {
 		return block{}, fmt.Errorf("offset %d: BGZF block fails its CRC", off)
 	}
 	return block{off: off, size: n, data: data}, nil
 }
 
-// inflate decompresses a raw deflate stream that must hold isize bytes.
-func inflate(comp []byte, isize uint32) ([]byte, error) {
+// inflate decompresses a raw deflate stream that must hold isize bytes,
+// or only its first limit bytes when there are more.
+func inflate(comp []byte, isize uint32, limit int) ([]byte, error) {
 	if isize > maxBlock {
 		return nil, fmt.Errorf("BGZF block of %d bytes", isize)
 	}
-	out := make([]byte, isize)
+	out := make([]byte, min(int(isize), max(limit, 0)))
 	fr := inflaters.Get().(io.ReadCloser)
 	defer inflaters.Put(fr)
 	fr.(flate.Resetter).Reset(bytes.NewReader(comp), nil)
 	if _, err := io.ReadFull(fr, out); err != nil {
 		return nil, fmt.Errorf("bad BGZF block: %w", err)
+	}
+	if len(out) < int(isize) {
+		return out, nil
 	}
 	if n, _ := fr.Read(make([]byte, 1)); n != 0 {
 		return nil, errors.New("bad BGZF block: longer than its size")
@@ -119,7 +133,7 @@ func inflate(comp []byte, isize uint32) ([]byte, error) {
 }
 
 // compressBlocks returns data as BGZF blocks of at most blockPayload bytes
-// each; nothing for no data.
+// each, compressed at flate.BestSpeed; nothing for no data.
 func compressBlocks(data []byte) []byte {
 	var out bytes.Buffer
 	fw := deflaters.Get().(*flate.Writer)

@@ -119,3 +119,50 @@ func TestCostEditList(t *testing.T) {
 		t.Errorf("an empty plan costs %+v", c)
 	}
 }
+
+// TestDecryptsOnce plans and writes regions of an encrypted BAM as the
+// command does, and checks that no segment is read (and so decrypted)
+// twice: the header's, the edge blocks' and the end-of-file marker's
+// segments are each read by several steps.
+func TestDecryptsOnce(t *testing.T) {
+	dir := fixtures(t)
+	plain, err := os.ReadFile(filepath.Join(dir, "reads.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bai, _ := os.ReadFile(filepath.Join(dir, "reads.bam.bai"))
+	idx, err := ReadIndex(bytes.NewReader(bai), int64(len(bai)), "reads.bam.bai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"chr1:50000-120000", "chr1:50000-50100", "chr2", "chr1:1-100"} {
+		ra, size, c := encrypt(t, plain)
+		c.n.Store(0)
+		f, err := OpenData(ra, ra.Size(), "reads.bam.c4gh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.UseIndex(idx); err != nil {
+			t.Fatal(err)
+		}
+		reg, _ := Parse(r)
+		p, err := f.Plan([]Region{reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want bytes.Buffer
+		if _, err := f.Write(&got, p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Write(&want, bytes.NewReader(plain), p.Pieces); err != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%s: the output differs from the plaintext's (%v)", r, err)
+		}
+		cost, err := p.Cost(nil, size-ra.HeaderSize())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := c.n.Load(); n != cost.Stored {
+			t.Errorf("%s: %d bytes of segments read, for %d segments of %d bytes", r, n, len(cost.Segments), cost.Stored)
+		}
+	}
+}

@@ -16,7 +16,10 @@
 // (a local file, an object, a URL, a Crypt4GH index's plaintext);
 // [ReadIndex] reads a BAI, CSI, TBI or CRAI index, checking every count
 // against the index's size before it allocates. [Open] reads the file's
-// header and checks that the index fits it.
+// header and checks that the index fits it; [OpenData] and
+// [File.UseIndex] do the same in two steps, for a caller that wants the
+// file's format and header before it looks for the index. A [File] reads
+// its source through a cache of the few segments read more than once.
 //
 // # Plans
 //
@@ -27,7 +30,8 @@
 // that a chunk starts or ends inside is decompressed, cut at the virtual
 // offset and compressed again as a new piece, so that no record is ever
 // cut; the blocks inside a chunk are copied. CRAM is cut at whole
-// containers. [Write] writes a plan's output from the plaintext, and
+// containers. [File.Write] writes a plan's output from the file's
+// source (through its cache), [Write] from any plaintext, and
 // [Plan.Cost] says which stored Crypt4GH segments it reads.
 //
 // # Errors

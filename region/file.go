@@ -33,21 +33,48 @@ type File struct {
 }
 
 // Open reads the header of the plaintext src (size bytes, called name) and
-// checks that idx fits it. It reads the first bytes, the header and, for
-// CRAM, the last container; nothing else.
+// checks that idx fits it: [OpenData], then [File.UseIndex].
 func Open(src io.ReaderAt, size int64, name string, idx *Index) (*File, error) {
-	format, err := Detect(src, size)
+	f, err := OpenData(src, size, name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	f := &File{name: name, src: src, size: size, format: format, idx: idx, eof: size}
-	if err := f.readHeader(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrData, name, err)
-	}
-	if err := f.checkIndex(); err != nil {
+	if err := f.UseIndex(idx); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// OpenData reads the format and the header of the plaintext src (size
+// bytes, called name): the first bytes, the header and, for CRAM, the
+// last container; nothing else. The file plans regions once it has an
+// index ([File.UseIndex]). It reads src through a cache of the few
+// segments that it, its plans and [File.Write] read more than once.
+func OpenData(src io.ReaderAt, size int64, name string) (*File, error) {
+	c := newCache(src)
+	format, err := Detect(c, size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	f := &File{name: name, src: c, size: size, format: format, eof: size}
+	if err := f.readHeader(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrData, name, err)
+	}
+	return f, nil
+}
+
+// UseIndex checks that idx is an index for f (of a kind for its format,
+// no offset past its end) and makes it the index f plans with.
+func (f *File) UseIndex(idx *Index) error {
+	if idx == nil {
+		return errkind.Errorf(errkind.Usage, "no index for %s", f.name)
+	}
+	f.idx = idx
+	if err := f.checkIndex(); err != nil {
+		f.idx = nil
+		return err
+	}
+	return nil
 }
 
 // readHeader reads the header and finds the end-of-file marker.

@@ -85,6 +85,9 @@ func (p *Plan) read(start, end int64) {
 // reference the file lacks wraps [ErrUnknownReference]; an index whose
 // chunks do not fit the file wraps [ErrData].
 func (f *File) Plan(regions []Region) (*Plan, error) {
+	if f.idx == nil {
+		return nil, errkind.Errorf(errkind.Usage, "no index for %s", f.name)
+	}
 	ts, err := f.resolve(regions)
 	if err != nil {
 		return nil, err
@@ -271,7 +274,11 @@ func (f *File) makeEdges(p *Plan) error {
 
 // cut reads the block of e and returns the data it wants.
 func (f *File) cut(e edge) ([]byte, error) {
-	b, err := readBlock(f.src, f.size, e.off)
+	limit := maxBlock
+	if e.hi >= 0 {
+		limit = int(min(e.hi, maxBlock))
+	}
+	b, err := readBlockPrefix(f.src, f.size, e.off, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -409,14 +416,21 @@ func craiHolds(e craiEntry, t target) bool {
 	return e.span <= 0 || (begin < t.end && begin+e.span >= t.start)
 }
 
+// Write writes the output of the plan p of f to dst, copying its ranges
+// from f's source as [Write] does, through the chunks that f read already
+// (the header's, the edge blocks', the end-of-file marker's), so that
+// from a Crypt4GH file no segment is decrypted twice for a plan.
+func (f *File) Write(dst io.Writer, p *Plan) (int64, error) {
+	return Write(dst, f.src, p.Pieces)
+}
+
 // Write writes the output of pieces, copying their ranges from src (the
 // plaintext the plan was made for), and returns how many bytes it wrote.
 // A range of 512 KiB or more is read in parts of 256 KiB that start at
 // multiples of 256 KiB, as many at once as GOMAXPROCS (one at a time from
-// a [Serial] source), so that from a
-// [c4gh.ReaderAt] of a file without an edit list no segment is decrypted
-// twice; a shorter range uses src's CopyRange method where it has one (as
-// [c4gh.ReaderAt] has), for the same reason.
+// a [Serial] source), and a shorter range in reads that start at
+// multiples of 64 KiB, so that from a [c4gh.ReaderAt] of a file without
+// an edit list no segment is decrypted twice.
 func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
 	var written int64
 	for _, pc := range pieces {
@@ -440,29 +454,31 @@ func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
 	return written, nil
 }
 
-// rangeCopier is implemented by c4gh.ReaderAt.
-type rangeCopier interface {
-	CopyRange(dst io.Writer, start, end int64) (int64, error)
-}
-
 // copyRange writes [start, end) of src to dst: a range of several parts
-// in parallel (copyParallel).
+// in parallel (copyParallel), a shorter one a chunk at a time.
 func copyRange(dst io.Writer, src io.ReaderAt, start, end int64) (int64, error) {
 	if end-start >= 2*partSize && jobs(src) > 1 {
 		return copyParallel(dst, src, start, end)
 	}
-	if rc, ok := src.(rangeCopier); ok {
-		n, err := rc.CopyRange(dst, start, end)
-		if err == nil && n < end-start {
-			err = io.ErrUnexpectedEOF
+	buf := make([]byte, chunkSize)
+	var written int64
+	for off := start; off < end; {
+		next := min(end, off&^(chunkSize-1)+chunkSize)
+		m, err := src.ReadAt(buf[:next-off], off)
+		n, werr := dst.Write(buf[:m])
+		written += int64(n)
+		switch {
+		case werr != nil:
+			return written, werr
+		case m < int(next-off):
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return written, err
 		}
-		return n, err
+		off = next
 	}
-	n, err := io.CopyBuffer(dst, io.NewSectionReader(src, start, end-start), make([]byte, body.SegmentSize))
-	if err == nil && n < end-start {
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err
+	return written, nil
 }
 
 // Cost is what a plan costs in a Crypt4GH file: the stored segments that

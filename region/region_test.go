@@ -167,6 +167,20 @@ func TestBlocks(t *testing.T) {
 	if compressBlocks(nil) != nil {
 		t.Errorf("no data gives a block")
 	}
+	// The start of a block, decompressed alone (the last block of a
+	// region), and all of it.
+	for _, n := range []int{0, 100, blockPayload, maxBlock} {
+		first, err := readBlockPrefix(bytes.NewReader(b), int64(len(b)), 0, n)
+		if want := data[:min(n, blockPayload)]; err != nil || !bytes.Equal(first.data, want) {
+			t.Errorf("the first %d bytes: %d bytes, %v", n, len(first.data), err)
+		}
+	}
+	// A prefix is no excuse for a block that is not one.
+	bad := bytes.Clone(b)
+	bad[30] ^= 0xff
+	if _, err := readBlockPrefix(bytes.NewReader(bad), int64(len(bad)), 0, maxBlock); err == nil {
+		t.Errorf("a damaged block reads")
+	}
 }
 
 // countingReaderAt counts the bytes read from it, by any goroutine.

@@ -85,7 +85,7 @@ func (r *regionOptions) parse() ([]region.Region, error) {
 // regionPlan is the plan of the regions of one crypt4gh file.
 type regionPlan struct {
 	plain *c4gh.ReaderAt // the file's plaintext
-	src   io.ReaderAt    // plain, marked region.Serial for an object
+	file  *region.File   // what plain holds, which wrote the plan
 	plan  *region.Plan
 }
 
@@ -119,17 +119,20 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 	if _, ok := src.(*objio.Planned); ok {
 		ra = serialPlain{plain}
 	}
-	// The format first: a file that has none has no index either.
-	if _, err := region.Detect(ra, plain.Size()); err != nil {
-		plain.Close()
-		return nil, fmt.Errorf("%s: %w", quoteName(shownName(name)), err)
-	}
-	idx, err := e.readIndex(ro, name, sk, opts)
+	// The format and header first: a file that has none has no index
+	// either.
+	f, err := region.OpenData(ra, plain.Size(), shownName(name))
 	if err != nil {
 		plain.Close()
-		return nil, err
+		if errors.Is(err, region.ErrData) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: %w", quoteName(shownName(name)), errors.Unwrap(err))
 	}
-	f, err := region.Open(ra, plain.Size(), shownName(name), idx)
+	idx, err := e.readIndex(ro, name, sk, opts)
+	if err == nil {
+		err = f.UseIndex(idx)
+	}
 	if err != nil {
 		plain.Close()
 		return nil, err
@@ -148,7 +151,7 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 		}
 		po.Plan(plain.HeaderSize(), size-plain.HeaderSize(), cost.Segments)
 	}
-	return &regionPlan{plain: plain, src: ra, plan: plan}, nil
+	return &regionPlan{plain: plain, file: f, plan: plan}, nil
 }
 
 // readIndex finds and reads the index of the data at name.
@@ -291,7 +294,7 @@ func decryptRegion(e *env, o *decryptOptions, in *input, out io.Writer) error {
 		return err
 	}
 	defer rp.plain.Close()
-	if _, err := region.Write(out, rp.src, rp.plan.Pieces); err != nil {
+	if _, err := rp.file.Write(out, rp.plan); err != nil {
 		return decryptError(err, rp.plain.HeaderSize(), size)
 	}
 	return nil
