@@ -420,7 +420,8 @@ func TestAgentProtectedKey(t *testing.T) {
 	file := filepath.Join(f.dir, "locked.c4gh")
 	f.run(t, nil, "encrypt", "--recipient_pk", sk+".pub", "-i", filepath.Join(f.dir, "plain"), "-o", file)
 	script := `test -z "$C4GH_PASSPHRASE$C4GH_SECRET_KEY" || { echo "C4GH_PASSPHRASE or C4GH_SECRET_KEY reached the command" >&2; exit 9; }
-crypt4gh decrypt -i locked.c4gh -o a.out </dev/null && crypt4gh verify locked.c4gh </dev/null && crypt4gh cat locked.c4gh > b.out </dev/null`
+crypt4gh decrypt -i locked.c4gh -o a.out </dev/null && crypt4gh verify locked.c4gh </dev/null && crypt4gh cat locked.c4gh > b.out </dev/null &&
+crypt4gh reencrypt --recipient_pk me.pub -i locked.c4gh -o re.c4gh </dev/null && crypt4gh rearrange --range 10-60000 -i locked.c4gh -o r.c4gh </dev/null`
 	// The key named by C4GH_SECRET_KEY, as --sk.
 	out, code, stderr := f.try([]string{"C4GH_PASSPHRASE=s3cret-pass", "C4GH_SECRET_KEY=" + sk}, "agent", "-q", "--", "sh", "-c", script)
 	if code != 0 {
@@ -431,14 +432,22 @@ crypt4gh decrypt -i locked.c4gh -o a.out </dev/null && crypt4gh verify locked.c4
 			t.Errorf("%s: not the plaintext", name)
 		}
 	}
+	// reencrypt and rearrange wrote packets sealed by the agent with the
+	// protected key as their writer.
+	if got := f.run(t, nil, "decrypt", "--sk", f.sk, "--sender_pk", sk+".pub", "-i", "re.c4gh"); got != string(f.plain) {
+		t.Error("reencrypt inside the agent: not the plaintext for the recipient")
+	}
+	if got := f.run(t, []string{"C4GH_PASSPHRASE=s3cret-pass"}, "decrypt", "--sk", sk, "-i", "r.c4gh"); got != string(f.plain[10:60000]) {
+		t.Error("rearrange inside the agent: not the range for the agent's key")
+	}
 	// The exit status of COMMAND is the agent's.
 	if _, code, _ := f.try(nil, "agent", "--sk", f.sk, "--", "sh", "-c", "exit 7"); code != 7 {
 		t.Errorf("agent -- sh -c 'exit 7': exit %d", code)
 	}
 	// A command that needs the key itself says so.
-	_, code, stderr = f.try(nil, "agent", "--sk", f.sk, "--", "crypt4gh", "reencrypt", "--recipient_pk", f.pk, "-i", f.file, "-o", filepath.Join(f.dir, "re.c4gh"))
+	_, code, stderr = f.try(nil, "agent", "--sk", f.sk, "--", "crypt4gh", "pubkey")
 	if code != 2 || !strings.Contains(stderr, "needs the secret key itself") {
-		t.Errorf("reencrypt inside the agent: exit %d\n%s", code, stderr)
+		t.Errorf("pubkey inside the agent: exit %d\n%s", code, stderr)
 	}
 }
 

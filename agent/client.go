@@ -43,11 +43,12 @@ type Client struct {
 	path  string
 	agent keys.PublicKey
 
-	mu   sync.Mutex
-	conn net.Conn
-	s    *session
-	buf  []byte
-	err  error // sticky: the connection failed
+	mu       sync.Mutex
+	conn     net.Conn
+	s        *session
+	buf      []byte
+	features uint32 // of the agent's hello
+	err      error  // sticky: the connection failed
 }
 
 var _ keys.Opener = (*Client)(nil)
@@ -129,9 +130,11 @@ func (c *Client) connect() error {
 	if err != nil {
 		return fail(c.unreachable(err))
 	}
-	if _, err := parseHello(msg); err != nil {
+	rest, err := parseHello(msg)
+	if err != nil {
 		return fail(err)
 	}
+	c.features = helloFeatures(rest)
 	own, err := keys.Generate(nil)
 	if err != nil {
 		return fail(err)
@@ -151,6 +154,11 @@ func (c *Client) connect() error {
 	return nil
 }
 
+// ErrNotOwnAgent is returned for a request that only this module's agent
+// answers (list, lock, sealing as a key...) made of another agent:
+// htslib-crypt4gh's opens and seals packets only.
+var ErrNotOwnAgent = errkind.New(errkind.Key, "the agent is not crypt4gh's own (htslib-crypt4gh's agent only opens packets)")
+
 // roundTrip sends one request and returns the reply's plaintext, which the
 // caller should clear.
 func (c *Client) roundTrip(req []byte) ([]byte, error) {
@@ -158,6 +166,11 @@ func (c *Client) roundTrip(req []byte) ([]byte, error) {
 	defer c.mu.Unlock()
 	if err := c.connect(); err != nil {
 		return nil, err
+	}
+	if typ := binary.LittleEndian.Uint16(req); typ >= msgError && c.features&featureExtensions == 0 {
+		// It would end the connection without a word.
+		return nil, errkind.WithHint(fmt.Errorf("%w: at %s", ErrNotOwnAgent, c.path),
+			"start crypt4gh agent, or give --sk")
 	}
 	fail := func(err error) ([]byte, error) {
 		c.closeLocked()
@@ -189,18 +202,26 @@ func (c *Client) roundTrip(req []byte) ([]byte, error) {
 // that cannot be reached, is locked, refuses or whose keys expired gives
 // another error (of the key class).
 func (c *Client) OpenPacket(writer keys.PublicKey, nonce *[keys.NonceSize]byte, ct []byte) ([]byte, error) {
-	pkt := packetBytes(writer, nonce, ct)
-	pt, err := c.roundTrip(keyRequest(msgOpen, c.Name, pkt))
+	return c.open(msgOpen, c.Name, nil, packetBytes(writer, nonce, ct))
+}
+
+// open sends a request of type typ (msgOpen, msgOpenAsWriter) for the key
+// name, with the recipient (of msgOpenAsWriter) and the packet, and
+// returns the payload that the agent opened.
+func (c *Client) open(typ uint16, name string, recipient, pkt []byte) ([]byte, error) {
+	if recipient != nil {
+		pkt = append(recipient[:len(recipient):len(recipient)], pkt...)
+	}
+	pt, err := c.roundTrip(keyRequest(typ, name, pkt))
 	if err != nil {
 		return nil, err
 	}
+	defer clear(pt)
 	switch binary.LittleEndian.Uint16(pt) {
 	case msgOpenFail:
 		return nil, fmt.Errorf("%w: no key of the agent opens it", keys.ErrPacketAuth)
 	case msgOpen:
-		out := append([]byte(nil), pt[2:]...)
-		clear(pt)
-		return out, nil
+		return append([]byte(nil), pt[2:]...), nil
 	}
 	return nil, fmt.Errorf("%w: unexpected reply to an open request", errProtocol)
 }

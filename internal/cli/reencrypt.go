@@ -120,7 +120,7 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 
 // reencryptTo writes the new header and then the body, unchanged.
 func reencryptTo(e *env, o *reencryptOptions, h *header.Header, in *input, src io.Reader, out *outfile.Output, recipients []keys.PublicKey) error {
-	sk, err := readSecretKey(e, o.keyOptions)
+	sk, err := readHolderKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func bodyError(err error, headerSize, fileSize int64) error {
 // longer opens is refused unless --drop-self, and nothing to add is
 // errNothingToDo; for a new output, nothing to add keeps the header as it
 // is.
-func newHeader(e *env, o *reencryptOptions, h *header.Header, sk *keys.SecretKey, recipients []keys.PublicKey, inPlace bool) (*header.Header, error) {
+func newHeader(e *env, o *reencryptOptions, h *header.Header, sk keys.Holder, recipients []keys.PublicKey, inPlace bool) (*header.Header, error) {
 	if o.Add && o.Trim {
 		return nil, usagef("--add keeps every packet: it cannot be used with --trim")
 	}
@@ -205,7 +205,7 @@ func newHeader(e *env, o *reencryptOptions, h *header.Header, sk *keys.SecretKey
 		return nil, noPacketHint(err, sk, nil)
 	}
 	if inPlace && !o.DropSelf && !opensWith(nh, sk) {
-		return nil, withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(o.secretKeyPath())),
+		return nil, withHint(usagef("rekeyed in place, the object would no longer open with %s: the packets of that key would be replaced", keyName(o.keyOptions)),
 			"add your own public key with --recipient_pk, use --add to keep every reader, or --drop-self to drop your access")
 	}
 	return nh, nil

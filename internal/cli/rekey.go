@@ -46,7 +46,7 @@ func rekeyObject(e *env, r *reencryptOptions, h *header.Header, o *objstore.Obje
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(e, r.keyOptions)
+	sk, err := readHolderKey(e, r.keyOptions)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func rekeyObject(e *env, r *reencryptOptions, h *header.Header, o *objstore.Obje
 // rekey composes the object at dest from a new header for recipients and
 // the body of o.
 // It returns the size of the new object.
-func rekey(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (int64, error) {
+func rekey(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, h *header.Header, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (int64, error) {
 	if !force && o.Location() == dest {
 		return 0, withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
 	}
@@ -205,7 +205,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(e, r.keyOptions)
+	sk, err := readHolderKey(e, r.keyOptions)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 }
 
 // rekeyOne rekeys the object at name in place.
-func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, name string, recipients []keys.PublicKey) (batch.Outcome, error) {
+func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, name string, recipients []keys.PublicKey) (batch.Outcome, error) {
 	var out batch.Outcome
 	loc, err := objstore.Parse(name)
 	if err != nil {
@@ -312,13 +312,15 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 	} else if out, err = e.openDest(dest, o.Size()+headerRoom, outfile.Options{Force: so.Force, Binary: true, Mode: outfile.ModePublic}); err != nil {
 		return err
 	}
-	if opts.Reader, err = readSecretKey(e, so.keyOptions); err != nil {
+	sk, err := readHolderKey(e, so.keyOptions)
+	if err != nil {
 		if out != nil {
 			out.Abort()
 		}
 		return err
 	}
-	defer opts.Reader.Zero()
+	defer sk.Zero()
+	opts.Reader = sk
 	nh, runs, err := reencrypt.PlanSplice(h, o.Size()-h.Size(), opts)
 	if err != nil {
 		if out != nil {
@@ -329,7 +331,7 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 	if out == nil && o.Location() == loc && !so.DropSelf && !opensWith(nh, opts.Reader) {
 		// In place, as for reencrypt: never a result that the owner's
 		// key no longer opens.
-		return withHint(usagef("cut in place, the object would no longer open with --sk %s, nor for any reader but the recipients", quoteName(so.secretKeyPath())),
+		return withHint(usagef("cut in place, the object would no longer open with %s, nor for any reader but the recipients", keyName(so.keyOptions)),
 			"add your own public key with --recipient_pk, write to another object, or --drop-self to drop your access")
 	}
 	if out == nil {

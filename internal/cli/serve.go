@@ -108,7 +108,7 @@ func serveAction(e *env, o *serveOptions) error {
 		}
 		e.warnReadable("token file", o.TokenFile)
 	}
-	sk, err := readSecretKey(e, o.keyOptions)
+	sk, err := readHolderKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}

@@ -146,7 +146,7 @@ func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error 
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(e, o.keyOptions)
+	sk, err := readHolderKey(e, o.keyOptions)
 	if err != nil {
 		out.Abort()
 		return err
