@@ -591,3 +591,77 @@ crypt4gh decrypt -i plain.c4gh -o b.out; echo "second $?" >&2`
 		t.Errorf("the refused decrypt left b.out: %v", err)
 	}
 }
+
+// TestAgentStaleSocket: at a path of the user's (--socket), an agent
+// refuses a socket that a live agent listens on, and replaces one that a
+// killed agent left behind, in both forms (--daemon and COMMAND); it
+// never removes what is not a socket, and leaves the folder when it ends.
+func TestAgentStaleSocket(t *testing.T) {
+	t.Parallel()
+	f := newAgentFixture(t)
+	dir := filepath.Join(f.dir, "run")
+	sock := filepath.Join(dir, "agent.sock")
+	decrypts := func(env []string) bool {
+		out, code, _ := f.try(env, "decrypt", "-i", f.file)
+		return code == 0 && out == string(f.plain)
+	}
+	kill := func(env []string) {
+		pid, _ := strconv.Atoi(envValue(env, "CRYPT4GH_AGENT_PID"))
+		syscall.Kill(pid, syscall.SIGKILL)
+		for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	env := f.daemon(t, "--sk", f.sk, "--socket", sock)
+	if envValue(env, "CRYPT4GH_AGENT") != sock || !decrypts(env) {
+		t.Fatalf("an agent at --socket %s: %v", sock, env)
+	}
+	for _, args := range [][]string{
+		{"agent", "--sk", f.sk, "--socket", sock, "--daemon"},
+		{"agent", "--sk", f.sk, "--socket", sock, "--", "true"},
+	} {
+		if _, code, stderr := f.try(nil, args...); code != 2 || !strings.Contains(stderr, "an agent listens there already") {
+			t.Errorf("%v on a live agent's socket: exit %d\n%s", args, code, stderr)
+		}
+	}
+	if !decrypts(env) {
+		t.Fatal("the live agent no longer answers after the refusals")
+	}
+
+	kill(env)
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("the killed agent's socket is not left behind: %v", err)
+	}
+	if decrypts(env) {
+		t.Fatal("a killed agent answers")
+	}
+	env = f.daemon(t, "--sk", f.sk, "--socket", sock)
+	if !decrypts(env) {
+		t.Fatal("--daemon did not replace the stale socket")
+	}
+	kill(env)
+	out, code, stderr := f.try(nil, "agent", "--sk", f.sk, "--socket", sock, "--", "sh", "-c", `test "$CRYPT4GH_AGENT" = "$0" && crypt4gh decrypt -i plain.c4gh`, sock)
+	if code != 0 || out != string(f.plain) {
+		t.Fatalf("agent -- COMMAND on the stale socket: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Errorf("the socket outlives its agent: %v", err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("the folder of --socket was removed: %v", err)
+	}
+
+	os.WriteFile(sock, []byte("mine"), 0o600)
+	if _, code, stderr := f.try(nil, "agent", "--sk", f.sk, "--socket", sock, "--", "true"); code != 2 || !strings.Contains(stderr, "not a socket") {
+		t.Errorf("--socket on a file: exit %d\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(sock); string(b) != "mine" {
+		t.Error("the file at --socket was replaced")
+	}
+	shared := filepath.Join(f.dir, "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o777)
+	if _, code, stderr := f.try(nil, "agent", "--sk", f.sk, "--socket", filepath.Join(shared, "s"), "--", "true"); code != 2 || !strings.Contains(stderr, "not this user's alone") {
+		t.Errorf("--socket in a folder others may write: exit %d\n%s", code, stderr)
+	}
+}

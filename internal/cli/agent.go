@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,6 +25,7 @@ type agentOptions struct {
 	Lock           bool
 	Unlock         bool
 	Quiet          bool
+	Socket         string
 }
 
 func agentCommand(e *env) command {
@@ -61,6 +63,7 @@ func agentCommand(e *env) command {
 			passphraseFileFlag(&o.PassphraseFile),
 			&cli.StringFlag{Name: "lifetime", Aliases: []string{"t"}, Usage: "erase the keys after `DURATION` (30m, 8h, or seconds)", Destination: &o.Lifetime},
 			&cli.BoolFlag{Name: "confirm", Usage: "ask on the agent's terminal before each connection's first use of a key", Destination: &o.Confirm},
+			&cli.StringFlag{Name: "socket", Aliases: []string{"a"}, Usage: "make the socket at `PATH` (a socket left there by a killed agent is replaced, a live one's is not)", Destination: &o.Socket},
 			&cli.BoolFlag{Name: "daemon", Usage: "run in the background and print the shell lines that export its variables", Destination: &o.Daemon},
 			&cli.BoolFlag{Name: "stop", Usage: "stop the agent of CRYPT4GH_AGENT and print the lines that unset its variables", Destination: &o.Stop},
 			&cli.BoolFlag{Name: "list", Usage: "list the keys the agent of CRYPT4GH_AGENT holds", Destination: &o.List},
@@ -99,8 +102,8 @@ func runAgent(e *env, o *agentOptions) error {
 		return usagef("--daemon, --stop, --list, --lock and --unlock exclude each other")
 	}
 	if o.Stop || o.List || o.Lock || o.Unlock {
-		if len(e.args) > 0 || len(o.Keys.Value()) > 0 {
-			return usagef("--stop, --list, --lock and --unlock talk to a running agent: no --sk or COMMAND")
+		if len(e.args) > 0 || len(o.Keys.Value()) > 0 || o.Socket != "" {
+			return usagef("--stop, --list, --lock and --unlock talk to the agent of %s: no --sk, --socket or COMMAND", agent.SocketEnv)
 		}
 		return agentRequest(e, o)
 	}
@@ -141,7 +144,7 @@ func runAgent(e *env, o *agentOptions) error {
 	if o.Confirm {
 		a.Confirm = agent.ConfirmOnTerminal
 	}
-	s, err := agent.Listen()
+	s, err := listenAgent(o.Socket)
 	if err != nil {
 		return err
 	}
@@ -160,6 +163,19 @@ func runAgent(e *env, o *agentOptions) error {
 		return err
 	}
 	return serveAgent(a, s, e.args)
+}
+
+// listenAgent makes the agent's socket: at path, or in a folder of its own
+// when path is empty.
+func listenAgent(path string) (*agent.Socket, error) {
+	if path == "" {
+		return agent.Listen()
+	}
+	s, err := agent.ListenAt(expandHome(path))
+	if errors.Is(err, agent.ErrLive) {
+		return nil, withHint(err, "stop it first (CRYPT4GH_AGENT=%s crypt4gh agent --stop), or use it", quoteName(path))
+	}
+	return s, err
 }
 
 // parseLifetime reads -t: a Go duration or a number of seconds.
