@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -267,8 +268,11 @@ func (a *Agent) serveConn(c *net.UnixConn) {
 	if writeFrame(c, agentHello()) != nil {
 		return
 	}
+	// One read of the socket takes a whole request (and the next ones
+	// when they come together), not its length and then the rest.
+	r := bufio.NewReaderSize(c, 4096)
 	buf := make([]byte, 512)
-	msg, err := readFrame(c, buf)
+	msg, err := readFrame(r, buf)
 	if err != nil {
 		return
 	}
@@ -291,7 +295,7 @@ func (a *Agent) serveConn(c *net.UnixConn) {
 	defer s.zero()
 	st := &connState{peer: peer}
 	for {
-		msg, err := readFrame(c, buf)
+		msg, err := readFrame(r, buf)
 		if err != nil {
 			return
 		}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -45,6 +46,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	conn     net.Conn
+	r        *bufio.Reader // of conn
 	s        *session
 	buf      []byte
 	features uint32 // of the agent's hello
@@ -126,7 +128,8 @@ func (c *Client) connect() error {
 		return err
 	}
 	c.buf = make([]byte, 512)
-	msg, err := readFrame(conn, c.buf)
+	r := bufio.NewReaderSize(conn, 4096)
+	msg, err := readFrame(r, c.buf)
 	if err != nil {
 		return fail(c.unreachable(err))
 	}
@@ -150,7 +153,7 @@ func (c *Client) connect() error {
 	if err != nil {
 		return fail(err)
 	}
-	c.conn, c.s = conn, s
+	c.conn, c.r, c.s = conn, r, s
 	return nil
 }
 
@@ -180,7 +183,7 @@ func (c *Client) roundTrip(req []byte) ([]byte, error) {
 	if err := writeFrame(c.conn, c.s.seal(req)); err != nil {
 		return fail(c.unreachable(err))
 	}
-	msg, err := readFrame(c.conn, c.buf)
+	msg, err := readFrame(c.r, c.buf)
 	if err != nil {
 		return fail(c.unreachable(err))
 	}
@@ -265,7 +268,7 @@ func (c *Client) simple(typ uint16, body []byte) error {
 func (c *Client) closeLocked() {
 	if c.conn != nil {
 		c.conn.Close()
-		c.conn = nil
+		c.conn, c.r = nil, nil
 	}
 	if c.s != nil {
 		c.s.zero()

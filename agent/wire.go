@@ -9,9 +9,9 @@ import (
 
 	"golang.org/x/crypto/blake2b"
 	"golang.org/x/crypto/chacha20poly1305"
-	"golang.org/x/crypto/curve25519"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/x25519"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -180,16 +180,16 @@ func newSession(own *keys.SecretKey, peer, client, server keys.PublicKey, isClie
 // public keys.
 func kx(own *keys.SecretKey, peer, client, server keys.PublicKey) ([64]byte, error) {
 	var sum [64]byte
-	dh, err := curve25519.X25519(own[:], peer[:])
-	if err != nil {
+	var dh [32]byte
+	if err := x25519.X25519(&dh, (*[32]byte)(own), (*[32]byte)(&peer)); err != nil {
 		return sum, keys.ErrLowOrderPoint
 	}
 	h, _ := blake2b.New512(nil)
-	h.Write(dh)
+	h.Write(dh[:])
 	h.Write(client[:])
 	h.Write(server[:])
 	h.Sum(sum[:0])
-	clear(dh)
+	clear(dh[:])
 	return sum, nil
 }
 
