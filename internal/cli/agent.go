@@ -33,8 +33,8 @@ func agentCommand(e *env) command {
 	return command{Command: &cli.Command{
 		Name:  "agent",
 		Usage: "hold unlocked secret keys for the commands of this tool and for samtools",
-		UsageText: "crypt4gh agent --sk KEY… [--passphrase-file F] [-t DURATION] [--confirm] -- COMMAND [ARG…]\n" +
-			"       eval \"$(crypt4gh agent --sk KEY… [-t DURATION] --daemon)\"\n" +
+		UsageText: "crypt4gh agent --sk KEY… [--passphrase-file F] [-t DURATION] [--confirm] [--socket PATH] -- COMMAND [ARG…]\n" +
+			"       eval \"$(crypt4gh agent --sk KEY… [-t DURATION] [--socket PATH] --daemon)\"\n" +
 			"       crypt4gh agent --list | --lock | --unlock | --stop",
 		Description: "Unlocks each --sk once (its passphrase from --passphrase-file, C4GH_PASSPHRASE\n" +
 			"or the terminal), then runs COMMAND with CRYPT4GH_AGENT (a socket) and\n" +
@@ -55,9 +55,13 @@ func agentCommand(e *env) command {
 			"against swapping where the system allows, and erased on exit. After -t (a\n" +
 			"duration such as 30m or 8h, or seconds) the keys are erased and requests fail\n" +
 			"with exit 3. With --confirm the agent asks on its terminal before each\n" +
-			"connection's first use of a key. Commands that write packets as the reader\n" +
-			"(reencrypt, rearrange, splice, encrypt --sk, keygen, pubkey) and serve still\n" +
-			"need --sk.",
+			"connection's first use of a key.\n" +
+			"\n" +
+			"reencrypt, rearrange, splice and serve without --sk use the agent's first key\n" +
+			"(or CRYPT4GH_SECRET's): it seals their new packets with that key as writer,\n" +
+			"as --sk would. encrypt --sk, keygen and pubkey still need the key file.\n" +
+			"With --socket PATH the socket is made there: one that a killed agent left is\n" +
+			"replaced, a live agent's is refused.",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "sk", Usage: "a secret key `PATH` to hold (repeatable)", EnvVars: []string{secretKeyEnv}, Destination: &o.Keys},
 			passphraseFileFlag(&o.PassphraseFile),
@@ -79,6 +83,7 @@ func agentCommand(e *env) command {
 			"crypt4gh decrypt -i reads.bam.c4gh -o reads.bam",
 			"HTS_PATH=~/hts samtools view crypt4gh:reads.bam.c4gh chr20",
 			"eval \"$(crypt4gh agent --sk ~/.c4gh/key --daemon)\"",
+			"crypt4gh reencrypt --recipient_pk bob.pub -i f.c4gh -o bob.c4gh",
 			"crypt4gh agent --list",
 			"eval \"$(crypt4gh agent --stop)\"",
 		},

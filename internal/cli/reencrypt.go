@@ -43,7 +43,8 @@ func reencryptCommand(e *env) command {
 			"the new header is written; the input may be a bare header, as encrypt\n" +
 			"--header writes it. With --add, every packet is kept and packets are added\n" +
 			"for the recipients who hold none written by --sk. In place, a result that\n" +
-			"--sk would no longer open is refused (exit 2) unless --drop-self." + rekeyHelp + scaleHelp,
+			"--sk would no longer open is refused (exit 2) unless --drop-self. Without --sk,\n" +
+			"inside crypt4gh agent, the agent's key is --sk: the agent seals the packets." + rekeyHelp + scaleHelp,
 		Flags: slices.Concat([]cli.Flag{
 			skFlag(&o.SK),
 			recipientFlag(&o.Recipients, "re-encrypt for the public key(s) in the file at `PATH` (repeatable)"),
