@@ -257,23 +257,35 @@ func TestAgentPluginKeys(t *testing.T) {
 	// fails the test instead of holding it up.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(plugin, "crypt4gh-agent"), "-k", bare, "--", f.bin, "decrypt", "-i", file)
-	cmd.Env = agentEnv(f.bin)
-	errf, err := os.Create(filepath.Join(f.dir, "agent.err"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errf.Close()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, errf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if err != nil || out.String() != string(f.plain) {
+	underPlugin := func(name string, args ...string) (string, int, string) {
+		cmd := exec.CommandContext(ctx, filepath.Join(plugin, "crypt4gh-agent"), append([]string{"-k", bare, "--", f.bin}, args...)...)
+		cmd.Env = agentEnv(f.bin)
+		errf, err := os.Create(filepath.Join(f.dir, name+".err"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer errf.Close()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, errf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Run()
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
 		msg, _ := os.ReadFile(errf.Name())
-		t.Errorf("decrypt through htslib-crypt4gh's agent: %v, %d bytes\n%s", err, out.Len(), msg)
+		return out.String(), cmd.ProcessState.ExitCode(), string(msg)
+	}
+	if out, code, msg := underPlugin("decrypt", "decrypt", "-i", file); code != 0 || out != string(f.plain) {
+		t.Errorf("decrypt through htslib-crypt4gh's agent: exit %d, %d bytes\n%s", code, len(out), msg)
+	}
+	// It only opens packets: a command that needs it to seal as its key
+	// is told so, at once.
+	re := filepath.Join(f.dir, "re.c4gh")
+	if _, code, msg := underPlugin("reencrypt", "reencrypt", "--recipient_pk", f.pk, "-i", file, "-o", re); code != 3 || !strings.Contains(msg, "not crypt4gh's own") {
+		t.Errorf("reencrypt through htslib-crypt4gh's agent: exit %d\n%s", code, msg)
+	}
+	if _, err := os.Stat(re); !os.IsNotExist(err) {
+		t.Errorf("reencrypt through htslib-crypt4gh's agent left its output: %v", err)
 	}
 }
 
