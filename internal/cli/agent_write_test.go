@@ -80,20 +80,29 @@ func theirsDecrypt(t *testing.T, file []byte, sk *keys.SecretKey) []byte {
 	return got
 }
 
+// agentBAM makes smallBAM's files and them.sec in a folder, and an agent
+// that holds me.sec, whose file is hidden (named kept). It returns the
+// folder, them's key and the header value of its public key.
+func agentBAM(t *testing.T) (dir string, them *keys.SecretKey, pub []byte, kept string) {
+	t.Helper()
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir = t.TempDir()
+	smallBAM(t, dir)
+	them, pub = themKey(t, dir)
+	me := readKey(t, dir, "me")
+	kept = hideKey(t, dir, "me")
+	startAgent(t, map[string]*keys.SecretKey{"me.sec": me})
+	return dir, them, pub, kept
+}
+
 // TestAgentRewritesFiles: inside an agent, without --sk, reencrypt,
 // rearrange, splice and splice --region write files whose new packets the
 // agent sealed with its key as the writer: the recipient opens them (with
 // --sender_pk of the agent's key), and so does the other Go
 // implementation.
 func TestAgentRewritesFiles(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
-	dir := t.TempDir()
-	smallBAM(t, dir)
-	them, _ := themKey(t, dir)
-	me := readKey(t, dir, "me")
-	hideKey(t, dir, "me")
-	startAgent(t, map[string]*keys.SecretKey{"me.sec": me})
+	dir, them, _, _ := agentBAM(t)
 	plain, err := os.ReadFile(filepath.Join(dir, "reads.bam"))
 	if err != nil {
 		t.Fatal(err)
@@ -188,14 +197,7 @@ func TestAgentRekeyInPlace(t *testing.T) {
 // other's tickets (the key of the data URLs is derived alike by the agent
 // and from the file), and the Crypt4GH tickets decrypt for the requester.
 func TestServeAgent(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
-	dir := t.TempDir()
-	smallBAM(t, dir)
-	sk, pub := themKey(t, dir)
-	me := readKey(t, dir, "me")
-	kept := hideKey(t, dir, "me")
-	startAgent(t, map[string]*keys.SecretKey{"me.sec": me})
+	dir, sk, pub, kept := agentBAM(t)
 	a := startServe(t, dir, "--plaintext", ".")
 	b := startServe(t, dir, "--plaintext", ".")
 	f := startServe(t, dir, "--sk", kept, "--plaintext", ".")
