@@ -172,7 +172,9 @@ func (s *Socket) Remove() {
 
 // Export writes the agent's keys to w for a process that takes over
 // ([Import]): the agent's own key, then for each key its secret key, the
-// rest of its lifetime and its name. w should be a pipe to that process:
+// end of its lifetime (a time, not a duration: the process that takes over
+// ends it when this one would, however long it takes to start) and its
+// name. w should be a pipe to that process:
 // the keys are in clear. The agent is not changed.
 func (a *Agent) Export(w io.Writer) error {
 	a.mu.Lock()
@@ -186,15 +188,15 @@ func (a *Agent) Export(w io.Writer) error {
 	b = append(b, a.id[:]...)
 	now := time.Now()
 	for _, e := range a.entries {
-		var left int64 // 0: forever
+		var end int64 // 0: forever
 		switch {
 		case !e.live(now):
-			left = -1
+			end = -1
 		case !e.expires.IsZero():
-			left = max(int64(e.expires.Sub(now)), 1)
+			end = e.expires.UnixNano()
 		}
 		b = append(b, e.sk[:]...)
-		b = binary.LittleEndian.AppendUint64(b, uint64(left))
+		b = binary.LittleEndian.AppendUint64(b, uint64(end))
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(e.name)))
 		b = append(b, e.name...)
 	}
@@ -231,7 +233,14 @@ func Import(r io.Reader) (*Agent, error) {
 		}
 		var sk keys.SecretKey
 		copy(sk[:], b)
-		left := int64(binary.LittleEndian.Uint64(b[keys.KeySize:]))
+		end := int64(binary.LittleEndian.Uint64(b[keys.KeySize:]))
+		left := int64(0) // forever
+		if end != 0 {
+			left = int64(time.Until(time.Unix(0, end)))
+			if end < 0 || left <= 0 {
+				left = -1 // over, or over by now
+			}
+		}
 		l := int(binary.LittleEndian.Uint16(b[keys.KeySize+8:]))
 		b = b[keys.KeySize+10:]
 		if l > len(b) {
