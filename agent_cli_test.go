@@ -257,23 +257,35 @@ func TestAgentPluginKeys(t *testing.T) {
 	// fails the test instead of holding it up.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(plugin, "crypt4gh-agent"), "-k", bare, "--", f.bin, "decrypt", "-i", file)
-	cmd.Env = agentEnv(f.bin)
-	errf, err := os.Create(filepath.Join(f.dir, "agent.err"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errf.Close()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, errf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if err != nil || out.String() != string(f.plain) {
+	underPlugin := func(name string, args ...string) (string, int, string) {
+		cmd := exec.CommandContext(ctx, filepath.Join(plugin, "crypt4gh-agent"), append([]string{"-k", bare, "--", f.bin}, args...)...)
+		cmd.Env = agentEnv(f.bin)
+		errf, err := os.Create(filepath.Join(f.dir, name+".err"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer errf.Close()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, errf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Run()
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
 		msg, _ := os.ReadFile(errf.Name())
-		t.Errorf("decrypt through htslib-crypt4gh's agent: %v, %d bytes\n%s", err, out.Len(), msg)
+		return out.String(), cmd.ProcessState.ExitCode(), string(msg)
+	}
+	if out, code, msg := underPlugin("decrypt", "decrypt", "-i", file); code != 0 || out != string(f.plain) {
+		t.Errorf("decrypt through htslib-crypt4gh's agent: exit %d, %d bytes\n%s", code, len(out), msg)
+	}
+	// It only opens packets: a command that needs it to seal as its key
+	// is told so, at once.
+	re := filepath.Join(f.dir, "re.c4gh")
+	if _, code, msg := underPlugin("reencrypt", "reencrypt", "--recipient_pk", f.pk, "-i", file, "-o", re); code != 3 || !strings.Contains(msg, "not crypt4gh's own") {
+		t.Errorf("reencrypt through htslib-crypt4gh's agent: exit %d\n%s", code, msg)
+	}
+	if _, err := os.Stat(re); !os.IsNotExist(err) {
+		t.Errorf("reencrypt through htslib-crypt4gh's agent left its output: %v", err)
 	}
 }
 
@@ -345,12 +357,14 @@ func TestAgentLifetime(t *testing.T) {
 	}
 	t.Parallel()
 	f := newAgentFixture(t)
-	start := time.Now()
 	env := f.daemon(t, "--sk", f.sk, "-t", "2s")
+	// The lifetime began before --daemon returned, however long a loaded
+	// machine took to start it.
+	started := time.Now()
 	if got, code, stderr := f.try(env, "decrypt", "-i", f.file); code != 0 || got != string(f.plain) {
 		t.Fatalf("within the lifetime: exit %d\n%s", code, stderr)
 	}
-	time.Sleep(time.Until(start.Add(2200 * time.Millisecond)))
+	time.Sleep(time.Until(started.Add(2200 * time.Millisecond)))
 	t0 := time.Now()
 	_, code, stderr := f.try(env, "decrypt", "-i", f.file)
 	if code != 3 || !strings.Contains(stderr, "lifetime") || strings.Count(stderr, "crypt4gh: error:") != 1 {
@@ -420,7 +434,8 @@ func TestAgentProtectedKey(t *testing.T) {
 	file := filepath.Join(f.dir, "locked.c4gh")
 	f.run(t, nil, "encrypt", "--recipient_pk", sk+".pub", "-i", filepath.Join(f.dir, "plain"), "-o", file)
 	script := `test -z "$C4GH_PASSPHRASE$C4GH_SECRET_KEY" || { echo "C4GH_PASSPHRASE or C4GH_SECRET_KEY reached the command" >&2; exit 9; }
-crypt4gh decrypt -i locked.c4gh -o a.out </dev/null && crypt4gh verify locked.c4gh </dev/null && crypt4gh cat locked.c4gh > b.out </dev/null`
+crypt4gh decrypt -i locked.c4gh -o a.out </dev/null && crypt4gh verify locked.c4gh </dev/null && crypt4gh cat locked.c4gh > b.out </dev/null &&
+crypt4gh reencrypt --recipient_pk me.pub -i locked.c4gh -o re.c4gh </dev/null && crypt4gh rearrange --range 10-60000 -i locked.c4gh -o r.c4gh </dev/null`
 	// The key named by C4GH_SECRET_KEY, as --sk.
 	out, code, stderr := f.try([]string{"C4GH_PASSPHRASE=s3cret-pass", "C4GH_SECRET_KEY=" + sk}, "agent", "-q", "--", "sh", "-c", script)
 	if code != 0 {
@@ -431,14 +446,22 @@ crypt4gh decrypt -i locked.c4gh -o a.out </dev/null && crypt4gh verify locked.c4
 			t.Errorf("%s: not the plaintext", name)
 		}
 	}
+	// reencrypt and rearrange wrote packets sealed by the agent with the
+	// protected key as their writer.
+	if got := f.run(t, nil, "decrypt", "--sk", f.sk, "--sender_pk", sk+".pub", "-i", "re.c4gh"); got != string(f.plain) {
+		t.Error("reencrypt inside the agent: not the plaintext for the recipient")
+	}
+	if got := f.run(t, []string{"C4GH_PASSPHRASE=s3cret-pass"}, "decrypt", "--sk", sk, "-i", "r.c4gh"); got != string(f.plain[10:60000]) {
+		t.Error("rearrange inside the agent: not the range for the agent's key")
+	}
 	// The exit status of COMMAND is the agent's.
 	if _, code, _ := f.try(nil, "agent", "--sk", f.sk, "--", "sh", "-c", "exit 7"); code != 7 {
 		t.Errorf("agent -- sh -c 'exit 7': exit %d", code)
 	}
 	// A command that needs the key itself says so.
-	_, code, stderr = f.try(nil, "agent", "--sk", f.sk, "--", "crypt4gh", "reencrypt", "--recipient_pk", f.pk, "-i", f.file, "-o", filepath.Join(f.dir, "re.c4gh"))
+	_, code, stderr = f.try(nil, "agent", "--sk", f.sk, "--", "crypt4gh", "pubkey")
 	if code != 2 || !strings.Contains(stderr, "needs the secret key itself") {
-		t.Errorf("reencrypt inside the agent: exit %d\n%s", code, stderr)
+		t.Errorf("pubkey inside the agent: exit %d\n%s", code, stderr)
 	}
 }
 
@@ -580,5 +603,79 @@ crypt4gh decrypt -i plain.c4gh -o b.out; echo "second $?" >&2`
 	}
 	if _, err := os.Stat(filepath.Join(f.dir, "b.out")); !os.IsNotExist(err) {
 		t.Errorf("the refused decrypt left b.out: %v", err)
+	}
+}
+
+// TestAgentStaleSocket: at a path of the user's (--socket), an agent
+// refuses a socket that a live agent listens on, and replaces one that a
+// killed agent left behind, in both forms (--daemon and COMMAND); it
+// never removes what is not a socket, and leaves the folder when it ends.
+func TestAgentStaleSocket(t *testing.T) {
+	t.Parallel()
+	f := newAgentFixture(t)
+	dir := filepath.Join(f.dir, "run")
+	sock := filepath.Join(dir, "agent.sock")
+	decrypts := func(env []string) bool {
+		out, code, _ := f.try(env, "decrypt", "-i", f.file)
+		return code == 0 && out == string(f.plain)
+	}
+	kill := func(env []string) {
+		pid, _ := strconv.Atoi(envValue(env, "CRYPT4GH_AGENT_PID"))
+		syscall.Kill(pid, syscall.SIGKILL)
+		for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	env := f.daemon(t, "--sk", f.sk, "--socket", sock)
+	if envValue(env, "CRYPT4GH_AGENT") != sock || !decrypts(env) {
+		t.Fatalf("an agent at --socket %s: %v", sock, env)
+	}
+	for _, args := range [][]string{
+		{"agent", "--sk", f.sk, "--socket", sock, "--daemon"},
+		{"agent", "--sk", f.sk, "--socket", sock, "--", "true"},
+	} {
+		if _, code, stderr := f.try(nil, args...); code != 2 || !strings.Contains(stderr, "an agent listens there already") {
+			t.Errorf("%v on a live agent's socket: exit %d\n%s", args, code, stderr)
+		}
+	}
+	if !decrypts(env) {
+		t.Fatal("the live agent no longer answers after the refusals")
+	}
+
+	kill(env)
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("the killed agent's socket is not left behind: %v", err)
+	}
+	if decrypts(env) {
+		t.Fatal("a killed agent answers")
+	}
+	env = f.daemon(t, "--sk", f.sk, "--socket", sock)
+	if !decrypts(env) {
+		t.Fatal("--daemon did not replace the stale socket")
+	}
+	kill(env)
+	out, code, stderr := f.try(nil, "agent", "--sk", f.sk, "--socket", sock, "--", "sh", "-c", `test "$CRYPT4GH_AGENT" = "$0" && crypt4gh decrypt -i plain.c4gh`, sock)
+	if code != 0 || out != string(f.plain) {
+		t.Fatalf("agent -- COMMAND on the stale socket: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Errorf("the socket outlives its agent: %v", err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("the folder of --socket was removed: %v", err)
+	}
+
+	os.WriteFile(sock, []byte("mine"), 0o600)
+	if _, code, stderr := f.try(nil, "agent", "--sk", f.sk, "--socket", sock, "--", "true"); code != 2 || !strings.Contains(stderr, "not a socket") {
+		t.Errorf("--socket on a file: exit %d\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(sock); string(b) != "mine" {
+		t.Error("the file at --socket was replaced")
+	}
+	shared := filepath.Join(f.dir, "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o777)
+	if _, code, stderr := f.try(nil, "agent", "--sk", f.sk, "--socket", filepath.Join(shared, "s"), "--", "true"); code != 2 || !strings.Contains(stderr, "not this user's alone") {
+		t.Errorf("--socket in a folder others may write: exit %d\n%s", code, stderr)
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,11 +265,14 @@ func (a *Agent) serveConn(c *net.UnixConn) {
 		a.logf("refused a connection from user %d (process %d): the agent serves only user %d", peer.UID, peer.PID, os.Getuid())
 		return
 	}
-	if writeFrame(c, hello()) != nil {
+	if writeFrame(c, agentHello()) != nil {
 		return
 	}
+	// One read of the socket takes a whole request (and the next ones
+	// when they come together), not its length and then the rest.
+	r := bufio.NewReaderSize(c, 4096)
 	buf := make([]byte, 512)
-	msg, err := readFrame(c, buf)
+	msg, err := readFrame(r, buf)
 	if err != nil {
 		return
 	}
@@ -290,7 +295,7 @@ func (a *Agent) serveConn(c *net.UnixConn) {
 	defer s.zero()
 	st := &connState{peer: peer}
 	for {
-		msg, err := readFrame(c, buf)
+		msg, err := readFrame(r, buf)
 		if err != nil {
 			return
 		}
@@ -339,6 +344,12 @@ func (a *Agent) handle(pt []byte, st *connState) ([]byte, error) {
 			return nil, err
 		}
 		return a.seal(req), nil
+	case msgSealAs, msgOpenAsWriter, msgDerive:
+		req, err := parseKeyRequest(pt)
+		if err != nil {
+			return nil, err
+		}
+		return a.asKey(req, st), nil
 	case msgList:
 		return listReply(a.Keys()), nil
 	case msgLock:
@@ -409,15 +420,9 @@ func (a *Agent) open(req request, st *connState) ([]byte, error) {
 	case by == nil:
 		return binary.LittleEndian.AppendUint16(nil, msgOpenFail), nil
 	}
-	if a.Confirm != nil && !st.confirmed {
-		a.confirmMu.Lock()
-		ok := a.Confirm(st.peer, KeyInfo{PublicKey: by.pub, Name: by.name})
-		a.confirmMu.Unlock()
-		if !ok {
-			clear(pt)
-			return errorReply(ErrRefused), nil
-		}
-		st.confirmed = true
+	if !a.confirm(st, KeyInfo{PublicKey: by.pub, Name: by.name}) {
+		clear(pt)
+		return errorReply(ErrRefused), nil
 	}
 	reply := binary.LittleEndian.AppendUint16(make([]byte, 0, 2+len(pt)), msgOpen)
 	reply = append(reply, pt...)
@@ -465,6 +470,96 @@ func (a *Agent) seal(req request) []byte {
 	}
 	reply := binary.LittleEndian.AppendUint16(nil, msgSeal)
 	return append(reply, packetBytes(p.WriterPublicKey, &p.Nonce, p.Ciphertext)...)
+}
+
+// asKey answers the requests that use one key as it is, not to open a
+// packet for it: msgSealAs, msgOpenAsWriter and msgDerive. The key is the
+// first live one that the request names; the checks (lock, lifetime,
+// --confirm) are those of msgOpen.
+func (a *Agent) asKey(req request, st *connState) []byte {
+	if req.typ == msgDerive && !strings.HasPrefix(string(req.rest), deriveNamespace) {
+		return errorReply(errkind.Errorf(errkind.Usage, "the agent derives secrets only for labels that begin %q", deriveNamespace))
+	}
+	a.mu.Lock()
+	if a.isLocked {
+		a.mu.Unlock()
+		return errorReply(fmt.Errorf("%w: run crypt4gh agent --unlock", ErrLocked))
+	}
+	var (
+		by      *entry
+		expired int
+		now     = time.Now()
+	)
+	for _, e := range a.entries {
+		if !e.matches(req.name) {
+			continue
+		}
+		if e.live(now) {
+			by = e
+			break
+		}
+		expired++
+	}
+	if by == nil {
+		a.mu.Unlock()
+		if expired > 0 {
+			return errorReply(ErrExpired)
+		}
+		return errorReply(fmt.Errorf("%w: none is named %q", ErrNoKey, printable([]byte(req.name))))
+	}
+	reply := binary.LittleEndian.AppendUint16(nil, req.typ)
+	var err error
+	switch req.typ {
+	case msgSealAs:
+		var nonce [keys.NonceSize]byte
+		var ct []byte
+		if nonce, ct, err = by.sk.SealPacketFor(req.recipient, req.rest, nil); err == nil {
+			reply = append(reply, packetBytes(by.pub, &nonce, ct)...)
+		}
+	case msgOpenAsWriter:
+		var pt []byte
+		writer, nonce, ct, perr := parsePacketBytes(req.rest)
+		if perr == nil && writer == by.pub {
+			pt, err = by.sk.OpenPacketAsWriter(req.recipient, &nonce, ct)
+		}
+		if perr != nil || writer != by.pub || errors.Is(err, keys.ErrPacketAuth) {
+			reply, err = binary.LittleEndian.AppendUint16(reply[:0], msgOpenFail), nil
+		} else if err == nil {
+			reply = binary.LittleEndian.AppendUint16(reply[:0], msgOpen)
+			reply = append(reply, pt...)
+			clear(pt)
+		}
+	case msgDerive:
+		var k []byte
+		if k, err = by.sk.Derive(string(req.rest)); err == nil {
+			reply = append(reply, k...)
+			clear(k)
+		}
+	}
+	info := KeyInfo{PublicKey: by.pub, Name: by.name}
+	a.mu.Unlock()
+	if err != nil {
+		clear(reply)
+		return errorReply(err)
+	}
+	if !a.confirm(st, info) {
+		clear(reply)
+		return errorReply(ErrRefused)
+	}
+	return reply
+}
+
+// confirm asks Confirm, when set, before a connection's first use of a
+// key, and reports whether the use is allowed.
+func (a *Agent) confirm(st *connState, info KeyInfo) bool {
+	if a.Confirm == nil || st.confirmed {
+		return true
+	}
+	a.confirmMu.Lock()
+	ok := a.Confirm(st.peer, info)
+	a.confirmMu.Unlock()
+	st.confirmed = ok
+	return ok
 }
 
 // lockKey derives the key that seals the keys while the agent is locked.

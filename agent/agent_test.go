@@ -350,3 +350,50 @@ func BenchmarkDecrypt1KB(b *testing.B) {
 		}
 	})
 }
+
+// TestKeyWritesAsKey: an agent's Key seals packets with the key as their
+// writer, opens the packets that key wrote and derives what the key
+// derives, as the secret key itself does; labels outside this module's
+// namespace are refused.
+func TestKeyWritesAsKey(t *testing.T) {
+	k, r := newKey(t), newKey(t)
+	_, c := serve(t, 0, newKey(t), k)
+	c.Name = "b.sec"
+	key, err := c.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key.Public() != k.Public() {
+		t.Fatal("Key is not the key named b.sec")
+	}
+	var dk [32]byte
+	rand.Read(dk[:])
+	p, err := header.SealPacket(key, r.Public(), header.DataKeyPayload(&dk), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.WriterPublicKey != k.Public() {
+		t.Error("the packet does not name the key as its writer")
+	}
+	if pt, err := p.Open(r); err != nil || !bytes.Equal(pt, header.DataKeyPayload(&dk)) {
+		t.Errorf("the recipient opens the agent's packet: %v", err)
+	}
+	if pt, err := p.OpenAsWriter(k, r.Public()); err != nil || !bytes.Equal(pt, header.DataKeyPayload(&dk)) {
+		t.Errorf("the secret key opens the agent's packet as its writer: %v", err)
+	}
+	own, _ := header.SealPacket(k, r.Public(), header.DataKeyPayload(&dk), nil)
+	if pt, err := own.OpenAsWriter(key, r.Public()); err != nil || !bytes.Equal(pt, header.DataKeyPayload(&dk)) {
+		t.Errorf("the agent opens the key's packet as its writer: %v", err)
+	}
+	if _, err := own.OpenAsWriter(key, k.Public()); !errors.Is(err, header.ErrPacketAuth) {
+		t.Errorf("a packet for another recipient, as its writer: %v", err)
+	}
+	const label = "crypt4gh serve: data URLs v1"
+	want, _ := k.Derive(label)
+	if got, err := key.Derive(label); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("Derive through the agent: %x, %v; want %x", got, err, want)
+	}
+	if _, err := key.Derive("ssh: anything"); errkind.Of(err) != errkind.Usage {
+		t.Errorf("Derive outside the namespace: %v", err)
+	}
+}

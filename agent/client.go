@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -43,11 +44,13 @@ type Client struct {
 	path  string
 	agent keys.PublicKey
 
-	mu   sync.Mutex
-	conn net.Conn
-	s    *session
-	buf  []byte
-	err  error // sticky: the connection failed
+	mu       sync.Mutex
+	conn     net.Conn
+	r        *bufio.Reader // of conn
+	s        *session
+	buf      []byte
+	features uint32 // of the agent's hello
+	err      error  // sticky: the connection failed
 }
 
 var _ keys.Opener = (*Client)(nil)
@@ -125,13 +128,16 @@ func (c *Client) connect() error {
 		return err
 	}
 	c.buf = make([]byte, 512)
-	msg, err := readFrame(conn, c.buf)
+	r := bufio.NewReaderSize(conn, 4096)
+	msg, err := readFrame(r, c.buf)
 	if err != nil {
 		return fail(c.unreachable(err))
 	}
-	if _, err := parseHello(msg); err != nil {
+	rest, err := parseHello(msg)
+	if err != nil {
 		return fail(err)
 	}
+	c.features = helloFeatures(rest)
 	own, err := keys.Generate(nil)
 	if err != nil {
 		return fail(err)
@@ -147,9 +153,14 @@ func (c *Client) connect() error {
 	if err != nil {
 		return fail(err)
 	}
-	c.conn, c.s = conn, s
+	c.conn, c.r, c.s = conn, r, s
 	return nil
 }
+
+// ErrNotOwnAgent is returned for a request that only this module's agent
+// answers (list, lock, sealing as a key...) made of another agent:
+// htslib-crypt4gh's opens and seals packets only.
+var ErrNotOwnAgent = errkind.New(errkind.Key, "the agent is not crypt4gh's own (htslib-crypt4gh's agent only opens packets)")
 
 // roundTrip sends one request and returns the reply's plaintext, which the
 // caller should clear.
@@ -159,6 +170,11 @@ func (c *Client) roundTrip(req []byte) ([]byte, error) {
 	if err := c.connect(); err != nil {
 		return nil, err
 	}
+	if typ := binary.LittleEndian.Uint16(req); typ >= msgError && c.features&featureExtensions == 0 {
+		// It would end the connection without a word.
+		return nil, errkind.WithHint(fmt.Errorf("%w: at %s", ErrNotOwnAgent, c.path),
+			"start crypt4gh agent, or give --sk")
+	}
 	fail := func(err error) ([]byte, error) {
 		c.closeLocked()
 		c.err = err
@@ -167,7 +183,7 @@ func (c *Client) roundTrip(req []byte) ([]byte, error) {
 	if err := writeFrame(c.conn, c.s.seal(req)); err != nil {
 		return fail(c.unreachable(err))
 	}
-	msg, err := readFrame(c.conn, c.buf)
+	msg, err := readFrame(c.r, c.buf)
 	if err != nil {
 		return fail(c.unreachable(err))
 	}
@@ -189,18 +205,26 @@ func (c *Client) roundTrip(req []byte) ([]byte, error) {
 // that cannot be reached, is locked, refuses or whose keys expired gives
 // another error (of the key class).
 func (c *Client) OpenPacket(writer keys.PublicKey, nonce *[keys.NonceSize]byte, ct []byte) ([]byte, error) {
-	pkt := packetBytes(writer, nonce, ct)
-	pt, err := c.roundTrip(keyRequest(msgOpen, c.Name, pkt))
+	return c.open(msgOpen, c.Name, nil, packetBytes(writer, nonce, ct))
+}
+
+// open sends a request of type typ (msgOpen, msgOpenAsWriter) for the key
+// name, with the recipient (of msgOpenAsWriter) and the packet, and
+// returns the payload that the agent opened.
+func (c *Client) open(typ uint16, name string, recipient, pkt []byte) ([]byte, error) {
+	if recipient != nil {
+		pkt = append(recipient[:len(recipient):len(recipient)], pkt...)
+	}
+	pt, err := c.roundTrip(keyRequest(typ, name, pkt))
 	if err != nil {
 		return nil, err
 	}
+	defer clear(pt)
 	switch binary.LittleEndian.Uint16(pt) {
 	case msgOpenFail:
 		return nil, fmt.Errorf("%w: no key of the agent opens it", keys.ErrPacketAuth)
 	case msgOpen:
-		out := append([]byte(nil), pt[2:]...)
-		clear(pt)
-		return out, nil
+		return append([]byte(nil), pt[2:]...), nil
 	}
 	return nil, fmt.Errorf("%w: unexpected reply to an open request", errProtocol)
 }
@@ -244,7 +268,7 @@ func (c *Client) simple(typ uint16, body []byte) error {
 func (c *Client) closeLocked() {
 	if c.conn != nil {
 		c.conn.Close()
-		c.conn = nil
+		c.conn, c.r = nil, nil
 	}
 	if c.s != nil {
 		c.s.zero()

@@ -18,6 +18,10 @@ import (
 // on descriptor 4.
 const childEnv = "CRYPT4GH_AGENT_TAKEOVER"
 
+// childDirEnv tells that daemon that the socket's folder was made for it
+// (and is to be removed with it), not named by the user.
+const childDirEnv = "CRYPT4GH_AGENT_TAKEOVER_DIR"
+
 // Environ returns env (as os.Environ gives it) for the agent's command:
 // CRYPT4GH_AGENT and CRYPT4GH_PK set, and the variables of drop removed
 // (the passphrase, read once by the agent).
@@ -25,7 +29,7 @@ func Environ(env []string, sock string, pk keys.PublicKey, drop ...string) []str
 	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == SocketEnv || name == PKEnv || name == PIDEnv || name == childEnv {
+		if name == SocketEnv || name == PKEnv || name == PIDEnv || name == childEnv || name == childDirEnv {
 			continue
 		}
 		skip := false
@@ -78,6 +82,9 @@ func Detach(a *Agent, s *Socket, exe string, args []string) (int, error) {
 	defer null.Close()
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), childEnv+"="+s.Path)
+	if s.Dir != "" {
+		cmd.Env = append(cmd.Env, childDirEnv+"=1")
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
 	cmd.ExtraFiles = []*os.File{lf, r}
 	cmd.Dir = "/"
@@ -105,14 +112,16 @@ func TakeOver() (a *Agent, s *Socket, ok bool, err error) {
 	if path == "" {
 		return nil, nil, false, nil
 	}
+	ownDir := os.Getenv(childDirEnv) != ""
 	os.Unsetenv(childEnv)
+	os.Unsetenv(childDirEnv)
 	st := os.NewFile(4, "agent state")
 	a, err = Import(st)
 	st.Close()
 	if err != nil {
 		return nil, nil, true, err
 	}
-	s, err = FromFile(os.NewFile(3, "agent socket"), path)
+	s, err = FromFile(os.NewFile(3, "agent socket"), path, ownDir)
 	if err != nil {
 		a.Close()
 		return nil, nil, true, err

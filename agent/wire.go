@@ -9,9 +9,9 @@ import (
 
 	"golang.org/x/crypto/blake2b"
 	"golang.org/x/crypto/chacha20poly1305"
-	"golang.org/x/crypto/curve25519"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/x25519"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -39,7 +39,23 @@ const (
 	msgUnlock = 0x103 // request: {passphrase}; reply msgOK
 	msgStop   = 0x104 // request: {}; reply msgOK, then the agent stops
 	msgOK     = 0x105
+	// Requests that name a key as msgOpen does, for the commands that
+	// write packets as the reader (reencrypt, splice, serve).
+	msgSealAs       = 0x106 // {name…, recipient, payload}: seal with the key as writer; reply: {msgSealAs, packet}
+	msgOpenAsWriter = 0x107 // {name…, recipient, packet}: open a packet the key wrote; reply as to msgOpen
+	msgDerive       = 0x108 // {name…, label}: HKDF-SHA256 of the key for label; reply: {msgDerive, 32 bytes}
 )
+
+// featureExtensions, in the agent's hello after the version, says that
+// the agent is this module's: it answers the messages from 0x100 and
+// replies to requests that come before it answered the previous ones.
+// htslib-crypt4gh's agent sends a hello of 4 bytes, and its plug-in
+// reads only those of a longer one.
+const featureExtensions = 1
+
+// deriveNamespace is what a label of msgDerive must begin with: the agent
+// derives secrets for this module's purposes only.
+const deriveNamespace = "crypt4gh "
 
 const (
 	// maxFrame is the largest message either side accepts: a header
@@ -89,12 +105,26 @@ func writeFrame(w io.Writer, msg []byte) error {
 	return err
 }
 
-// hello is the agent's first message.
+// hello is the client's first message, without its public key.
 func hello() []byte {
 	b := make([]byte, 4)
 	binary.LittleEndian.PutUint16(b, msgConnect)
 	binary.LittleEndian.PutUint16(b[2:], protoVersion)
 	return b
+}
+
+// agentHello is the agent's first message: the hello and its features.
+func agentHello() []byte {
+	return binary.LittleEndian.AppendUint32(hello(), featureExtensions)
+}
+
+// helloFeatures reads the features that follow the version of an agent's
+// hello: none from htslib-crypt4gh's agent.
+func helloFeatures(rest []byte) uint32 {
+	if len(rest) < 4 {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(rest)
 }
 
 // clientHello is the client's answer, with its public key.
@@ -150,16 +180,16 @@ func newSession(own *keys.SecretKey, peer, client, server keys.PublicKey, isClie
 // public keys.
 func kx(own *keys.SecretKey, peer, client, server keys.PublicKey) ([64]byte, error) {
 	var sum [64]byte
-	dh, err := curve25519.X25519(own[:], peer[:])
-	if err != nil {
+	var dh [32]byte
+	if err := x25519.X25519(&dh, (*[32]byte)(own), (*[32]byte)(&peer)); err != nil {
 		return sum, keys.ErrLowOrderPoint
 	}
 	h, _ := blake2b.New512(nil)
-	h.Write(dh)
+	h.Write(dh[:])
 	h.Write(client[:])
 	h.Write(server[:])
 	h.Sum(sum[:0])
-	clear(dh)
+	clear(dh[:])
 	return sum, nil
 }
 
@@ -212,11 +242,13 @@ func increment(b []byte) {
 	}
 }
 
-// request is a parsed msgOpen or msgSeal.
+// request is a parsed msgOpen, msgSeal or one of the requests of this
+// module that name a key.
 type request struct {
-	typ  uint16
-	name string // the key asked for; empty for any
-	rest []byte // msgOpen: the packet; msgSeal: the payload
+	typ       uint16
+	name      string         // the key asked for; empty for any
+	recipient keys.PublicKey // msgSealAs, msgOpenAsWriter
+	rest      []byte         // msgOpen: the packet; msgSeal: the payload; msgDerive: the label
 }
 
 // parseKeyRequest parses the body of msgOpen or msgSeal: a name length
@@ -242,6 +274,13 @@ func parseKeyRequest(pt []byte) (request, error) {
 			return r, fmt.Errorf("%w: seal request for header version %d, method %d", errProtocol, v, m)
 		}
 		b = b[8:]
+	}
+	if r.typ == msgSealAs || r.typ == msgOpenAsWriter {
+		if len(b) < keys.KeySize {
+			return r, fmt.Errorf("%w: request without a recipient", errProtocol)
+		}
+		copy(r.recipient[:], b)
+		b = b[keys.KeySize:]
 	}
 	r.rest = b
 	return r, nil

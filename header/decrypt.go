@@ -303,9 +303,10 @@ func New(writer *keys.SecretKey, recipients []keys.PublicKey, dataKey *[32]byte,
 // that order: for each recipient, one packet per payload. A recipient
 // listed twice gets its packets once. Nonces are read from rand
 // (crypto/rand when nil). When writer is nil, a fresh key pair is used and
-// discarded, as for [New]. A header of more than [MaxPackets] packets is
-// refused with [ErrTooManyPackets].
-func Seal(writer *keys.SecretKey, recipients []keys.PublicKey, payloads [][]byte, rand io.Reader) (*Header, error) {
+// discarded, as for [New]; it may be a secret key or a key that an agent
+// holds. A header of more than [MaxPackets] packets is refused with
+// [ErrTooManyPackets].
+func Seal(writer keys.Writer, recipients []keys.PublicKey, payloads [][]byte, rand io.Reader) (*Header, error) {
 	if len(recipients) == 0 {
 		return nil, errkind.New(errkind.Usage, "failed to create header: no recipients")
 	}
@@ -321,7 +322,7 @@ func Seal(writer *keys.SecretKey, recipients []keys.PublicKey, payloads [][]byte
 		return nil, fmt.Errorf("%w: %d recipients of %d packets each need %d packets (limit %d)",
 			ErrTooManyPackets, len(unique), len(payloads), n, MaxPackets)
 	}
-	if writer == nil {
+	if isNilWriter(writer) {
 		sk, err := keys.Generate(rand)
 		if err != nil {
 			return nil, fmt.Errorf("failed to create header: %w", err)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"golang.org/x/crypto/chacha20poly1305"
-
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
@@ -53,17 +51,23 @@ func authError(err error) error {
 // recipient, as [SealPacket] did, and returns its payload: so a writer can
 // tell which recipients already hold packets of its own. It fails with
 // [ErrPacketAuth] for a packet that another key wrote, or that writer
-// wrote for another recipient.
-func (p *Packet) OpenAsWriter(writer *keys.SecretKey, recipient keys.PublicKey) ([]byte, error) {
-	if p.Method != MethodX25519ChaCha20Poly1305 || writer == nil || p.WriterPublicKey != writer.Public() {
+// wrote for another recipient. writer may be a secret key or a key that an
+// agent holds.
+func (p *Packet) OpenAsWriter(writer keys.Writer, recipient keys.PublicKey) ([]byte, error) {
+	if p.Method != MethodX25519ChaCha20Poly1305 || isNilWriter(writer) || p.WriterPublicKey != writer.Public() {
 		return nil, fmt.Errorf("%w: not written by this key", ErrPacketAuth)
 	}
-	k, err := keys.WriterSharedKey(writer, recipient)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPacketAuth, err)
+	pt, err := writer.OpenPacketAsWriter(recipient, &p.Nonce, p.Ciphertext)
+	return pt, authError(err)
+}
+
+// isNilWriter reports whether w is nil or a nil *keys.SecretKey.
+func isNilWriter(w keys.Writer) bool {
+	if w == nil {
+		return true
 	}
-	defer clear(k[:])
-	return p.open(&k)
+	sk, ok := w.(*keys.SecretKey)
+	return ok && sk == nil
 }
 
 // open decrypts a method-0 packet with its shared key.
@@ -77,11 +81,13 @@ func (p *Packet) open(k *[keys.KeySize]byte) ([]byte, error) {
 const maxPayload = MaxPacketLength - minMethod0Length
 
 // SealPacket encrypts payload for recipient with method 0: a random nonce
-// read from rand (crypto/rand when rand is nil) and the crypto_kx key of the
-// writer's secret key and the recipient's public key. The packet records the
-// writer's public key so that the recipient can derive the same key.
-func SealPacket(writer *keys.SecretKey, recipient keys.PublicKey, payload []byte, rand io.Reader) (Packet, error) {
-	if writer == nil {
+// read from rand (crypto/rand when rand is nil; an agent's key draws its
+// own) and the crypto_kx key of the writer's secret key and the
+// recipient's public key. The packet records the writer's public key so
+// that the recipient can derive the same key. writer may be a secret key
+// or a key that an agent holds.
+func SealPacket(writer keys.Writer, recipient keys.PublicKey, payload []byte, rand io.Reader) (Packet, error) {
+	if isNilWriter(writer) {
 		return Packet{}, errors.New("failed to seal header packet: no writer key")
 	}
 	if len(payload) > maxPayload {
@@ -89,19 +95,11 @@ func SealPacket(writer *keys.SecretKey, recipient keys.PublicKey, payload []byte
 			len(payload), maxPayload)
 	}
 	p := Packet{Method: MethodX25519ChaCha20Poly1305, WriterPublicKey: writer.Public()}
-	if _, err := io.ReadFull(randReader(rand), p.Nonce[:]); err != nil {
-		return Packet{}, fmt.Errorf("failed to seal header packet: reading nonce: %w", err)
-	}
-	k, err := keys.WriterSharedKey(writer, recipient)
+	var err error
+	p.Nonce, p.Ciphertext, err = writer.SealPacketFor(recipient, payload, randReader(rand))
 	if err != nil {
 		return Packet{}, fmt.Errorf("failed to seal header packet for %s: %w", recipient, err)
 	}
-	defer clear(k[:])
-	aead, err := chacha20poly1305.New(k[:])
-	if err != nil {
-		panic("header: internal error: " + err.Error())
-	}
-	p.Ciphertext = aead.Seal(make([]byte, 0, len(payload)+tagSize), p.Nonce[:], payload, nil)
 	return p, nil
 }
 

@@ -1,7 +1,12 @@
 package keys
 
 import (
+	"crypto/hkdf"
+	cryptorand "crypto/rand"
+	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io"
 
 	"golang.org/x/crypto/chacha20poly1305"
 
@@ -76,4 +81,79 @@ func IsNil(o Opener) bool {
 	}
 	sk, ok := o.(*SecretKey)
 	return ok && sk == nil
+}
+
+// A Writer seals header packets with a secret key as their writer, and
+// opens the packets it wrote: a [*SecretKey] is one; a key held by an
+// agent, which seals for its client without giving out the key, is
+// another.
+type Writer interface {
+	// Public returns the writer public key that the packets record.
+	Public() PublicKey
+	// SealPacketFor encrypts payload for recipient (method 0) and
+	// returns the nonce and the ciphertext with its tag. The nonce is
+	// read from rand (crypto/rand when nil), except by an agent, which
+	// draws its own.
+	SealPacketFor(recipient PublicKey, payload []byte, rand io.Reader) (nonce [NonceSize]byte, ciphertext []byte, err error)
+	// OpenPacketAsWriter decrypts a method-0 packet that this key wrote
+	// for recipient. It fails with an error wrapping [ErrPacketAuth]
+	// for a packet written for another recipient or by another key.
+	OpenPacketAsWriter(recipient PublicKey, nonce *[NonceSize]byte, ciphertext []byte) ([]byte, error)
+}
+
+// A Holder is the secret key of a reader that writes header packets as
+// itself (re-encryption, splicing): it opens the packets sealed for it
+// and seals new ones with itself as the writer.
+type Holder interface {
+	Opener
+	Writer
+}
+
+var _ Holder = (*SecretKey)(nil)
+
+// SealPacketFor encrypts payload for recipient with the packet key of sk
+// and recipient ([WriterSharedKey]) under a nonce read from rand.
+func (sk *SecretKey) SealPacketFor(recipient PublicKey, payload []byte, rand io.Reader) (nonce [NonceSize]byte, ciphertext []byte, err error) {
+	if sk == nil {
+		return nonce, nil, errors.New("no writer key")
+	}
+	if rand == nil {
+		rand = cryptorand.Reader
+	}
+	if _, err := io.ReadFull(rand, nonce[:]); err != nil {
+		return nonce, nil, fmt.Errorf("reading nonce: %w", err)
+	}
+	k, err := WriterSharedKey(sk, recipient)
+	if err != nil {
+		return nonce, nil, err
+	}
+	defer clear(k[:])
+	aead, err := chacha20poly1305.New(k[:])
+	if err != nil {
+		panic("keys: internal error: " + err.Error())
+	}
+	return nonce, aead.Seal(make([]byte, 0, len(payload)+aead.Overhead()), nonce[:], payload, nil), nil
+}
+
+// OpenPacketAsWriter decrypts a method-0 packet that sk wrote for
+// recipient.
+func (sk *SecretKey) OpenPacketAsWriter(recipient PublicKey, nonce *[NonceSize]byte, ciphertext []byte) ([]byte, error) {
+	if sk == nil {
+		return nil, fmt.Errorf("%w: no writer key", ErrPacketAuth)
+	}
+	k, err := WriterSharedKey(sk, recipient)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPacketAuth, err)
+	}
+	defer clear(k[:])
+	return OpenPacketWith(&k, nonce, ciphertext)
+}
+
+// Derive returns a 32-byte secret for the purpose that label names,
+// derived from sk with HKDF-SHA256 (sk as the input key, no salt, label
+// as the info): the same for every holder of sk, and telling nothing of
+// sk itself. A server that signs its URLs with it needs no key of its
+// own, and every instance of it that holds sk signs alike.
+func (sk *SecretKey) Derive(label string) ([]byte, error) {
+	return hkdf.Key(sha256.New, sk[:], nil, label, 32)
 }

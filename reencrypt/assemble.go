@@ -22,8 +22,9 @@ type Piece struct {
 
 // AssembleOptions configures [Assemble].
 type AssembleOptions struct {
-	// Reader is the secret key that opens the source.
-	Reader *keys.SecretKey
+	// Reader is the secret key that opens the source and writes the new
+	// header: a *keys.SecretKey, or a key that an agent holds.
+	Reader keys.Holder
 	// Recipients of the new file. When empty, the new header is for the
 	// reader's own public key.
 	Recipients []keys.PublicKey
@@ -100,7 +101,7 @@ func Assemble(dst io.Writer, src Source, pieces []Piece, opts AssembleOptions) e
 // header and opens the short last segment when the plan needs it. The
 // caller must call zero when done.
 func prepareAssembly(src Source, pieces []Piece, opts AssembleOptions) (*assembler, error) {
-	if opts.Reader == nil {
+	if keys.IsNil(opts.Reader) {
 		return nil, errkind.New(errkind.Usage, "no reader key")
 	}
 	if err := checkPieces(pieces); err != nil {

@@ -26,7 +26,7 @@ import (
 // A File is not safe for concurrent use.
 type File struct {
 	old, new *header.Header
-	reader   *keys.SecretKey
+	reader   keys.Holder
 	warning  error
 }
 
@@ -71,7 +71,7 @@ var ErrLocksOut = errkind.New(errkind.Usage, "the result would no longer open wi
 // of [ErrTwoEditLists] and [ErrLocksOut]; and when Add finds nothing to add,
 // [ErrNothingToAdd] in place, else the header kept as it is. It fails
 // otherwise as Rekey does.
-func (f *File) Rekey(reader *keys.SecretKey, opts FileOptions) error {
+func (f *File) Rekey(reader keys.Holder, opts FileOptions) error {
 	f.reader, f.new, f.warning = reader, nil, nil
 	if !opts.Trim {
 		if risky, err := OthersMayHoldEditList(f.old, reader); err == nil && risky {

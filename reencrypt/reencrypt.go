@@ -51,7 +51,7 @@ import (
 // packet, [header.ErrNoDataKey] when the packets it opens hold no data key,
 // and [header.ErrTooManyPackets] when the new header would hold more than
 // [header.MaxPackets] packets.
-func Header(h *header.Header, reader *keys.SecretKey, recipients []keys.PublicKey, trim bool, rand io.Reader) (*header.Header, error) {
+func Header(h *header.Header, reader keys.Holder, recipients []keys.PublicKey, trim bool, rand io.Reader) (*header.Header, error) {
 	return Rekey(h, reader, RekeyOptions{Recipients: recipients, Trim: trim, Rand: rand})
 }
 
@@ -75,7 +75,7 @@ type RekeyOptions struct {
 // recipients that do not hold packets written by reader already. It fails
 // as Header does, and with [ErrNothingToAdd] when Add finds that every
 // recipient holds such packets.
-func Rekey(h *header.Header, reader *keys.SecretKey, opts RekeyOptions) (*header.Header, error) {
+func Rekey(h *header.Header, reader keys.Holder, opts RekeyOptions) (*header.Header, error) {
 	if len(opts.Recipients) == 0 {
 		return nil, errkind.New(errkind.Usage, "no recipient public key")
 	}
@@ -95,8 +95,9 @@ func Rekey(h *header.Header, reader *keys.SecretKey, opts RekeyOptions) (*header
 	// them as their writer.
 	mine := make(map[int]bool)
 	var missing []keys.PublicKey
+	self := reader.Public()
 	for _, r := range unique {
-		found := opts.Add && r == reader.Public() // it opens the header already
+		found := opts.Add && r == self // it opens the header already
 		for i := range h.Packets {
 			if pt, err := h.Packets[i].OpenAsWriter(reader, r); err == nil {
 				clear(pt)
@@ -153,7 +154,7 @@ func Rekey(h *header.Header, reader *keys.SecretKey, opts RekeyOptions) (*header
 // which may hold an edit list for one of the recipients (Rekey finds the
 // packets that reader wrote, but not those of another key). A reader
 // refuses a file with two edit lists, as the specification says.
-func OthersMayHoldEditList(h *header.Header, reader *keys.SecretKey) (bool, error) {
+func OthersMayHoldEditList(h *header.Header, reader keys.Holder) (bool, error) {
 	c, err := h.Decrypt(reader, nil)
 	if err != nil {
 		return false, err
@@ -166,8 +167,9 @@ func OthersMayHoldEditList(h *header.Header, reader *keys.SecretKey) (bool, erro
 	for _, i := range c.Opened {
 		opened[i] = true
 	}
+	self := reader.Public()
 	for i, p := range h.Packets {
-		if !opened[i] && p.WriterPublicKey != reader.Public() {
+		if !opened[i] && p.WriterPublicKey != self {
 			return true, nil
 		}
 	}
@@ -202,8 +204,9 @@ type Source interface {
 
 // SpliceOptions configures [Splice].
 type SpliceOptions struct {
-	// Reader is the secret key that opens the file.
-	Reader *keys.SecretKey
+	// Reader is the secret key that opens the file and writes the new
+	// header: a *keys.SecretKey, or a key that an agent holds.
+	Reader keys.Holder
 	// Recipients of the new file. When empty, the new header is for the
 	// reader's own public key.
 	Recipients []keys.PublicKey
@@ -321,7 +324,7 @@ func checkSpliceOptions(opts SpliceOptions) error {
 	if len(opts.Ranges) == 0 {
 		return fmt.Errorf("%w: no range to keep", edit.ErrEmpty)
 	}
-	if opts.Reader == nil {
+	if keys.IsNil(opts.Reader) {
 		return errkind.New(errkind.Usage, "no reader key")
 	}
 	_, err := edit.Normalize(opts.Ranges)
@@ -366,7 +369,7 @@ func copyRuns(dst io.Writer, src io.ReadSeeker, bodyStart int64, runs []Run) err
 // sealFor is the header of a new file that holds the data keys of c and,
 // when list is not nil, the edit list list, written by reader for the
 // recipients (the reader's own public key when there are none).
-func sealFor(c *header.Contents, list edit.List, reader *keys.SecretKey, recipients []keys.PublicKey, rand io.Reader) (*header.Header, error) {
+func sealFor(c *header.Contents, list edit.List, reader keys.Holder, recipients []keys.PublicKey, rand io.Reader) (*header.Header, error) {
 	if len(recipients) == 0 {
 		recipients = []keys.PublicKey{reader.Public()}
 	}

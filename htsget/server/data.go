@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/htsget"
-	"github.com/c4gh-go/crypt4gh/keys"
 )
 
 // The data URLs of tickets point at the server's /data/KIND/NAME, KIND
@@ -33,8 +31,8 @@ const (
 )
 
 // urlKey derives the key that signs data URLs from the server's key.
-func urlKey(sk *keys.SecretKey) ([]byte, error) {
-	return hkdf.Key(sha256.New, sk[:], nil, "crypt4gh serve: data URLs v1", 32)
+func urlKey(k Key) ([]byte, error) {
+	return k.Derive("crypt4gh serve: data URLs v1")
 }
 
 // grant is what a data URL gives: the bytes [start, end) of the file at

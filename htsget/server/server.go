@@ -36,8 +36,11 @@ import (
 type Config struct {
 	// Source holds the files.
 	Source Source
-	// Key is the server's secret key: the files' headers are for it.
-	Key *keys.SecretKey
+	// Key is the server's secret key: the files' headers are for it. It
+	// is a *keys.SecretKey, or a key that an agent holds
+	// (agent.Client.Key), which opens the headers, seals the tickets'
+	// headers and derives the key that signs data URLs.
+	Key Key
 	// Plaintext allows plaintext tickets, whose data the server decrypts.
 	Plaintext bool
 	// Tokens, when not empty, are the bearer tokens a ticket request
@@ -67,6 +70,17 @@ type Config struct {
 	Log *log.Logger
 }
 
+// Key is the server's key: a *keys.SecretKey is one, a key that an agent
+// holds is another. Derive gives the key that signs data URLs (label
+// "crypt4gh serve: data URLs v1"): every instance that holds the same key,
+// in a file or in an agent, signs alike.
+type Key interface {
+	keys.Holder
+	Derive(label string) ([]byte, error)
+}
+
+var _ Key = (*keys.SecretKey)(nil)
+
 // Server is an http.Handler that answers htsget requests.
 type Server struct {
 	cfg      Config
@@ -80,7 +94,7 @@ type Server struct {
 
 // New returns the server of cfg.
 func New(cfg Config) (*Server, error) {
-	if cfg.Source == nil || cfg.Key == nil {
+	if cfg.Source == nil || keys.IsNil(cfg.Key) {
 		return nil, errors.New("server: no source or no key")
 	}
 	if cfg.TicketLifetime == 0 {

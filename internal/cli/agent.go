@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,6 +25,7 @@ type agentOptions struct {
 	Lock           bool
 	Unlock         bool
 	Quiet          bool
+	Socket         string
 }
 
 func agentCommand(e *env) command {
@@ -31,8 +33,8 @@ func agentCommand(e *env) command {
 	return command{Command: &cli.Command{
 		Name:  "agent",
 		Usage: "hold unlocked secret keys for the commands of this tool and for samtools",
-		UsageText: "crypt4gh agent --sk KEY… [--passphrase-file F] [-t DURATION] [--confirm] -- COMMAND [ARG…]\n" +
-			"       eval \"$(crypt4gh agent --sk KEY… [-t DURATION] --daemon)\"\n" +
+		UsageText: "crypt4gh agent --sk KEY… [--passphrase-file F] [-t DURATION] [--confirm] [--socket PATH] -- COMMAND [ARG…]\n" +
+			"       eval \"$(crypt4gh agent --sk KEY… [-t DURATION] [--socket PATH] --daemon)\"\n" +
 			"       crypt4gh agent --list | --lock | --unlock | --stop",
 		Description: "Unlocks each --sk once (its passphrase from --passphrase-file, C4GH_PASSPHRASE\n" +
 			"or the terminal), then runs COMMAND with CRYPT4GH_AGENT (a socket) and\n" +
@@ -53,14 +55,19 @@ func agentCommand(e *env) command {
 			"against swapping where the system allows, and erased on exit. After -t (a\n" +
 			"duration such as 30m or 8h, or seconds) the keys are erased and requests fail\n" +
 			"with exit 3. With --confirm the agent asks on its terminal before each\n" +
-			"connection's first use of a key. Commands that write packets as the reader\n" +
-			"(reencrypt, rearrange, splice, encrypt --sk, keygen, pubkey) and serve still\n" +
-			"need --sk.",
+			"connection's first use of a key.\n" +
+			"\n" +
+			"reencrypt, rearrange, splice and serve without --sk use the agent's first key\n" +
+			"(or CRYPT4GH_SECRET's): it seals their new packets with that key as writer,\n" +
+			"as --sk would. encrypt --sk, keygen and pubkey still need the key file.\n" +
+			"With --socket PATH the socket is made there: one that a killed agent left is\n" +
+			"replaced, a live agent's is refused.",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "sk", Usage: "a secret key `PATH` to hold (repeatable)", EnvVars: []string{secretKeyEnv}, Destination: &o.Keys},
 			passphraseFileFlag(&o.PassphraseFile),
 			&cli.StringFlag{Name: "lifetime", Aliases: []string{"t"}, Usage: "erase the keys after `DURATION` (30m, 8h, or seconds)", Destination: &o.Lifetime},
 			&cli.BoolFlag{Name: "confirm", Usage: "ask on the agent's terminal before each connection's first use of a key", Destination: &o.Confirm},
+			&cli.StringFlag{Name: "socket", Aliases: []string{"a"}, Usage: "make the socket at `PATH` (a socket left there by a killed agent is replaced, a live one's is not)", Destination: &o.Socket},
 			&cli.BoolFlag{Name: "daemon", Usage: "run in the background and print the shell lines that export its variables", Destination: &o.Daemon},
 			&cli.BoolFlag{Name: "stop", Usage: "stop the agent of CRYPT4GH_AGENT and print the lines that unset its variables", Destination: &o.Stop},
 			&cli.BoolFlag{Name: "list", Usage: "list the keys the agent of CRYPT4GH_AGENT holds", Destination: &o.List},
@@ -76,6 +83,7 @@ func agentCommand(e *env) command {
 			"crypt4gh decrypt -i reads.bam.c4gh -o reads.bam",
 			"HTS_PATH=~/hts samtools view crypt4gh:reads.bam.c4gh chr20",
 			"eval \"$(crypt4gh agent --sk ~/.c4gh/key --daemon)\"",
+			"crypt4gh reencrypt --recipient_pk bob.pub -i f.c4gh -o bob.c4gh",
 			"crypt4gh agent --list",
 			"eval \"$(crypt4gh agent --stop)\"",
 		},
@@ -99,8 +107,8 @@ func runAgent(e *env, o *agentOptions) error {
 		return usagef("--daemon, --stop, --list, --lock and --unlock exclude each other")
 	}
 	if o.Stop || o.List || o.Lock || o.Unlock {
-		if len(e.args) > 0 || len(o.Keys.Value()) > 0 {
-			return usagef("--stop, --list, --lock and --unlock talk to a running agent: no --sk or COMMAND")
+		if len(e.args) > 0 || len(o.Keys.Value()) > 0 || o.Socket != "" {
+			return usagef("--stop, --list, --lock and --unlock talk to the agent of %s: no --sk, --socket or COMMAND", agent.SocketEnv)
 		}
 		return agentRequest(e, o)
 	}
@@ -141,7 +149,7 @@ func runAgent(e *env, o *agentOptions) error {
 	if o.Confirm {
 		a.Confirm = agent.ConfirmOnTerminal
 	}
-	s, err := agent.Listen()
+	s, err := listenAgent(o.Socket)
 	if err != nil {
 		return err
 	}
@@ -160,6 +168,19 @@ func runAgent(e *env, o *agentOptions) error {
 		return err
 	}
 	return serveAgent(a, s, e.args)
+}
+
+// listenAgent makes the agent's socket: at path, or in a folder of its own
+// when path is empty.
+func listenAgent(path string) (*agent.Socket, error) {
+	if path == "" {
+		return agent.Listen()
+	}
+	s, err := agent.ListenAt(expandHome(path))
+	if errors.Is(err, agent.ErrLive) {
+		return nil, withHint(err, "stop it first (CRYPT4GH_AGENT=%s crypt4gh agent --stop), or use it", quoteName(path))
+	}
+	return s, err
 }
 
 // parseLifetime reads -t: a Go duration or a number of seconds.

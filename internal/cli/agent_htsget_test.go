@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/keys"
 )
 
 // TestHtsgetAgent: htsget inside an agent, without --sk: the ticket is
@@ -16,20 +16,7 @@ func TestHtsgetAgent(t *testing.T) {
 	e := newHtsgetEnv(t)
 	tk, want := e.editListTicket(t)
 	e.serveTicket(tk)
-	a, err := agent.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Add(e.alice, "alice.sec", 0)
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	s, err := agent.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go a.Serve(s.Listener())
-	t.Cleanup(func() { a.Close(); s.Remove() })
-	t.Setenv(agent.SocketEnv, s.Path)
-	t.Setenv(agent.PKEnv, a.PublicKey().String())
+	startAgent(t, map[string]*keys.SecretKey{"alice.sec": e.alice})
 	if err := os.Remove(filepath.Join(e.dir, "alice.sec")); err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,8 @@ var sentinelCodes = map[string]struct {
 	"agent.ErrLocked":               {agent.ErrLocked, exitKey},
 	"agent.ErrRefused":              {agent.ErrRefused, exitKey},
 	"agent.ErrNoKey":                {agent.ErrNoKey, exitKey},
+	"agent.ErrNotOwnAgent":          {agent.ErrNotOwnAgent, exitKey},
+	"agent.ErrLive":                 {agent.ErrLive, exitUsage},
 	"keys.ErrPacketAuth":            {keys.ErrPacketAuth, exitKey},
 	"body.ErrAuth":                  {body.ErrAuth, exitData},
 	"body.ErrTruncated":             {body.ErrTruncated, exitData},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/c4gh-go/crypt4gh/agent"
@@ -74,10 +75,59 @@ func readReaderKey(e *env, k keyOptions) (readerKey, error) {
 // readerPublic is the public key of a readerKey: of the secret key, or of
 // the agent's key that its requests use.
 func readerPublic(k readerKey) (keys.PublicKey, error) {
-	if c, ok := k.(*agent.Client); ok {
-		return c.PublicKey()
+	switch k := k.(type) {
+	case *agent.Client:
+		return k.PublicKey()
+	case keys.Writer:
+		return k.Public(), nil
 	}
-	return k.(*keys.SecretKey).Public(), nil
+	return keys.PublicKey{}, fmt.Errorf("no public key for a reader key of type %T", k)
+}
+
+// holderKey is the key of a command that writes header packets as the
+// reader (reencrypt, rearrange, splice, serve): the secret key of --sk, or
+// a key that the agent holds and seals with (and derives serve's key of
+// data URLs with). The caller must call Zero.
+type holderKey interface {
+	keys.Holder
+	Derive(label string) ([]byte, error)
+	Zero()
+}
+
+// readHolderKey returns the secret key of --sk or, when no --sk (nor
+// C4GH_SECRET_KEY) is given and CRYPT4GH_AGENT is set, the agent's key
+// that CRYPT4GH_SECRET names, or its first: the agent then opens the
+// packets and seals the new ones with that key as their writer, as the
+// key itself would. No key file is read then.
+func readHolderKey(e *env, k keyOptions) (holderKey, error) {
+	if k.secretKeyPath() == "" {
+		c, err := agent.FromEnv()
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			key, err := c.Key()
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			return key, nil
+		}
+	}
+	sk, err := readSecretKey(e, k)
+	if err != nil {
+		return nil, err
+	}
+	return sk, nil
+}
+
+// keyName names the reader's key of k in messages: "--sk PATH", or the
+// agent's key.
+func keyName(k keyOptions) string {
+	if p := k.secretKeyPath(); p != "" {
+		return "--sk " + quoteName(p)
+	}
+	return "the agent's key"
 }
 
 // readSecretKey is loadSecretKey for the commands that need only the key.

@@ -45,7 +45,8 @@ func reencryptCommand(e *env) command {
 			"the new header is written; the input may be a bare header, as encrypt\n" +
 			"--header writes it. With --add, every packet is kept and packets are added\n" +
 			"for the recipients who hold none written by --sk. In place, a result that\n" +
-			"--sk would no longer open is refused (exit 2) unless --drop-self." + rekeyHelp + scaleHelp,
+			"--sk would no longer open is refused (exit 2) unless --drop-self. Without --sk,\n" +
+			"inside crypt4gh agent, the agent's key is --sk: the agent seals the packets." + rekeyHelp + scaleHelp,
 		Flags: slices.Concat([]cli.Flag{
 			skFlag(&o.SK),
 			recipientFlag(&o.Recipients, "re-encrypt for the public key(s) in the file at `PATH` (repeatable)"),
@@ -122,7 +123,7 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 
 // reencryptTo writes the new header and then the body, unchanged.
 func reencryptTo(e *env, o *reencryptOptions, f *reencrypt.File, in *input, src io.Reader, out *outfile.Output, recipients []keys.PublicKey) error {
-	sk, err := readSecretKey(e, o.keyOptions)
+	sk, err := readHolderKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}
@@ -225,12 +226,12 @@ func reencryptFolder(e *env, r *reencryptOptions) error {
 
 // readRekeyKeys reads the recipients' public keys, then the secret key of
 // --sk, which the caller must zero.
-func readRekeyKeys(e *env, r *reencryptOptions) (*keys.SecretKey, []keys.PublicKey, error) {
+func readRekeyKeys(e *env, r *reencryptOptions) (holderKey, []keys.PublicKey, error) {
 	recipients, err := readPublicKeys(r.Recipients.Value())
 	if err != nil {
 		return nil, nil, err
 	}
-	sk, err := readSecretKey(e, r.keyOptions)
+	sk, err := readHolderKey(e, r.keyOptions)
 	return sk, recipients, err
 }
 
@@ -253,7 +254,7 @@ const twoEditLists = "the file has an edit list and packets that --sk cannot ope
 // --add and --drop-self (see reencrypt.File.Rekey), in the words of the
 // command: in place, nothing to add is errNothingToDo. A warning goes to
 // warnf, also before an error.
-func rekeyFile(o *reencryptOptions, f *reencrypt.File, sk *keys.SecretKey, recipients []keys.PublicKey, inPlace bool, warnf func(string, ...any)) error {
+func rekeyFile(o *reencryptOptions, f *reencrypt.File, sk keys.Holder, recipients []keys.PublicKey, inPlace bool, warnf func(string, ...any)) error {
 	if o.Add && o.Trim {
 		return usagef("--add keeps every packet: it cannot be used with --trim")
 	}
@@ -266,14 +267,14 @@ func rekeyFile(o *reencryptOptions, f *reencrypt.File, sk *keys.SecretKey, recip
 }
 
 // rekeyError says err of reencrypt.File.Rekey in the words of the command.
-func rekeyError(o *reencryptOptions, sk *keys.SecretKey, err error) error {
+func rekeyError(o *reencryptOptions, sk keys.Holder, err error) error {
 	switch {
 	case errors.Is(err, reencrypt.ErrTwoEditLists):
 		return withHint(usagef("%s", twoEditLists), "use --trim (only the recipients can then read the result), or re-encrypt to a new output")
 	case errors.Is(err, reencrypt.ErrNothingToAdd):
 		return errNothingToDo
 	case errors.Is(err, reencrypt.ErrLocksOut):
-		return withHint(usagef("rekeyed in place, the object would no longer open with --sk %s: the packets of that key would be replaced", quoteName(o.secretKeyPath())),
+		return withHint(usagef("rekeyed in place, the object would no longer open with %s: the packets of that key would be replaced", keyName(o.keyOptions)),
 			"add your own public key with --recipient_pk, use --add to keep every reader, or --drop-self to drop your access")
 	case err != nil:
 		return noPacketHint(err, sk, nil)

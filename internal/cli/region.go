@@ -325,7 +325,7 @@ func spliceRegion(e *env, o *spliceOptions, recipients []keys.PublicKey) error {
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(e, o.keyOptions)
+	sk, err := readHolderKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func rekeyObject(e *env, r *reencryptOptions, f *reencrypt.File, o *objstore.Obj
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(e, r.keyOptions)
+	sk, err := readHolderKey(e, r.keyOptions)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func rekeyObject(e *env, r *reencryptOptions, f *reencrypt.File, o *objstore.Obj
 // rekey composes the object at dest from a new header for recipients and
 // the body of o.
 // It returns the size of the new object.
-func rekey(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, f *reencrypt.File, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (int64, error) {
+func rekey(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, f *reencrypt.File, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (int64, error) {
 	if !force && o.Location() == dest {
 		return 0, withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
 	}
@@ -265,7 +265,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 // rekeyOne rekeys the object in to the object dest (in itself to rekey
 // in place), replacing what is there with force. begin, when not nil,
 // records the start in the journal.
-func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk *keys.SecretKey, in, dest string, recipients []keys.PublicKey, force bool, begin func() error) (batch.Outcome, error) {
+func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, in, dest string, recipients []keys.PublicKey, force bool, begin func() error) (batch.Outcome, error) {
 	var out batch.Outcome
 	src, err := objstore.Parse(in)
 	if err != nil {
@@ -327,13 +327,15 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 	} else if out, err = e.openDest(dest, o.Size()+headerRoom, outfile.Options{Force: so.Force, Binary: true, Mode: outfile.ModePublic}); err != nil {
 		return err
 	}
-	if opts.Reader, err = readSecretKey(e, so.keyOptions); err != nil {
+	sk, err := readHolderKey(e, so.keyOptions)
+	if err != nil {
 		if out != nil {
 			out.Abort()
 		}
 		return err
 	}
-	defer opts.Reader.Zero()
+	defer sk.Zero()
+	opts.Reader = sk
 	hs := f.HeaderSize()
 	runs, err := f.Splice(o.Size()-hs, opts)
 	if err != nil {
@@ -345,7 +347,7 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 	if out == nil && o.Location() == loc && !so.DropSelf && !f.Opens(opts.Reader) {
 		// In place, as for reencrypt: never a result that the owner's
 		// key no longer opens.
-		return withHint(usagef("cut in place, the object would no longer open with --sk %s, nor for any reader but the recipients", quoteName(so.secretKeyPath())),
+		return withHint(usagef("cut in place, the object would no longer open with %s, nor for any reader but the recipients", keyName(so.keyOptions)),
 			"add your own public key with --recipient_pk, write to another object, or --drop-self to drop your access")
 	}
 	if out == nil {

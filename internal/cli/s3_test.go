@@ -76,15 +76,7 @@ func keygenIn(t *testing.T, dir, name string) *keys.SecretKey {
 	if code, _, stderr := runIn(t, dir, "keygen", "--sk", name+".sec", "--pk", name+".pub", "--nocrypt"); code != 0 {
 		t.Fatalf("keygen: %s", stderr)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, name+".sec"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := keys.ParseSecretKey(data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &sk
+	return readKey(t, dir, name)
 }
 
 // run runs the command in the folder.

@@ -43,8 +43,11 @@ func serveCommand(e *env) command {
 			"file for that key (the server opens headers and edge blocks only). With\n" +
 			"--plaintext, other requests get the decrypted region, as samtools and\n" +
 			"bcftools read it. The data URLs of tickets are signed ranges of the\n" +
-			"server's /data endpoint, valid for an hour. Runs until Ctrl-C or SIGTERM,\n" +
-			"which let the requests under way finish.",
+			"server's /data endpoint, valid for an hour, signed with a key derived from\n" +
+			"--sk: instances with the same key serve each other's tickets. Without --sk,\n" +
+			"inside crypt4gh agent, the agent's key serves (the agent opens and seals the\n" +
+			"headers and derives the same URL key). Runs until Ctrl-C or SIGTERM, which let\n" +
+			"the requests under way finish.",
 		Flags: append([]cli.Flag{
 			skFlag(&o.SK),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Destination: &o.Listen,
@@ -108,7 +111,7 @@ func serveAction(e *env, o *serveOptions) error {
 		}
 		e.warnReadable("token file", o.TokenFile)
 	}
-	sk, err := readSecretKey(e, o.keyOptions)
+	sk, err := readHolderKey(e, o.keyOptions)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,8 @@ func rearrangeCommand(e *env) command {
 			"data keys and (unless the range is whole segments) an edit list, encrypted for\n" +
 			"the public key of --sk, and the segments that the range touches, copied\n" +
 			"unchanged. From a pipe, the segments before the range are read and dropped,\n" +
-			"the others held in a temporary file." + spliceObjectsHelp,
+			"the others held in a temporary file. Without --sk, inside crypt4gh agent, the\n" +
+			"agent's key is --sk: the agent seals the packets." + spliceObjectsHelp,
 		Flags: o.flags(rangeFlag(&o.Range, "the bytes to keep: `START-END` (END excluded) or START (required)"), deletePreviousFlag(&o.DeletePreviousVersion)),
 		Action: func(c *cli.Context) error {
 			if o.Range == "" {
@@ -64,7 +65,8 @@ func spliceCommand(e *env) command {
 		Usage: "keep several ranges of a file in one output, for new recipients, without decrypting the body",
 		Description: "Like rearrange, for several ranges at once: the output stands for the ranges\n" +
 			"in increasing order, overlapping or adjacent ranges merged. The header is\n" +
-			"for the --recipient_pk keys, or for the public key of --sk when none is given.\n\n" +
+			"for the --recipient_pk keys, or for the public key of --sk when none is given\n" +
+			"(inside crypt4gh agent, without --sk, the agent's key, which seals it).\n\n" +
 			"With --region (BAM, CRAM, VCF.gz, BCF; see decrypt), the output holds the\n" +
 			"file's header, the regions' records and its end marker: the segments that\n" +
 			"hold them copied as they are, the blocks cut at a region's edge compressed\n" +
@@ -146,7 +148,7 @@ func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error 
 	if err != nil {
 		return err
 	}
-	sk, err := readSecretKey(e, o.keyOptions)
+	sk, err := readHolderKey(e, o.keyOptions)
 	if err != nil {
 		out.Abort()
 		return err
