@@ -38,16 +38,17 @@ func urlKey(sk *keys.SecretKey) ([]byte, error) {
 }
 
 // grant is what a data URL gives: the bytes [start, end) of the file at
-// name, as stored or decrypted (kind), until expires.
+// name, as stored or decrypted (kind), until expires, while the file is
+// the one the ticket read (id, its [Object].ID).
 type grant struct {
-	kind, name string
-	start, end int64
-	expires    int64 // Unix seconds
+	kind, name, id string
+	start, end     int64
+	expires        int64 // Unix seconds
 }
 
 func (g grant) mac(key []byte) []byte {
 	m := hmac.New(sha256.New, key)
-	fmt.Fprintf(m, "%s\x00%s\x00%d\x00%d\x00%d", g.kind, g.name, g.start, g.end, g.expires)
+	fmt.Fprintf(m, "%s\x00%s\x00%s\x00%d\x00%d\x00%d", g.kind, g.name, g.id, g.start, g.end, g.expires)
 	return m.Sum(nil)
 }
 
@@ -58,6 +59,7 @@ func (g grant) url(base string, key []byte) string {
 	q.Set("s", strconv.FormatInt(g.start, 10))
 	q.Set("e", strconv.FormatInt(g.end, 10))
 	q.Set("x", strconv.FormatInt(g.expires, 10))
+	q.Set("v", g.id)
 	q.Set("t", base64.RawURLEncoding.EncodeToString(g.mac(key)))
 	return base + "/data/" + g.kind + "/" + escapePath(g.name) + "?" + q.Encode()
 }
@@ -81,7 +83,7 @@ func parseGrant(rest string, q url.Values, key []byte, now time.Time) (grant, *h
 	if e := checkName(name); e != nil {
 		return grant{}, e
 	}
-	g := grant{kind: kind, name: name}
+	g := grant{kind: kind, name: name, id: q.Get("v")}
 	var err error
 	num := func(k string) int64 {
 		if err != nil {
@@ -178,6 +180,11 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, rest string) 
 		return
 	}
 	defer obj.Close()
+	if obj.ID() != g.id {
+		// Another file of the same name: the ranges were of the old one.
+		htsget.WriteError(w, htsget.Errorf(htsget.NotFound, "%s changed since the ticket was made: ask for a new ticket", g.name))
+		return
+	}
 	var (
 		plain *c4gh.ReaderAt
 		size  = obj.Size()
@@ -192,7 +199,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, rest string) 
 	}
 	if hi > size {
 		// The file is shorter than when the ticket was made.
-		htsget.WriteError(w, htsget.Errorf(htsget.NotFound, "%s changed since the ticket was made: ask for a new one", g.name))
+		htsget.WriteError(w, htsget.Errorf(htsget.NotFound, "%s changed since the ticket was made: ask for a new ticket", g.name))
 		return
 	}
 	h := w.Header()

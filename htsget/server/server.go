@@ -63,6 +63,11 @@ type Config struct {
 	// its place among MaxStreams and does not hold up a shutdown; one
 	// minute when 0.
 	WriteIdle time.Duration
+	// TicketWrite is the time a ticket's answer may take to send, however
+	// steadily the client reads it: a slow client then gives back the
+	// places the ticket held (that of the tickets of several regions, one
+	// at a time). 30 seconds when 0.
+	TicketWrite time.Duration
 	// Log receives one line per request and the errors; nothing when nil.
 	Log *log.Logger
 }
@@ -94,6 +99,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.WriteIdle == 0 {
 		cfg.WriteIdle = time.Minute
+	}
+	if cfg.TicketWrite == 0 {
+		cfg.TicketWrite = 30 * time.Second
 	}
 	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	k, err := urlKey(cfg.Key)
@@ -336,10 +344,11 @@ func (s *Server) writeInternal(w http.ResponseWriter, r *http.Request, err error
 // reading loses its connection.
 type logWriter struct {
 	http.ResponseWriter
-	rc   *http.ResponseController
-	idle time.Duration
-	code int
-	n    int64
+	rc       *http.ResponseController
+	idle     time.Duration
+	deadline time.Time // when not zero, the end of the whole response
+	code     int
+	n        int64
 }
 
 // writeChunk is the most a response sends under one write deadline: at
@@ -349,7 +358,11 @@ const writeChunk = 256 << 10
 // extend gives the next writeChunk bytes their deadline. Writers without
 // deadlines (a test's recorder) go without.
 func (w *logWriter) extend() {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	d := time.Now().Add(w.idle)
+	if !w.deadline.IsZero() && w.deadline.Before(d) {
+		d = w.deadline
+	}
+	_ = w.rc.SetWriteDeadline(d)
 }
 
 func (w *logWriter) status() int {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"io/fs"
@@ -118,7 +119,7 @@ func FuzzHandler(f *testing.F) {
 // it; a URL signed with another server's key is refused.
 func TestGrantExpiry(t *testing.T) {
 	key, other := []byte("0123456789abcdef0123456789abcdef"), []byte("another key, of another server!!")
-	g := grant{kind: kindPlain, name: "x.bam.c4gh", start: 0, end: 10, expires: 1000}
+	g := grant{kind: kindPlain, name: "x.bam.c4gh", id: "100-1", start: 0, end: 10, expires: 1000}
 	for _, c := range []struct {
 		key  []byte
 		now  int64
@@ -161,6 +162,7 @@ type slowObject struct {
 func (o slowObject) ReadAt(p []byte, off int64) (int, error) { clear(p); return len(p), nil }
 func (o slowObject) Size() int64                             { return o.n }
 func (o slowObject) Close() error                            { return nil }
+func (o slowObject) ID() string                              { return "" }
 func (o slowObject) Stream(w io.Writer, off, n int64) (int64, error) {
 	var done int64
 	for done < n {
@@ -215,7 +217,7 @@ func TestStalledReader(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, addr, served := listening(t, ctx, "big.bam.c4gh", size, Config{MaxStreams: 1, WriteIdle: 300 * time.Millisecond})
-	g := grant{kind: kindC4GH, name: "big.bam.c4gh", start: 0, end: size, expires: time.Now().Add(time.Hour).Unix()}
+	g := grant{kind: kindC4GH, name: "big.bam.c4gh", id: objectID(t, s, "big.bam.c4gh"), start: 0, end: size, expires: time.Now().Add(time.Hour).Unix()}
 	u, err := url.Parse(g.url("http://"+addr, s.urlKey))
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +278,7 @@ func TestIdleKeepAlive(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, addr, _ := listening(t, ctx, "x.bam.c4gh", 1000, Config{WriteIdle: 200 * time.Millisecond})
-	g := grant{kind: kindC4GH, name: "x.bam.c4gh", start: 0, end: 1000, expires: time.Now().Add(time.Hour).Unix()}
+	g := grant{kind: kindC4GH, name: "x.bam.c4gh", id: objectID(t, s, "x.bam.c4gh"), start: 0, end: 1000, expires: time.Now().Add(time.Hour).Unix()}
 	u := g.url("http://"+addr, s.urlKey)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 1}}
 	var reused int
@@ -334,4 +336,61 @@ func listening(t *testing.T, ctx context.Context, name string, size int, cfg Con
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx, ln, "", "") }()
 	return s, ln.Addr().String(), served
+}
+
+// TestRequesterKey: the requester's key in the publicKey parameter, as
+// pasted from a key file into a URL (its "+" unescaped, read as spaces),
+// or escaped; a header before it; a parameter that is not a key is 400.
+func TestRequesterKey(t *testing.T) {
+	s, _ := testServer(t, false)
+	var pk keys.PublicKey
+	for {
+		sk, err := keys.Generate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pk = sk.Public(); strings.Contains(base64.StdEncoding.EncodeToString(pk[:]), "+") {
+			break
+		}
+	}
+	raw := base64.StdEncoding.EncodeToString(pk[:])
+	for _, q := range []string{"publicKey=" + raw, "publicKey=" + url.QueryEscape(raw), "publicKey=" + url.QueryEscape(htsget.EncodePublicKey(pk))} {
+		req := httptest.NewRequest(http.MethodGet, "/reads/x?encryptionScheme=C4GH&"+q, nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		v, from := requesterKey(req)
+		got, err := htsget.ParsePublicKey(v)
+		if err != nil || got != pk || !strings.Contains(from, "publicKey") {
+			t.Errorf("%s: %v %v from %s", q, got, err, from)
+		}
+		// The request gets as far as the file, which is not a BAM.
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if e := htsget.ReadError(w.Code, w.Body); w.Code != 400 || e.Code != htsget.UnsupportedFormat {
+			t.Errorf("%s: %d %v", q, w.Code, e)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "/reads/x?encryptionScheme=C4GH&publicKey=nokey", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if e := htsget.ReadError(w.Code, w.Body); w.Code != 400 || e.Code != htsget.InvalidInput || !strings.Contains(e.Message, "publicKey parameter") {
+		t.Errorf("a parameter that is not a key: %d %v", w.Code, e)
+	}
+	req = httptest.NewRequest(http.MethodGet, "/reads/x?encryptionScheme=C4GH&publicKey=nokey", nil)
+	req.Header.Set(htsget.PublicKeyHeader, raw)
+	if v, from := requesterKey(req); v != raw || !strings.Contains(from, "header") {
+		t.Errorf("with a header and a parameter: %q from %s", v, from)
+	}
+}
+
+// objectID returns the identity of the file at name of s's source, as a
+// ticket binds it into its data URLs.
+func objectID(t *testing.T, s *Server, name string) string {
+	t.Helper()
+	obj, err := s.cfg.Source.Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	return obj.ID()
 }

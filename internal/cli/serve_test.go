@@ -451,9 +451,20 @@ func serveC4GH(t *testing.T, dir string, cases []regionCase, s *served) {
 			checkRegionFile(t, dir, c.regionCase, out, "chr2:5000-9000")
 		})
 	}
+	// stream=true: a region's parts in one response, for the key in the
+	// query, as pasted from a key file (no header).
+	c := htsgetCases(cases)[0]
+	u := fmt.Sprintf("%s/reads/reads?%s&publicKey=%s&stream=true", s.base, htsgetQuery(serveRegions[1], "encryptionScheme", "C4GH"), base64Std(sk.Public()))
+	body, status := fetchPart(t, htsget.URL{URL: u})
+	if status != http.StatusOK {
+		t.Fatalf("stream=true: %d %s", status, body)
+	}
+	os.WriteFile(filepath.Join(dir, "stream.bam.c4gh"), body, 0o600)
+	mustRun(t, dir, "decrypt", "--sk", "them.sec", "-i", "stream.bam.c4gh", "-o", "stream.bam")
+	checkRegionFile(t, dir, c.regionCase, "stream.bam", serveRegions[1])
+
 	// The whole file, and the header alone, for the bare key.
 	bare := []byte(base64Std(sk.Public()))
-	c := htsgetCases(cases)[0]
 	c4ghTicket(t, dir, http.MethodGet, s.base+"/reads/reads?encryptionScheme=C4GH", nil, bare, sk, "whole.bam")
 	want, _ := os.ReadFile(filepath.Join(dir, "reads.bam"))
 	if got, _ := os.ReadFile(filepath.Join(dir, "whole.bam")); !bytes.Equal(got, want) {
@@ -653,6 +664,30 @@ func TestServeRefusals(t *testing.T) {
 	}
 	if b, status := fetchPart(t, htsget.URL{URL: part.URL, Headers: map[string]string{"Range": "bytes=0-99999999"}}); status != 416 {
 		t.Errorf("a range past the grant: %d %s", status, b)
+	}
+	// A data URL is of the file the ticket read: one put in its place
+	// since, of the same size, is refused.
+	tk, he = getTicket(t, http.MethodGet, s.base+"/reads/sub/x"+c4gh, nil, auth)
+	if he != nil {
+		t.Fatal(he)
+	}
+	x := filepath.Join(src, "sub", "x.bam.c4gh")
+	before, _ := os.Stat(x)
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam", "-o", "replaced.c4gh")
+	if after, _ := os.Stat(filepath.Join(dir, "replaced.c4gh")); after.Size() != before.Size() {
+		t.Fatalf("the replacement is of %d bytes, not %d", after.Size(), before.Size())
+	}
+	os.Chtimes(filepath.Join(dir, "replaced.c4gh"), time.Now(), before.ModTime().Add(time.Second))
+	if err := os.Rename(filepath.Join(dir, "replaced.c4gh"), x); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range tk.URLs {
+		if strings.HasPrefix(u.URL, "http") {
+			b, status := fetchPart(t, u)
+			if e := htsget.ReadError(status, bytes.NewReader(b)); status != 404 || !strings.Contains(e.Message, "changed since the ticket was made") {
+				t.Errorf("a part of a file replaced since its ticket: %d %.200q", status, b)
+			}
+		}
 	}
 	// Tokens and keys never reach the log.
 	if log := s.stderr(); strings.Contains(log, "s3cr3t") || strings.Contains(log, string(pub)) || strings.Contains(log, "t0ken") {
