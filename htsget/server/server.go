@@ -150,10 +150,11 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
-// Serve serves s on ln until ctx is done, then stops accepting and waits
-// for the requests under way to finish. With certFile and keyFile it
-// serves TLS.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile string) error {
+// Serve serves s on ln until stop is done, then stops accepting and
+// waits for the requests under way to finish, or for force to be done:
+// it then closes their connections. With certFile and keyFile it serves
+// TLS.
+func (s *Server) Serve(stop, force context.Context, ln net.Listener, certFile, keyFile string) error {
 	hs := s.HTTPServer()
 	done := make(chan error, 1)
 	go func() {
@@ -166,10 +167,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile s
 	select {
 	case err := <-done:
 		return err
-	case <-ctx.Done():
+	case <-stop.Done():
 	}
-	if err := hs.Shutdown(context.Background()); err != nil {
-		return err
+	if err := hs.Shutdown(force); err != nil {
+		if force.Err() == nil {
+			return err
+		}
+		s.logf("shutdown forced: %d requests cut off", s.InFlight())
+		hs.Close()
 	}
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -334,7 +334,7 @@ func listening(t *testing.T, ctx context.Context, name string, size int, cfg Con
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln, "", "") }()
+	go func() { served <- s.Serve(ctx, context.Background(), ln, "", "") }()
 	return s, ln.Addr().String(), served
 }
 

@@ -1038,6 +1038,54 @@ func TestServeSIGTERM(t *testing.T) {
 	}
 }
 
+// TestServeSecondSIGTERM: a second SIGTERM after the first cuts off the
+// downloads that the first let go on, and ends the command.
+func TestServeSecondSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a download of 16 MiB at 1 MiB a second, cut off")
+	}
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	smallBAM(t, dir)
+	bigBAM(t, dir, 16<<20)
+	s := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
+	tk, he := getTicket(t, http.MethodGet, s.base+"/reads/big", nil, nil)
+	if he != nil {
+		t.Fatal(he)
+	}
+	var got atomic.Int64
+	errs := make(chan error, 1)
+	go func() {
+		_, n, err := download(tk, 1<<20, &got) // 16 s whole
+		if err == nil {
+			err = fmt.Errorf("the download of %d bytes finished", n)
+		}
+		errs <- err
+	}()
+	for got.Load() < 1<<20 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		t.Fatalf("serve stopped on the first SIGTERM during a download:\n%s", s.stderr())
+	case <-time.After(500 * time.Millisecond):
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("serve still runs 5 s after a second SIGTERM:\n%s", s.stderr())
+	}
+	if err := <-errs; strings.Contains(err.Error(), "finished") {
+		t.Error(err)
+	}
+	if s.code != 128+int(syscall.SIGTERM) || !strings.Contains(s.stderr(), "shutdown forced") {
+		t.Errorf("exit %d:\n%s", s.code, s.stderr())
+	}
+}
+
 // TestServeTLS: with --tls-cert and --tls-key the server speaks HTTPS
 // only, and the data URLs of its tickets are https URLs.
 func TestServeTLS(t *testing.T) {
