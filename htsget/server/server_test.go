@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -393,4 +396,112 @@ func objectID(t *testing.T, s *Server, name string) string {
 	}
 	defer obj.Close()
 	return obj.ID()
+}
+
+// smallBufListener gives the connections it accepts a send buffer of a
+// few KiB, so that a client that reads nothing holds a response up
+// after its first kilobytes, not after megabytes of kernel buffers.
+type smallBufListener struct{ net.Listener }
+
+func (l smallBufListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4 << 10)
+	}
+	return c, err
+}
+
+// TestSlowTicketReader: a client that does not read the answer of a
+// ticket of several regions gives back the one place of such tickets
+// after TicketWrite, however long WriteIdle is: the next such ticket is
+// answered meanwhile.
+func TestSlowTicketReader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sorts a BAM of 100,000 reads")
+	}
+	samtools := clitest.Tool(t, "samtools")
+	dir := t.TempDir()
+	var sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:chr1\tLN:2000000\n")
+	r := rand.New(rand.NewPCG(1, 2))
+	seq := make([]byte, 100)
+	for i := range 100000 {
+		for j := range seq {
+			seq[j] = "ACGT"[r.IntN(4)]
+		}
+		fmt.Fprintf(&sam, "r%d\t0\tchr1\t%d\t60\t100M\t*\t0\t0\t%s\t%s\n", i, 1+r.IntN(2000000-100), seq, strings.Repeat("I", 100))
+	}
+	os.WriteFile(filepath.Join(dir, "reads.sam"), []byte(sam.String()), 0o600)
+	for _, args := range [][]string{{"sort", "-o", "plain.bam", "reads.sam"}, {"index", "plain.bam", "reads.bam.bai"}} {
+		cmd := exec.Command(samtools, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("samtools %v: %v\n%s", args, err, out)
+		}
+	}
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(filepath.Join(dir, "plain.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var enc bytes.Buffer
+	if _, err := c4gh.Encrypt(&enc, in, c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "reads.bam.c4gh"), enc.Bytes(), 0o600)
+	src, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Source: src, Key: &sk, WriteIdle: time.Minute, TicketWrite: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ctx, smallBufListener{ln}, "", "") }()
+	defer func() { cancel(); <-served }()
+
+	var regions []string
+	for at := 10000; at < 2000000; at += 50000 {
+		regions = append(regions, fmt.Sprintf(`{"referenceName":"chr1","start":%d,"end":%d}`, at, at+2000))
+	}
+	body := `{"regions":[` + strings.Join(regions, ",") + `]}`
+	key := htsget.EncodePublicKey(sk.Public())
+	stalled, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	stalled.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(stalled, "POST /reads/reads?encryptionScheme=C4GH HTTP/1.1\r\nHost: h\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s", htsget.PublicKeyHeader, key, len(body), body)
+	time.Sleep(200 * time.Millisecond)
+
+	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/reads/reads?encryptionScheme=C4GH", strings.NewReader(body))
+	req.Header.Set(htsget.PublicKeyHeader, key)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("a ticket of several regions while another's reader stalls: %v", err)
+	}
+	defer resp.Body.Close()
+	tk, err := htsget.ReadTicket(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("status %d, %v", resp.StatusCode, err)
+	}
+	var size int
+	for _, u := range tk.URLs {
+		size += len(u.URL)
+	}
+	if size < 64<<10 {
+		t.Fatalf("a ticket of %d bytes: too small to fill the buffers of a stalled reader", size)
+	}
 }
