@@ -68,6 +68,10 @@ type Config struct {
 	// places the ticket held (that of the tickets of several regions, one
 	// at a time). 30 seconds when 0.
 	TicketWrite time.Duration
+	// MaxNewBytes bounds the blocks a ticket makes anew, cut at the edges
+	// of its regions, as they are in its answer (sealed in whole
+	// segments in a Crypt4GH ticket); 8 MiB when 0.
+	MaxNewBytes int64
 	// Log receives one line per request and the errors; nothing when nil.
 	Log *log.Logger
 }
@@ -99,6 +103,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.WriteIdle == 0 {
 		cfg.WriteIdle = time.Minute
+	}
+	if cfg.MaxNewBytes == 0 {
+		cfg.MaxNewBytes = 8 << 20
 	}
 	if cfg.TicketWrite == 0 {
 		cfg.TicketWrite = 30 * time.Second

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -398,15 +399,18 @@ func objectID(t *testing.T, s *Server, name string) string {
 	return obj.ID()
 }
 
-// smallBufListener gives the connections it accepts a send buffer of a
-// few KiB, so that a client that reads nothing holds a response up
+// smallBufListener gives the first connection it accepts a send buffer
+// of a few KiB, so that a client that reads nothing holds a response up
 // after its first kilobytes, not after megabytes of kernel buffers.
-type smallBufListener struct{ net.Listener }
+type smallBufListener struct {
+	net.Listener
+	once *sync.Once
+}
 
 func (l smallBufListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetWriteBuffer(4 << 10)
+		l.once.Do(func() { tc.SetWriteBuffer(4 << 10) })
 	}
 	return c, err
 }
@@ -419,45 +423,8 @@ func TestSlowTicketReader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sorts a BAM of 100,000 reads")
 	}
-	samtools := clitest.Tool(t, "samtools")
-	dir := t.TempDir()
-	var sam strings.Builder
-	sam.WriteString("@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:chr1\tLN:2000000\n")
-	r := rand.New(rand.NewPCG(1, 2))
-	seq := make([]byte, 100)
-	for i := range 100000 {
-		for j := range seq {
-			seq[j] = "ACGT"[r.IntN(4)]
-		}
-		fmt.Fprintf(&sam, "r%d\t0\tchr1\t%d\t60\t100M\t*\t0\t0\t%s\t%s\n", i, 1+r.IntN(2000000-100), seq, strings.Repeat("I", 100))
-	}
-	os.WriteFile(filepath.Join(dir, "reads.sam"), []byte(sam.String()), 0o600)
-	for _, args := range [][]string{{"sort", "-o", "plain.bam", "reads.sam"}, {"index", "plain.bam", "reads.bam.bai"}} {
-		cmd := exec.Command(samtools, args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("samtools %v: %v\n%s", args, err, out)
-		}
-	}
-	sk, err := keys.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(filepath.Join(dir, "plain.bam"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	var enc bytes.Buffer
-	if _, err := c4gh.Encrypt(&enc, in, c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}}); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "reads.bam.c4gh"), enc.Bytes(), 0o600)
-	src, err := Dir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Source: src, Key: &sk, WriteIdle: time.Minute, TicketWrite: 300 * time.Millisecond})
+	src, sk := readsBAM(t)
+	s, err := New(Config{Source: src, Key: &sk, WriteIdle: time.Minute, TicketWrite: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +435,7 @@ func TestSlowTicketReader(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ctx, smallBufListener{ln}, "", "") }()
+	go func() { served <- s.Serve(ctx, ctx, smallBufListener{ln, new(sync.Once)}, "", "") }()
 	defer func() { cancel(); <-served }()
 
 	var regions []string
@@ -503,5 +470,122 @@ func TestSlowTicketReader(t *testing.T) {
 	}
 	if size < 64<<10 {
 		t.Fatalf("a ticket of %d bytes: too small to fill the buffers of a stalled reader", size)
+	}
+}
+
+// readsBAM makes a folder with reads.bam.c4gh (100,000 reads of 100
+// bases on chr1, 2 Mb long, none across a 16 kb bin) and its index, and returns it as a Source
+// with the key of the file.
+func readsBAM(t *testing.T) (Source, keys.SecretKey) {
+	t.Helper()
+	samtools := clitest.Tool(t, "samtools")
+	dir := t.TempDir()
+	var sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:chr1\tLN:2000000\n")
+	r := rand.New(rand.NewPCG(1, 2))
+	seq := make([]byte, 100)
+	for i := 0; i < 100000; {
+		// Reads that cross no 16 kb bin: a region's chunks are its own.
+		at := r.IntN(2000000 - 100)
+		if at/16384 != (at+99)/16384 {
+			continue
+		}
+		for j := range seq {
+			seq[j] = "ACGT"[r.IntN(4)]
+		}
+		fmt.Fprintf(&sam, "r%d\t0\tchr1\t%d\t60\t100M\t*\t0\t0\t%s\t%s\n", i, at+1, seq, strings.Repeat("I", 100))
+		i++
+	}
+	os.WriteFile(filepath.Join(dir, "reads.sam"), []byte(sam.String()), 0o600)
+	for _, args := range [][]string{{"sort", "-o", "plain.bam", "reads.sam"}, {"index", "plain.bam", "reads.bam.bai"}} {
+		cmd := exec.Command(samtools, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("samtools %v: %v\n%s", args, err, out)
+		}
+	}
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(filepath.Join(dir, "plain.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var enc bytes.Buffer
+	if _, err := c4gh.Encrypt(&enc, in, c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "reads.bam.c4gh"), enc.Bytes(), 0o600)
+	src, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, sk
+}
+
+// TestSealedNewBytes: the bound on a ticket's new blocks counts them as
+// the ticket holds them: in a Crypt4GH ticket, each run sealed in whole
+// segments. A request whose blocks fit as bytes but not as segments is
+// refused its Crypt4GH ticket and given its plaintext one.
+func TestSealedNewBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sorts a BAM of 100,000 reads")
+	}
+	src, sk := readsBAM(t)
+	var regions []string
+	for at := 10000; at < 2000000; at += 150000 {
+		regions = append(regions, fmt.Sprintf(`{"referenceName":"chr1","start":%d,"end":%d}`, at, at+40000))
+	}
+	body := `{"regions":[` + strings.Join(regions, ",") + `]}`
+	key := htsget.EncodePublicKey(sk.Public())
+	ask := func(cfg Config, query string) (*htsget.Ticket, *htsget.Error) {
+		cfg.Source, cfg.Key, cfg.Plaintext = src, &sk, true
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/reads/reads"+query, strings.NewReader(body))
+		req.Header.Set(htsget.PublicKeyHeader, key)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != 200 {
+			return nil, htsget.ReadError(w.Code, w.Body)
+		}
+		tk, err := htsget.ReadTicket(w.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk, nil
+	}
+	// The new bytes of each kind of ticket, in its data: URLs.
+	newBytes := func(tk *htsget.Ticket, skip int) int64 {
+		var n int64
+		for _, u := range tk.URLs[skip:] {
+			if b, err := htsget.DecodeDataURL(u.URL); err == nil {
+				n += int64(len(b))
+			}
+		}
+		return n
+	}
+	plain, e := ask(Config{}, "")
+	if e != nil {
+		t.Fatal(e)
+	}
+	sealed, e := ask(Config{}, "?encryptionScheme=C4GH")
+	if e != nil {
+		t.Fatal(e)
+	}
+	raw, segs := newBytes(plain, 0), newBytes(sealed, 3) // past the magic, packets, new packets
+	if segs < raw*3/2 {
+		t.Fatalf("%d bytes of new blocks, %d sealed: too few runs to tell them apart", raw, segs)
+	}
+	limit := Config{MaxNewBytes: (raw + segs) / 2}
+	if _, e := ask(limit, "?encryptionScheme=C4GH"); e == nil || e.Status != 413 {
+		t.Errorf("%d bytes of new blocks, %d sealed, %d allowed: %v, want 413", raw, segs, limit.MaxNewBytes, e)
+	}
+	if _, e := ask(limit, ""); e != nil {
+		t.Errorf("the plaintext ticket of %d bytes of new blocks, %d allowed: %v", raw, limit.MaxNewBytes, e)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
@@ -31,16 +32,14 @@ var extensions = map[string]string{
 
 var formatOf = map[region.Format]string{region.BAM: "BAM", region.CRAM: "CRAM", region.VCF: "VCF", region.BCF: "BCF"}
 
-// A ticket's bounds: its data: URLs hold the blocks cut at the regions'
-// edges, made anew for each ticket, so that a request for many regions
-// would hold many blocks in memory and in the answer.
-const (
-	maxRegions  = 1024
-	maxNewBytes = 8 << 20
-)
+// A ticket's bound on regions: its data: URLs hold the blocks cut at the
+// regions' edges, made anew for each ticket, so that a request for many
+// regions would hold many blocks in memory and in the answer
+// (Config.MaxNewBytes bounds those).
+const maxRegions = 1024
 
 // maxRegionTickets bounds the tickets of several regions answered at
-// once: each may hold maxNewBytes of new blocks, sealed in segments, and
+// once: each may hold MaxNewBytes of new blocks, sealed in segments, and
 // many times that while it is encoded (tens of MiB), where a ticket of
 // one region holds two blocks. Sixteen at once took 640 MiB.
 const maxRegionTickets = 1
@@ -260,7 +259,7 @@ func (s *Server) prepare(r *http.Request, req *htsget.Request, recipient *keys.P
 	if err != nil || formatOf[got] != format {
 		return nil, htsget.Errorf(htsget.UnsupportedFormat, "%s is not a %s file", req.ID, format)
 	}
-	pieces, err := s.plan(r, req, name, plain)
+	pieces, err := s.plan(r, req, name, plain, recipient != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +371,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p *prepared) {
 
 // plan returns the pieces of the plaintext that the ticket holds: all of
 // it, the header alone, or the regions.
-func (s *Server) plan(r *http.Request, req *htsget.Request, name string, plain *c4gh.ReaderAt) ([]region.Piece, error) {
+func (s *Server) plan(r *http.Request, req *htsget.Request, name string, plain *c4gh.ReaderAt, sealed bool) ([]region.Piece, error) {
 	if req.Class == "" && len(req.Regions) == 0 {
 		return []region.Piece{{Start: 0, End: plain.Size()}}, nil
 	}
@@ -395,10 +394,39 @@ func (s *Server) plan(r *http.Request, req *htsget.Request, name string, plain *
 	if err != nil {
 		return nil, regionError(err)
 	}
-	if p.New > maxNewBytes {
-		return nil, htsget.Errorf(htsget.PayloadTooLarge, "the regions cut %d MiB of blocks at their edges, more than the %d MiB of a ticket: ask for fewer regions at once", p.New>>20, maxNewBytes>>20)
+	// What the new blocks weigh in the answer: as they are in a
+	// plaintext ticket, sealed in whole segments in a Crypt4GH one.
+	weight := p.New
+	if sealed {
+		weight = sealedSize(p.Pieces)
+	}
+	if weight > s.cfg.MaxNewBytes {
+		return nil, htsget.Errorf(htsget.PayloadTooLarge, "the regions cut %d KiB of blocks at their edges (%d KiB in the ticket), more than the %d KiB a ticket holds: ask for fewer regions at once", p.New>>10, weight>>10, s.cfg.MaxNewBytes>>10)
 	}
 	return p.Pieces, nil
+}
+
+// sealedSize is the length of the new segments that hold the new blocks
+// of pieces in a Crypt4GH ticket: each run of them between ranges of the
+// file is sealed in whole segments, the padding skipped by the edit list,
+// but for a run that ends the body.
+func sealedSize(pieces []region.Piece) int64 {
+	var total, run int64
+	for i, p := range pieces {
+		if p.Data != nil {
+			run += int64(len(p.Data))
+			if i < len(pieces)-1 {
+				continue
+			}
+			total += body.EncryptedSize(run)
+			break
+		}
+		if run > 0 {
+			total += body.SegmentCount(run) * body.EncryptedSegmentSize
+			run = 0
+		}
+	}
+	return total
 }
 
 // regionError gives the request's errors their htsget codes.
