@@ -84,8 +84,13 @@ type Server struct {
 	streams  chan struct{}
 	tickets  chan struct{}
 	regions  chan struct{}
+	indexes  *indexCache
 	inFlight atomic.Int64
 }
+
+// indexCacheBytes bounds the index files whose contents a server keeps:
+// a BAI of a whole genome at 30x is about 8 MiB.
+const indexCacheBytes = 16 << 20
 
 // New returns the server of cfg.
 func New(cfg Config) (*Server, error) {
@@ -116,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, urlKey: k, streams: make(chan struct{}, cfg.MaxStreams), tickets: make(chan struct{}, cfg.MaxTickets),
-		regions: make(chan struct{}, maxRegionTickets)}
+		regions: make(chan struct{}, maxRegionTickets), indexes: newIndexCache(indexCacheBytes)}
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/htsget"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/region"
 )
 
 // testServer serves a folder with a crypt4gh file that is not BAM, and
@@ -587,5 +588,71 @@ func TestSealedNewBytes(t *testing.T) {
 	}
 	if _, e := ask(limit, ""); e != nil {
 		t.Errorf("the plaintext ticket of %d bytes of new blocks, %d allowed: %v", raw, limit.MaxNewBytes, e)
+	}
+}
+
+// TestCopyPlain: the pipelined copy of a plaintext range gives the bytes
+// of the range, however it falls on segments, and stops at the first
+// error of the writer without reading on.
+func TestCopyPlain(t *testing.T) {
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := make([]byte, 3*plainBatch+300)
+	rand.NewChaCha8([32]byte{1}).Read(pt)
+	var enc bytes.Buffer
+	if _, err := c4gh.Encrypt(&enc, bytes.NewReader(pt), c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}}); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := c4gh.NewReaderAt(bytes.NewReader(enc.Bytes()), int64(enc.Len()), &sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	n := int64(len(pt))
+	for _, r := range [][2]int64{{0, n}, {1, n - 1}, {65535, 65537}, {70000, 4*65536 + 5}, {n - 1, n}, {0, plainBatch}, {3, 3 + 2*plainBatch}} {
+		var got bytes.Buffer
+		if err := copyPlain(&got, plain, r[0], r[1]); err != nil || !bytes.Equal(got.Bytes(), pt[r[0]:r[1]]) {
+			t.Errorf("[%d, %d): %d bytes, %v", r[0], r[1], got.Len(), err)
+		}
+	}
+	w := &failingWriter{after: 2}
+	if err := copyPlain(w, plain, 0, n); err == nil || w.writes != 3 {
+		t.Errorf("a writer that fails at its third write: %v after %d writes", err, w.writes)
+	}
+}
+
+type failingWriter struct{ after, writes int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes > w.after {
+		return 0, io.ErrClosedPipe
+	}
+	return len(p), nil
+}
+
+// TestIndexCache: indexes are kept by name and identity within the
+// bound, the least recently used leaving first; one larger than the
+// bound is not kept.
+func TestIndexCache(t *testing.T) {
+	c := newIndexCache(100)
+	x, y, z := &region.Index{}, &region.Index{}, &region.Index{}
+	c.put(indexKey("a.bai", "1"), 40, x)
+	c.put(indexKey("b.bai", "1"), 40, y)
+	if c.get(indexKey("a.bai", "2")) != nil {
+		t.Error("an index of another identity was found")
+	}
+	if c.get(indexKey("a.bai", "1")) != x { // a is now the most recent
+		t.Error("a kept index was not found")
+	}
+	c.put(indexKey("c.bai", "1"), 40, z)
+	if c.get(indexKey("b.bai", "1")) != nil || c.get(indexKey("a.bai", "1")) != x || c.get(indexKey("c.bai", "1")) != z {
+		t.Error("not the least recently used one left")
+	}
+	c.put(indexKey("d.bai", "1"), 101, x)
+	if c.get(indexKey("d.bai", "1")) != nil || c.bytes != 80 {
+		t.Errorf("an index larger than the cache: kept, %d bytes", c.bytes)
 	}
 }

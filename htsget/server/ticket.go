@@ -357,7 +357,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p *prepared) {
 		case part.Data != nil:
 			_, err = w.Write(part.Data)
 		case p.kind == kindPlain:
-			_, err = p.plain.CopyRange(w, part.Start, part.End)
+			err = copyPlain(w, p.plain, part.Start, part.End)
 		default:
 			_, err = p.obj.Stream(w, part.Start, part.End-part.Start)
 		}
@@ -443,7 +443,8 @@ func regionError(err error) error {
 	return err
 }
 
-// readIndex reads the index beside the file at name, plain or crypt4gh.
+// readIndex reads the index beside the file at name, plain or crypt4gh,
+// or finds it in the cache when that file is still the one read.
 func (s *Server) readIndex(r *http.Request, name string) (*region.Index, error) {
 	var opened []io.Closer
 	defer func() {
@@ -451,6 +452,11 @@ func (s *Server) readIndex(r *http.Request, name string) (*region.Index, error) 
 			c.Close()
 		}
 	}()
+	var (
+		cached *region.Index
+		key    string // of the index found, "" when it has no identity
+		stored int64
+	)
 	open := func(p string) (io.ReaderAt, int64, error) {
 		if !validName(p) {
 			return nil, 0, fs.ErrNotExist
@@ -460,7 +466,12 @@ func (s *Server) readIndex(r *http.Request, name string) (*region.Index, error) 
 			return nil, 0, err
 		}
 		opened = append(opened, obj)
-		if !strings.HasSuffix(p, ".c4gh") {
+		key, stored = "", obj.Size()
+		if id := obj.ID(); id != "" {
+			key = indexKey(p, id)
+			cached = s.indexes.get(key)
+		}
+		if cached != nil || !strings.HasSuffix(p, ".c4gh") {
 			return obj, obj.Size(), nil
 		}
 		ra, err := c4gh.NewReaderAt(obj, obj.Size(), s.cfg.Key, nil)
@@ -477,5 +488,12 @@ func (s *Server) readIndex(r *http.Request, name string) (*region.Index, error) 
 		}
 		return nil, err
 	}
-	return region.ReadIndex(ra, size, idxName)
+	if cached != nil {
+		return cached, nil
+	}
+	x, err := region.ReadIndex(ra, size, idxName)
+	if err == nil && key != "" {
+		s.indexes.put(key, stored, x)
+	}
+	return x, err
 }
