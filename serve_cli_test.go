@@ -38,11 +38,7 @@ func TestServeSamtoolsPlugin(t *testing.T) {
 	f := newAgentFixture(t)
 	plugin := htsPlugin(t)
 	samtools := clitest.Tool(t, "samtools")
-	bam := filepath.Join(f.dir, "reads.bam")
-	gen := exec.Command("sh", "-c", "go run ./scripts/samgen -reads 3000 | samtools view -b -o "+bam+" - && samtools index "+bam)
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("making the BAM: %v\n%s", err, out)
-	}
+	samgenBAM(t, filepath.Join(f.dir, "reads.bam"))
 	samtoolsOut := func(args ...string) string {
 		cmd := exec.Command(samtools, args...)
 		cmd.Dir = f.dir
