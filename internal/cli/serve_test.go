@@ -770,6 +770,20 @@ func TestServeS3(t *testing.T) {
 	if strings.Contains(p.stderr(), "GET /data/") {
 		t.Errorf("the server served data:\n%s", p.stderr())
 	}
+	// The presigned ranges are of the object the ticket read: one put in
+	// its place since is refused by the store (If-Match).
+	e.must(t, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam", "-o", "again.c4gh")
+	e.put(t, "archive/runs/reads.bam.c4gh", e.read(t, "again.c4gh"))
+	for _, u := range tk.URLs {
+		if strings.HasPrefix(u.URL, "http") {
+			if u.Headers["If-Match"] == "" {
+				t.Errorf("a presigned part without If-Match: %+v", u.Headers)
+			}
+			if b, status := fetchPart(t, u); status != http.StatusPreconditionFailed {
+				t.Errorf("a presigned part of a replaced object: %d %.200q", status, b)
+			}
+		}
+	}
 }
 
 // bigBAM writes big.bam.c4gh in dir: the small reads.bam followed by
