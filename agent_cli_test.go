@@ -153,6 +153,16 @@ func envValue(env []string, name string) string {
 	return ""
 }
 
+// samgenBAM writes a BAM of 3000 reads of scripts/samgen at bam, and its
+// index beside it.
+func samgenBAM(t *testing.T, bam string) {
+	t.Helper()
+	gen := exec.Command("sh", "-c", "go run ./scripts/samgen -reads 3000 | samtools view -b -o "+bam+" - && samtools index "+bam)
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("making the BAM: %v\n%s", err, out)
+	}
+}
+
 // TestAgentSamtools: inside "crypt4gh agent --sk KEY -- sh -c …", samtools
 // reads through the plug-in a BAM and its index that this tool encrypted,
 // and writes one that "crypt4gh decrypt --sk KEY" opens; this tool's
@@ -167,10 +177,7 @@ func TestAgentSamtools(t *testing.T) {
 	strace := clitest.Tool(t, "strace")
 	samtools := clitest.Tool(t, "samtools")
 	bam := filepath.Join(f.dir, "reads.bam")
-	gen := exec.Command("sh", "-c", "go run ./scripts/samgen -reads 3000 | samtools view -b -o "+bam+" - && samtools index "+bam)
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("making the BAM: %v\n%s", err, out)
-	}
+	samgenBAM(t, bam)
 	count := func(args ...string) string {
 		out, err := exec.Command(samtools, append([]string{"view", "-c"}, args...)...).Output()
 		if err != nil {

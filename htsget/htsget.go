@@ -37,6 +37,12 @@ const (
 	AltPublicKeyHeader = "X-C4GH-Public-Key"
 )
 
+// PublicKeyParam is the query parameter that carries the requester's
+// public key when no header can: htslib programs (samtools, bcftools)
+// send a ticket request's URL as it is given and no header of one's
+// choice. An extension of this server, not of the specification.
+const PublicKeyParam = "publicKey"
+
 // ContentType is the media type of tickets and errors.
 const ContentType = "application/vnd.ga4gh.htsget.v1.3.0+json; charset=utf-8"
 
@@ -251,9 +257,10 @@ func EncodePublicKey(pk keys.PublicKey) string {
 }
 
 // ErrBadPublicKey is wrapped by the errors of [ParsePublicKey].
-var ErrBadPublicKey = errkind.New(errkind.Key, "invalid public key header")
+var ErrBadPublicKey = errkind.New(errkind.Key, "invalid public key")
 
-// ParsePublicKey reads the value of a public-key header: the base64
+// ParsePublicKey reads the value of a public-key header or of
+// [PublicKeyParam]: the base64
 // (standard or URL alphabet, padded or not) of a crypt4gh public-key file,
 // or of the bare 32 bytes of the key.
 func ParsePublicKey(v string) (keys.PublicKey, error) {

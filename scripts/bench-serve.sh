@@ -17,6 +17,9 @@
 #                      request's wall time, curl's time_total): against a
 #                      budget of 20 ms plus the index read (a decrypt of
 #                      the index to /dev/null, less the command's start-up);
+#                      a ticket (cold) reads the index when it changed
+#                      since the last (the script touches it), the others
+#                      find it in the server's cache;
 #                      and the server's CPU time a ticket (20 tickets),
 #                      which a loaded machine inflates less than wall time
 #   data, plaintext    the whole file through a plaintext ticket's data
@@ -100,6 +103,14 @@ bestcurl() {
 	echo "$b"
 }
 
+# A ticket reads the index the first time; the server keeps it for the
+# next ones, until the index changes (touch gives it another identity).
+cold=
+for _ in $(seq "$RUNS"); do
+	touch src/reads.bam.bai.c4gh
+	us=$(curl -sf -o /dev/null -w '%{time_total}' -H "Htsget-Context-Public-Key: $pub" "$base/reads/reads?$query&encryptionScheme=C4GH" | awk '{ printf "%d", $1 * 1e6 }')
+	if [[ -z $cold || $us -lt $cold ]]; then cold=$us; fi
+done
 ticket=$(bestcurl -H "Htsget-Context-Public-Key: $pub" "$base/reads/reads?$query&encryptionScheme=C4GH")
 # The server's CPU time (user + system) over 20 more tickets: what a
 # busy machine does not inflate as it does wall time.
@@ -134,8 +145,9 @@ read_cat=$(best sh -c "cat src/reads.bam.c4gh > /dev/null")
 size=$(stat -c %s src/reads.bam.c4gh)
 
 printf 'serve: a %d MiB BAM on a local folder, region %s\n' "$((size >> 20))" "$query"
-awk -v tc="$ticket_cpu" -v cat="$read_cat" -v t="$ticket" -v i="$index" -v sp="$served_plain" -v dr="$decrypt_range" -v sc="$served_c4gh" -v rf="$read_file" -v n="$plen" -v cn="$clen" 'BEGIN {
+awk -v cold="$cold" -v tc="$ticket_cpu" -v cat="$read_cat" -v t="$ticket" -v i="$index" -v sp="$served_plain" -v dr="$decrypt_range" -v sc="$served_c4gh" -v rf="$read_file" -v n="$plen" -v cn="$clen" 'BEGIN {
 	printf "  C4GH ticket        %.1f ms; budget 20 ms + %.1f ms of index read: %s\n", t / 1000, i / 1000, (t <= 20000 + i) ? "within" : "OVER"
+	printf "  C4GH ticket, cold  %.1f ms (the index read anew): %s\n", cold / 1000, (cold <= 20000 + i) ? "within" : "OVER"
 	printf "  C4GH ticket CPU    %.1f ms of server CPU time a ticket\n", tc / 1000
 	printf "  data, plaintext    %.2f of decrypt --range of the same bytes (%.0f MiB/s served)\n", dr / sp, n / 1048576 / (sp / 1e6)
 	printf "  data, C4GH         %.2f of a plain read of the file by curl (%.0f MiB/s served; cat reads %.0f MiB/s)\n", rf / sc, cn / 1048576 / (sc / 1e6), cn / 1048576 / (cat / 1e6)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/htsget"
 )
@@ -36,16 +38,17 @@ func urlKey(k Key) ([]byte, error) {
 }
 
 // grant is what a data URL gives: the bytes [start, end) of the file at
-// name, as stored or decrypted (kind), until expires.
+// name, as stored or decrypted (kind), until expires, while the file is
+// the one the ticket read (id, its [Object].ID).
 type grant struct {
-	kind, name string
-	start, end int64
-	expires    int64 // Unix seconds
+	kind, name, id string
+	start, end     int64
+	expires        int64 // Unix seconds
 }
 
 func (g grant) mac(key []byte) []byte {
 	m := hmac.New(sha256.New, key)
-	fmt.Fprintf(m, "%s\x00%s\x00%d\x00%d\x00%d", g.kind, g.name, g.start, g.end, g.expires)
+	fmt.Fprintf(m, "%s\x00%s\x00%s\x00%d\x00%d\x00%d", g.kind, g.name, g.id, g.start, g.end, g.expires)
 	return m.Sum(nil)
 }
 
@@ -56,6 +59,7 @@ func (g grant) url(base string, key []byte) string {
 	q.Set("s", strconv.FormatInt(g.start, 10))
 	q.Set("e", strconv.FormatInt(g.end, 10))
 	q.Set("x", strconv.FormatInt(g.expires, 10))
+	q.Set("v", g.id)
 	q.Set("t", base64.RawURLEncoding.EncodeToString(g.mac(key)))
 	return base + "/data/" + g.kind + "/" + escapePath(g.name) + "?" + q.Encode()
 }
@@ -79,7 +83,7 @@ func parseGrant(rest string, q url.Values, key []byte, now time.Time) (grant, *h
 	if e := checkName(name); e != nil {
 		return grant{}, e
 	}
-	g := grant{kind: kind, name: name}
+	g := grant{kind: kind, name: name, id: q.Get("v")}
 	var err error
 	num := func(k string) int64 {
 		if err != nil {
@@ -176,6 +180,11 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, rest string) 
 		return
 	}
 	defer obj.Close()
+	if obj.ID() != g.id {
+		// Another file of the same name: the ranges were of the old one.
+		htsget.WriteError(w, htsget.Errorf(htsget.NotFound, "%s changed since the ticket was made: ask for a new ticket", g.name))
+		return
+	}
 	var (
 		plain *c4gh.ReaderAt
 		size  = obj.Size()
@@ -190,7 +199,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, rest string) 
 	}
 	if hi > size {
 		// The file is shorter than when the ticket was made.
-		htsget.WriteError(w, htsget.Errorf(htsget.NotFound, "%s changed since the ticket was made: ask for a new one", g.name))
+		htsget.WriteError(w, htsget.Errorf(htsget.NotFound, "%s changed since the ticket was made: ask for a new ticket", g.name))
 		return
 	}
 	h := w.Header()
@@ -207,7 +216,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, rest string) 
 		return
 	}
 	if plain != nil {
-		_, err = plain.CopyRange(w, lo, hi)
+		err = copyPlain(w, plain, lo, hi)
 	} else {
 		_, err = obj.Stream(w, lo, hi-lo)
 	}
@@ -225,4 +234,60 @@ func (s *Server) writeOpenError(w http.ResponseWriter, name string, err error) {
 	}
 	s.logf("open %s: %v", name, err)
 	htsget.WriteError(w, &htsget.Error{Status: http.StatusInternalServerError, Code: "InternalError", Message: "the file could not be read"})
+}
+
+// plainBatch is how much of a plaintext response is decrypted at once:
+// four segments, two batches to a response.
+const plainBatch = 4 * body.SegmentSize
+
+// copyPlain writes bytes [lo, hi) of plain to w. One goroutine decrypts
+// the next batch of segments while this one sends the last: the copy to
+// the socket, and the client's reading, overlap the decryption instead
+// of waiting for it.
+func copyPlain(w io.Writer, plain *c4gh.ReaderAt, lo, hi int64) error {
+	type batch struct {
+		b   []byte
+		n   int
+		err error
+	}
+	free := make(chan []byte, 2)
+	full := make(chan batch, 2) // never full: there are two buffers
+	free <- make([]byte, plainBatch)
+	free <- make([]byte, plainBatch)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(full)
+		for off := lo; off < hi; {
+			var b []byte
+			select {
+			case b = <-free:
+			case <-stop:
+				return
+			}
+			// Batches end where segments end, so that none is opened
+			// twice.
+			end := min(hi, body.Floor(off)+plainBatch)
+			n, err := plain.ReadAt(b[:end-off], off)
+			full <- batch{b, n, err}
+			if err != nil || n == 0 {
+				return
+			}
+			off += int64(n)
+		}
+	}()
+	// plain is not read once this returns: its caller closes it.
+	defer func() { close(stop); <-done }()
+	for c := range full {
+		if c.n > 0 {
+			if _, err := w.Write(c.b[:c.n]); err != nil {
+				return err
+			}
+		}
+		if c.err != nil && c.err != io.EOF {
+			return c.err
+		}
+		free <- c.b
+	}
+	return nil
 }

@@ -66,6 +66,15 @@ type Config struct {
 	// its place among MaxStreams and does not hold up a shutdown; one
 	// minute when 0.
 	WriteIdle time.Duration
+	// TicketWrite is the time a ticket's answer may take to send, however
+	// steadily the client reads it: a slow client then gives back the
+	// places the ticket held (that of the tickets of several regions, one
+	// at a time). 30 seconds when 0.
+	TicketWrite time.Duration
+	// MaxNewBytes bounds the blocks a ticket makes anew, cut at the edges
+	// of its regions, as they are in its answer (sealed in whole
+	// segments in a Crypt4GH ticket); 8 MiB when 0.
+	MaxNewBytes int64
 	// Log receives one line per request and the errors; nothing when nil.
 	Log *log.Logger
 }
@@ -89,8 +98,13 @@ type Server struct {
 	streams  chan struct{}
 	tickets  chan struct{}
 	regions  chan struct{}
+	indexes  *indexCache
 	inFlight atomic.Int64
 }
+
+// indexCacheBytes bounds the index files whose contents a server keeps:
+// a BAI of a whole genome at 30x is about 8 MiB.
+const indexCacheBytes = 16 << 20
 
 // New returns the server of cfg.
 func New(cfg Config) (*Server, error) {
@@ -109,13 +123,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WriteIdle == 0 {
 		cfg.WriteIdle = time.Minute
 	}
+	if cfg.MaxNewBytes == 0 {
+		cfg.MaxNewBytes = 8 << 20
+	}
+	if cfg.TicketWrite == 0 {
+		cfg.TicketWrite = 30 * time.Second
+	}
 	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
 	k, err := urlKey(cfg.Key)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, urlKey: k, streams: make(chan struct{}, cfg.MaxStreams), tickets: make(chan struct{}, cfg.MaxTickets),
-		regions: make(chan struct{}, maxRegionTickets)}
+		regions: make(chan struct{}, maxRegionTickets), indexes: newIndexCache(indexCacheBytes)}
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -156,10 +176,11 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
-// Serve serves s on ln until ctx is done, then stops accepting and waits
-// for the requests under way to finish. With certFile and keyFile it
-// serves TLS.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile string) error {
+// Serve serves s on ln until stop is done, then stops accepting and
+// waits for the requests under way to finish, or for force to be done:
+// it then closes their connections. With certFile and keyFile it serves
+// TLS.
+func (s *Server) Serve(stop, force context.Context, ln net.Listener, certFile, keyFile string) error {
 	hs := s.HTTPServer()
 	done := make(chan error, 1)
 	go func() {
@@ -172,10 +193,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile s
 	select {
 	case err := <-done:
 		return err
-	case <-ctx.Done():
+	case <-stop.Done():
 	}
-	if err := hs.Shutdown(context.Background()); err != nil {
-		return err
+	if err := hs.Shutdown(force); err != nil {
+		if force.Err() == nil {
+			return err
+		}
+		s.logf("shutdown forced: %d requests cut off", s.InFlight())
+		hs.Close()
 	}
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -350,10 +375,11 @@ func (s *Server) writeInternal(w http.ResponseWriter, r *http.Request, err error
 // reading loses its connection.
 type logWriter struct {
 	http.ResponseWriter
-	rc   *http.ResponseController
-	idle time.Duration
-	code int
-	n    int64
+	rc       *http.ResponseController
+	idle     time.Duration
+	deadline time.Time // when not zero, the end of the whole response
+	code     int
+	n        int64
 }
 
 // writeChunk is the most a response sends under one write deadline: at
@@ -363,7 +389,11 @@ const writeChunk = 256 << 10
 // extend gives the next writeChunk bytes their deadline. Writers without
 // deadlines (a test's recorder) go without.
 func (w *logWriter) extend() {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	d := time.Now().Add(w.idle)
+	if !w.deadline.IsZero() && w.deadline.Before(d) {
+		d = w.deadline
+	}
+	_ = w.rc.SetWriteDeadline(d)
 }
 
 func (w *logWriter) status() int {

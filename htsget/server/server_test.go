@@ -3,23 +3,29 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/keys"
+	"github.com/c4gh-go/crypt4gh/region"
 )
 
 // testServer serves a folder with a crypt4gh file that is not BAM, and
@@ -118,7 +124,7 @@ func FuzzHandler(f *testing.F) {
 // it; a URL signed with another server's key is refused.
 func TestGrantExpiry(t *testing.T) {
 	key, other := []byte("0123456789abcdef0123456789abcdef"), []byte("another key, of another server!!")
-	g := grant{kind: kindPlain, name: "x.bam.c4gh", start: 0, end: 10, expires: 1000}
+	g := grant{kind: kindPlain, name: "x.bam.c4gh", id: "100-1", start: 0, end: 10, expires: 1000}
 	for _, c := range []struct {
 		key  []byte
 		now  int64
@@ -161,6 +167,7 @@ type slowObject struct {
 func (o slowObject) ReadAt(p []byte, off int64) (int, error) { clear(p); return len(p), nil }
 func (o slowObject) Size() int64                             { return o.n }
 func (o slowObject) Close() error                            { return nil }
+func (o slowObject) ID() string                              { return "" }
 func (o slowObject) Stream(w io.Writer, off, n int64) (int64, error) {
 	var done int64
 	for done < n {
@@ -215,7 +222,7 @@ func TestStalledReader(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, addr, served := listening(t, ctx, "big.bam.c4gh", size, Config{MaxStreams: 1, WriteIdle: 300 * time.Millisecond})
-	g := grant{kind: kindC4GH, name: "big.bam.c4gh", start: 0, end: size, expires: time.Now().Add(time.Hour).Unix()}
+	g := grant{kind: kindC4GH, name: "big.bam.c4gh", id: objectID(t, s, "big.bam.c4gh"), start: 0, end: size, expires: time.Now().Add(time.Hour).Unix()}
 	u, err := url.Parse(g.url("http://"+addr, s.urlKey))
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +283,7 @@ func TestIdleKeepAlive(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, addr, _ := listening(t, ctx, "x.bam.c4gh", 1000, Config{WriteIdle: 200 * time.Millisecond})
-	g := grant{kind: kindC4GH, name: "x.bam.c4gh", start: 0, end: 1000, expires: time.Now().Add(time.Hour).Unix()}
+	g := grant{kind: kindC4GH, name: "x.bam.c4gh", id: objectID(t, s, "x.bam.c4gh"), start: 0, end: 1000, expires: time.Now().Add(time.Hour).Unix()}
 	u := g.url("http://"+addr, s.urlKey)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 1}}
 	var reused int
@@ -332,6 +339,320 @@ func listening(t *testing.T, ctx context.Context, name string, size int, cfg Con
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln, "", "") }()
+	go func() { served <- s.Serve(ctx, context.Background(), ln, "", "") }()
 	return s, ln.Addr().String(), served
+}
+
+// TestRequesterKey: the requester's key in the publicKey parameter, as
+// pasted from a key file into a URL (its "+" unescaped, read as spaces),
+// or escaped; a header before it; a parameter that is not a key is 400.
+func TestRequesterKey(t *testing.T) {
+	s, _ := testServer(t, false)
+	var pk keys.PublicKey
+	for {
+		sk, err := keys.Generate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pk = sk.Public(); strings.Contains(base64.StdEncoding.EncodeToString(pk[:]), "+") {
+			break
+		}
+	}
+	raw := base64.StdEncoding.EncodeToString(pk[:])
+	for _, q := range []string{"publicKey=" + raw, "publicKey=" + url.QueryEscape(raw), "publicKey=" + url.QueryEscape(htsget.EncodePublicKey(pk))} {
+		req := httptest.NewRequest(http.MethodGet, "/reads/x?encryptionScheme=C4GH&"+q, nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		v, from := requesterKey(req)
+		got, err := htsget.ParsePublicKey(v)
+		if err != nil || got != pk || !strings.Contains(from, "publicKey") {
+			t.Errorf("%s: %v %v from %s", q, got, err, from)
+		}
+		// The request gets as far as the file, which is not a BAM.
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if e := htsget.ReadError(w.Code, w.Body); w.Code != 400 || e.Code != htsget.UnsupportedFormat {
+			t.Errorf("%s: %d %v", q, w.Code, e)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "/reads/x?encryptionScheme=C4GH&publicKey=nokey", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if e := htsget.ReadError(w.Code, w.Body); w.Code != 400 || e.Code != htsget.InvalidInput || !strings.Contains(e.Message, "publicKey parameter") {
+		t.Errorf("a parameter that is not a key: %d %v", w.Code, e)
+	}
+	req = httptest.NewRequest(http.MethodGet, "/reads/x?encryptionScheme=C4GH&publicKey=nokey", nil)
+	req.Header.Set(htsget.PublicKeyHeader, raw)
+	if v, from := requesterKey(req); v != raw || !strings.Contains(from, "header") {
+		t.Errorf("with a header and a parameter: %q from %s", v, from)
+	}
+}
+
+// objectID returns the identity of the file at name of s's source, as a
+// ticket binds it into its data URLs.
+func objectID(t *testing.T, s *Server, name string) string {
+	t.Helper()
+	obj, err := s.cfg.Source.Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	return obj.ID()
+}
+
+// smallBufListener gives the first connection it accepts a send buffer
+// of a few KiB, so that a client that reads nothing holds a response up
+// after its first kilobytes, not after megabytes of kernel buffers.
+type smallBufListener struct {
+	net.Listener
+	once *sync.Once
+}
+
+func (l smallBufListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		l.once.Do(func() { tc.SetWriteBuffer(4 << 10) })
+	}
+	return c, err
+}
+
+// TestSlowTicketReader: a client that does not read the answer of a
+// ticket of several regions gives back the one place of such tickets
+// after TicketWrite, however long WriteIdle is: the next such ticket is
+// answered meanwhile.
+func TestSlowTicketReader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sorts a BAM of 100,000 reads")
+	}
+	src, sk := readsBAM(t)
+	s, err := New(Config{Source: src, Key: &sk, WriteIdle: time.Minute, TicketWrite: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ctx, smallBufListener{ln, new(sync.Once)}, "", "") }()
+	defer func() { cancel(); <-served }()
+
+	var regions []string
+	for at := 10000; at < 2000000; at += 50000 {
+		regions = append(regions, fmt.Sprintf(`{"referenceName":"chr1","start":%d,"end":%d}`, at, at+2000))
+	}
+	body := `{"regions":[` + strings.Join(regions, ",") + `]}`
+	key := htsget.EncodePublicKey(sk.Public())
+	stalled, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	stalled.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(stalled, "POST /reads/reads?encryptionScheme=C4GH HTTP/1.1\r\nHost: h\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s", htsget.PublicKeyHeader, key, len(body), body)
+	time.Sleep(200 * time.Millisecond)
+
+	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/reads/reads?encryptionScheme=C4GH", strings.NewReader(body))
+	req.Header.Set(htsget.PublicKeyHeader, key)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("a ticket of several regions while another's reader stalls: %v", err)
+	}
+	defer resp.Body.Close()
+	tk, err := htsget.ReadTicket(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("status %d, %v", resp.StatusCode, err)
+	}
+	var size int
+	for _, u := range tk.URLs {
+		size += len(u.URL)
+	}
+	if size < 64<<10 {
+		t.Fatalf("a ticket of %d bytes: too small to fill the buffers of a stalled reader", size)
+	}
+}
+
+// readsBAM makes a folder with reads.bam.c4gh (100,000 reads of 100
+// bases on chr1, 2 Mb long, none across a 16 kb bin) and its index, and returns it as a Source
+// with the key of the file.
+func readsBAM(t *testing.T) (Source, keys.SecretKey) {
+	t.Helper()
+	samtools := clitest.Tool(t, "samtools")
+	dir := t.TempDir()
+	var sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:chr1\tLN:2000000\n")
+	r := rand.New(rand.NewPCG(1, 2))
+	seq := make([]byte, 100)
+	for i := 0; i < 100000; {
+		// Reads that cross no 16 kb bin: a region's chunks are its own.
+		at := r.IntN(2000000 - 100)
+		if at/16384 != (at+99)/16384 {
+			continue
+		}
+		for j := range seq {
+			seq[j] = "ACGT"[r.IntN(4)]
+		}
+		fmt.Fprintf(&sam, "r%d\t0\tchr1\t%d\t60\t100M\t*\t0\t0\t%s\t%s\n", i, at+1, seq, strings.Repeat("I", 100))
+		i++
+	}
+	os.WriteFile(filepath.Join(dir, "reads.sam"), []byte(sam.String()), 0o600)
+	for _, args := range [][]string{{"sort", "-o", "plain.bam", "reads.sam"}, {"index", "plain.bam", "reads.bam.bai"}} {
+		cmd := exec.Command(samtools, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("samtools %v: %v\n%s", args, err, out)
+		}
+	}
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(filepath.Join(dir, "plain.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var enc bytes.Buffer
+	if _, err := c4gh.Encrypt(&enc, in, c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "reads.bam.c4gh"), enc.Bytes(), 0o600)
+	src, err := Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, sk
+}
+
+// TestSealedNewBytes: the bound on a ticket's new blocks counts them as
+// the ticket holds them: in a Crypt4GH ticket, each run sealed in whole
+// segments. A request whose blocks fit as bytes but not as segments is
+// refused its Crypt4GH ticket and given its plaintext one.
+func TestSealedNewBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sorts a BAM of 100,000 reads")
+	}
+	src, sk := readsBAM(t)
+	var regions []string
+	for at := 10000; at < 2000000; at += 150000 {
+		regions = append(regions, fmt.Sprintf(`{"referenceName":"chr1","start":%d,"end":%d}`, at, at+40000))
+	}
+	body := `{"regions":[` + strings.Join(regions, ",") + `]}`
+	key := htsget.EncodePublicKey(sk.Public())
+	ask := func(cfg Config, query string) (*htsget.Ticket, *htsget.Error) {
+		cfg.Source, cfg.Key, cfg.Plaintext = src, &sk, true
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/reads/reads"+query, strings.NewReader(body))
+		req.Header.Set(htsget.PublicKeyHeader, key)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != 200 {
+			return nil, htsget.ReadError(w.Code, w.Body)
+		}
+		tk, err := htsget.ReadTicket(w.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk, nil
+	}
+	// The new bytes of each kind of ticket, in its data: URLs.
+	newBytes := func(tk *htsget.Ticket, skip int) int64 {
+		var n int64
+		for _, u := range tk.URLs[skip:] {
+			if b, err := htsget.DecodeDataURL(u.URL); err == nil {
+				n += int64(len(b))
+			}
+		}
+		return n
+	}
+	plain, e := ask(Config{}, "")
+	if e != nil {
+		t.Fatal(e)
+	}
+	sealed, e := ask(Config{}, "?encryptionScheme=C4GH")
+	if e != nil {
+		t.Fatal(e)
+	}
+	raw, segs := newBytes(plain, 0), newBytes(sealed, 3) // past the magic, packets, new packets
+	if segs < raw*3/2 {
+		t.Fatalf("%d bytes of new blocks, %d sealed: too few runs to tell them apart", raw, segs)
+	}
+	limit := Config{MaxNewBytes: (raw + segs) / 2}
+	if _, e := ask(limit, "?encryptionScheme=C4GH"); e == nil || e.Status != 413 {
+		t.Errorf("%d bytes of new blocks, %d sealed, %d allowed: %v, want 413", raw, segs, limit.MaxNewBytes, e)
+	}
+	if _, e := ask(limit, ""); e != nil {
+		t.Errorf("the plaintext ticket of %d bytes of new blocks, %d allowed: %v", raw, limit.MaxNewBytes, e)
+	}
+}
+
+// TestCopyPlain: the pipelined copy of a plaintext range gives the bytes
+// of the range, however it falls on segments, and stops at the first
+// error of the writer without reading on.
+func TestCopyPlain(t *testing.T) {
+	sk, err := keys.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := make([]byte, 3*plainBatch+300)
+	rand.NewChaCha8([32]byte{1}).Read(pt)
+	var enc bytes.Buffer
+	if _, err := c4gh.Encrypt(&enc, bytes.NewReader(pt), c4gh.EncryptOptions{Recipients: []keys.PublicKey{sk.Public()}}); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := c4gh.NewReaderAt(bytes.NewReader(enc.Bytes()), int64(enc.Len()), &sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	n := int64(len(pt))
+	for _, r := range [][2]int64{{0, n}, {1, n - 1}, {65535, 65537}, {70000, 4*65536 + 5}, {n - 1, n}, {0, plainBatch}, {3, 3 + 2*plainBatch}} {
+		var got bytes.Buffer
+		if err := copyPlain(&got, plain, r[0], r[1]); err != nil || !bytes.Equal(got.Bytes(), pt[r[0]:r[1]]) {
+			t.Errorf("[%d, %d): %d bytes, %v", r[0], r[1], got.Len(), err)
+		}
+	}
+	w := &failingWriter{after: 2}
+	if err := copyPlain(w, plain, 0, n); err == nil || w.writes != 3 {
+		t.Errorf("a writer that fails at its third write: %v after %d writes", err, w.writes)
+	}
+}
+
+type failingWriter struct{ after, writes int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes > w.after {
+		return 0, io.ErrClosedPipe
+	}
+	return len(p), nil
+}
+
+// TestIndexCache: indexes are kept by name and identity within the
+// bound, the least recently used leaving first; one larger than the
+// bound is not kept.
+func TestIndexCache(t *testing.T) {
+	c := newIndexCache(100)
+	x, y, z := &region.Index{}, &region.Index{}, &region.Index{}
+	c.put(indexKey("a.bai", "1"), 40, x)
+	c.put(indexKey("b.bai", "1"), 40, y)
+	if c.get(indexKey("a.bai", "2")) != nil {
+		t.Error("an index of another identity was found")
+	}
+	if c.get(indexKey("a.bai", "1")) != x { // a is now the most recent
+		t.Error("a kept index was not found")
+	}
+	c.put(indexKey("c.bai", "1"), 40, z)
+	if c.get(indexKey("b.bai", "1")) != nil || c.get(indexKey("a.bai", "1")) != x || c.get(indexKey("c.bai", "1")) != z {
+		t.Error("not the least recently used one left")
+	}
+	c.put(indexKey("d.bai", "1"), 101, x)
+	if c.get(indexKey("d.bai", "1")) != nil || c.bytes != 80 {
+		t.Errorf("an index larger than the cache: kept, %d bytes", c.bytes)
+	}
 }

@@ -32,6 +32,9 @@ type Source interface {
 type Object interface {
 	io.ReaderAt
 	Size() int64
+	// ID tells this version of the file from another of the same name:
+	// its size and modification time (a file), its ETag (an object).
+	ID() string
 	// Stream writes the n bytes at off to w: the way a data response
 	// sends a range, which may be faster than ReadAt (the kernel copying
 	// a file to a socket, chunks of an object fetched ahead).
@@ -79,15 +82,17 @@ func (d *dirSource) Open(_ context.Context, name string) (Object, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is not a regular file", fs.ErrNotExist, name)
 	}
-	return &fileObject{File: f, size: fi.Size()}, nil
+	return &fileObject{File: f, size: fi.Size(), id: fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano())}, nil
 }
 
 type fileObject struct {
 	*os.File
 	size int64
+	id   string
 }
 
 func (f *fileObject) Size() int64 { return f.size }
+func (f *fileObject) ID() string  { return f.id }
 
 // Stream seeks and copies from the file itself, so that an
 // http.ResponseWriter sends it with sendfile.
@@ -137,6 +142,8 @@ func (s *storeSource) presignGet(ctx context.Context, name string, lifetime time
 }
 
 type storeObject struct{ *objstore.Object }
+
+func (o storeObject) ID() string { return o.ETag() }
 
 // Stream fetches the range in chunks of 1 MiB, two at a time: enough
 // to keep a stream going, little enough that many streams fit in memory.

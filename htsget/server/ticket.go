@@ -1,14 +1,17 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/header"
@@ -29,16 +32,14 @@ var extensions = map[string]string{
 
 var formatOf = map[region.Format]string{region.BAM: "BAM", region.CRAM: "CRAM", region.VCF: "VCF", region.BCF: "BCF"}
 
-// A ticket's bounds: its data: URLs hold the blocks cut at the regions'
-// edges, made anew for each ticket, so that a request for many regions
-// would hold many blocks in memory and in the answer.
-const (
-	maxRegions  = 1024
-	maxNewBytes = 8 << 20
-)
+// A ticket's bound on regions: its data: URLs hold the blocks cut at the
+// regions' edges, made anew for each ticket, so that a request for many
+// regions would hold many blocks in memory and in the answer
+// (Config.MaxNewBytes bounds those).
+const maxRegions = 1024
 
 // maxRegionTickets bounds the tickets of several regions answered at
-// once: each may hold maxNewBytes of new blocks, sealed in segments, and
+// once: each may hold MaxNewBytes of new blocks, sealed in segments, and
 // many times that while it is encoded (tens of MiB), where a ticket of
 // one region holds two blocks. Sixteen at once took 640 MiB.
 const maxRegionTickets = 1
@@ -78,25 +79,32 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 		htsget.WriteError(w, htsget.Errorf(htsget.PayloadTooLarge, "%d regions: a ticket takes at most %d", len(req.Regions), maxRegions))
 		return
 	}
+	stream, err := strconv.ParseBool(cmp.Or(r.URL.Query().Get(StreamParam), "false"))
+	if err != nil {
+		htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "%s=%s: say true or false", StreamParam, r.URL.Query().Get(StreamParam)))
+		return
+	}
 	var recipient *keys.PublicKey
 	if htsget.IsCrypt4GH(req.EncryptionScheme) {
-		v := r.Header.Get(htsget.PublicKeyHeader)
-		if v == "" {
-			v = r.Header.Get(htsget.AltPublicKeyHeader)
-		}
+		v, from := requesterKey(r)
 		if v == "" {
 			// Not 401: that would send a client looking for a token.
-			htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "a C4GH ticket needs the requester's public key in the %s header", htsget.PublicKeyHeader))
+			htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "a C4GH ticket needs the requester's public key in the %s header or the %s parameter", htsget.PublicKeyHeader, htsget.PublicKeyParam))
 			return
 		}
 		pk, err := htsget.ParsePublicKey(v)
 		if err != nil {
-			htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "%v", err))
+			htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "%s: %v", from, err))
 			return
 		}
 		recipient = &pk
 	} else if !s.cfg.Plaintext {
-		htsget.WriteError(w, htsget.Errorf(htsget.PermissionDenied, "this server gives Crypt4GH tickets only: ask with encryptionScheme=C4GH and your public key in %s", htsget.PublicKeyHeader))
+		htsget.WriteError(w, htsget.Errorf(htsget.PermissionDenied, "this server gives Crypt4GH tickets only: ask with encryptionScheme=C4GH and your public key in %s or %s", htsget.PublicKeyHeader, htsget.PublicKeyParam))
+		return
+	}
+	if stream && len(req.Regions) > 1 {
+		// Its new blocks would stay in memory as long as it is read.
+		htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "%s=true takes one region: ask for a ticket of several", StreamParam))
 		return
 	}
 	if len(req.Regions) > 1 {
@@ -112,19 +120,60 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 			return
 		}
 	}
-	t, err := s.ticket(r, req, recipient)
+	p, err := s.prepare(r, req, recipient)
 	if err != nil {
-		var he *htsget.Error
-		if errors.As(err, &he) {
-			htsget.WriteError(w, he)
-			return
-		}
-		s.writeInternal(w, r, err)
+		writeTicketErr(s, w, r, err)
 		return
+	}
+	defer p.Close()
+	if stream {
+		// The bytes of the parts take a place among the streams, not
+		// among the tickets, for as long as the client reads them.
+		if held {
+			<-s.tickets
+			held = false
+		}
+		s.stream(w, r, p)
+		return
+	}
+	t, err := s.ticket(r, p)
+	if err != nil {
+		writeTicketErr(s, w, r, err)
+		return
+	}
+	// However slowly the client reads, the ticket (megabytes, with the
+	// places it holds) is sent or given up within TicketWrite.
+	if lw, ok := w.(*logWriter); ok {
+		lw.deadline = time.Now().Add(s.cfg.TicketWrite)
 	}
 	if err := htsget.WriteTicket(w, t); err != nil {
 		s.logf("%s %s: %v", r.Method, r.URL.EscapedPath(), err)
 	}
+}
+
+// writeTicketErr answers the error of a ticket: the protocol's, or the
+// server's own (logged).
+func writeTicketErr(s *Server, w http.ResponseWriter, r *http.Request, err error) {
+	var he *htsget.Error
+	if errors.As(err, &he) {
+		htsget.WriteError(w, he)
+		return
+	}
+	s.writeInternal(w, r, err)
+}
+
+// requesterKey returns the requester's public key as r gives it, and
+// where: a header, or the query for clients that send no header of
+// their own (samtools and every htslib program). A "+" in a query stands
+// for a space: the base64 pasted from a key file comes back whole.
+func requesterKey(r *http.Request) (value, from string) {
+	for _, h := range []string{htsget.PublicKeyHeader, htsget.AltPublicKeyHeader} {
+		if v := r.Header.Get(h); v != "" {
+			return v, "the " + h + " header"
+		}
+	}
+	v := r.URL.Query().Get(htsget.PublicKeyParam)
+	return strings.ReplaceAll(v, " ", "+"), "the " + htsget.PublicKeyParam + " parameter"
 }
 
 func writeErr(w http.ResponseWriter, err error) {
@@ -157,14 +206,43 @@ func (s *Server) open(r *http.Request, req *htsget.Request) (string, string, Obj
 	return "", "", nil, htsget.Errorf(htsget.NotFound, "no %s file %q", strings.Join(formats, " or "), req.ID)
 }
 
-// ticket makes the ticket of req: for recipient when not nil, else
-// plaintext.
-func (s *Server) ticket(r *http.Request, req *htsget.Request, recipient *keys.PublicKey) (*htsget.Ticket, error) {
+// StreamParam is the query parameter that asks for the bytes of a
+// ticket's parts, concatenated, instead of the ticket: one crypt4gh
+// stream (or the plaintext of the region) for clients that read no
+// tickets, or whose reading of them stops short of Crypt4GH: htslib
+// before 1.18 re-opens a crypt4gh stream that came by htsget from the
+// ticket's URL, and reads the ticket instead of the stream. An extension
+// of this server.
+const StreamParam = "stream"
+
+// prepared is a ticket's answer before it is sent: the file, opened, and
+// the parts.
+type prepared struct {
+	name, format, class string
+	obj                 Object
+	plain               *c4gh.ReaderAt
+	id                  string // the file's identity, bound into data URLs
+	kind                string // of the ranges of parts
+	parts               []reencrypt.Part
+}
+
+func (p *prepared) Close() {
+	p.plain.Close()
+	p.obj.Close()
+}
+
+// prepare opens the file of req and plans the parts of its answer: for
+// recipient when not nil, else plaintext.
+func (s *Server) prepare(r *http.Request, req *htsget.Request, recipient *keys.PublicKey) (_ *prepared, err error) {
 	name, format, obj, err := s.open(r, req)
 	if err != nil {
 		return nil, err
 	}
-	defer obj.Close()
+	defer func() {
+		if err != nil {
+			obj.Close()
+		}
+	}()
 	plain, err := c4gh.NewReaderAt(obj, obj.Size(), s.cfg.Key, nil)
 	if err != nil {
 		if errors.Is(err, header.ErrNoDecryptablePacket) {
@@ -172,15 +250,48 @@ func (s *Server) ticket(r *http.Request, req *htsget.Request, recipient *keys.Pu
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	defer plain.Close()
+	defer func() {
+		if err != nil {
+			plain.Close()
+		}
+	}()
 	got, err := region.Detect(plain, plain.Size())
 	if err != nil || formatOf[got] != format {
 		return nil, htsget.Errorf(htsget.UnsupportedFormat, "%s is not a %s file", req.ID, format)
 	}
-	pieces, err := s.plan(r, req, name, plain)
+	pieces, err := s.plan(r, req, name, plain, recipient != nil)
 	if err != nil {
 		return nil, err
 	}
+	p := &prepared{name: name, format: format, class: req.Class, obj: obj, plain: plain, id: obj.ID()}
+	if recipient == nil {
+		p.kind = kindPlain
+		for _, pc := range pieces {
+			end := pc.End
+			if pc.Data == nil && end == edit.Unbounded {
+				end = plain.Size()
+			}
+			p.parts = append(p.parts, reencrypt.Part{Start: pc.Start, End: end, Data: pc.Data})
+		}
+		return p, nil
+	}
+	rp := make([]reencrypt.Piece, len(pieces))
+	for i, pc := range pieces {
+		rp[i] = reencrypt.Piece(pc)
+	}
+	l, err := reencrypt.PlanLayout(io.NewSectionReader(obj, 0, obj.Size()), rp,
+		reencrypt.AssembleOptions{Reader: s.cfg.Key, Recipients: []keys.PublicKey{*recipient}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p.kind = kindC4GH
+	p.parts = l.Parts()
+	return p, nil
+}
+
+// ticket returns the ticket of p: data: URLs for its own bytes, signed
+// URLs of /data (or presigned URLs of the object) for its ranges.
+func (s *Server) ticket(r *http.Request, p *prepared) (*htsget.Ticket, error) {
 	base := s.cfg.BaseURL
 	if base == "" {
 		scheme := "http"
@@ -190,12 +301,11 @@ func (s *Server) ticket(r *http.Request, req *htsget.Request, recipient *keys.Pu
 		base = scheme + "://" + r.Host
 	}
 	expires := time.Now().Add(s.cfg.TicketLifetime).Unix()
-	t := &htsget.Ticket{Format: format}
-	class := req.Class
+	t := &htsget.Ticket{Format: p.format}
 	var presigned string
-	if recipient != nil && s.cfg.Presign {
+	if p.kind == kindC4GH && s.cfg.Presign {
 		if ss, ok := s.cfg.Source.(*storeSource); ok {
-			u, ok, err := ss.presignGet(r.Context(), name, s.cfg.TicketLifetime)
+			u, ok, err := ss.presignGet(r.Context(), p.name, s.cfg.TicketLifetime)
 			if err != nil {
 				return nil, err
 			}
@@ -204,52 +314,64 @@ func (s *Server) ticket(r *http.Request, req *htsget.Request, recipient *keys.Pu
 			}
 		}
 	}
-	add := func(kind string, p reencrypt.Part) {
-		if p.Data != nil {
-			if len(p.Data) > 0 {
-				t.URLs = append(t.URLs, htsget.URL{URL: htsget.DataURL(p.Data), Class: class})
+	for _, part := range p.parts {
+		if part.Data != nil {
+			if len(part.Data) > 0 {
+				t.URLs = append(t.URLs, htsget.URL{URL: htsget.DataURL(part.Data), Class: p.class})
 			}
-			return
+			continue
 		}
-		if p.End == p.Start {
-			return
+		if part.End == part.Start {
+			continue
 		}
+		h := map[string]string{"Range": fmt.Sprintf("bytes=%d-%d", part.Start, part.End-1)}
 		u := presigned
-		if kind != kindC4GH || u == "" {
-			g := grant{kind: kind, name: name, start: p.Start, end: p.End, expires: expires}
+		if u == "" {
+			g := grant{kind: p.kind, name: p.name, id: p.id, start: part.Start, end: part.End, expires: expires}
 			u = g.url(base, s.urlKey)
+		} else if p.id != "" {
+			// The object as the ticket saw it, not one put since.
+			h["If-Match"] = p.id
 		}
-		t.URLs = append(t.URLs, htsget.URL{URL: u, Class: class,
-			Headers: map[string]string{"Range": fmt.Sprintf("bytes=%d-%d", p.Start, p.End-1)}})
-	}
-	if recipient == nil {
-		for _, p := range pieces {
-			end := p.End
-			if p.Data == nil && end == edit.Unbounded {
-				end = plain.Size()
-			}
-			add(kindPlain, reencrypt.Part{Start: p.Start, End: end, Data: p.Data})
-		}
-		return t, nil
-	}
-	rp := make([]reencrypt.Piece, len(pieces))
-	for i, p := range pieces {
-		rp[i] = reencrypt.Piece(p)
-	}
-	l, err := reencrypt.PlanLayout(io.NewSectionReader(obj, 0, obj.Size()), rp,
-		reencrypt.AssembleOptions{Reader: s.cfg.Key, Recipients: []keys.PublicKey{*recipient}})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	for _, p := range l.Parts() {
-		add(kindC4GH, p)
+		t.URLs = append(t.URLs, htsget.URL{URL: u, Class: p.class, Headers: h})
 	}
 	return t, nil
 }
 
+// stream sends the bytes of p's parts, concatenated: what a client of
+// its ticket would assemble. Its length is not announced: a client that
+// seeks to the end (htslib, for the end-of-file block) is told it cannot,
+// rather than sent a range this response does not serve.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, p *prepared) {
+	if !s.acquire(r, s.streams) {
+		return
+	}
+	defer func() { <-s.streams }()
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Cache-Control", "private, no-store")
+	w.WriteHeader(http.StatusOK)
+	for _, part := range p.parts {
+		var err error
+		switch {
+		case part.Data != nil:
+			_, err = w.Write(part.Data)
+		case p.kind == kindPlain:
+			err = copyPlain(w, p.plain, part.Start, part.End)
+		default:
+			_, err = p.obj.Stream(w, part.Start, part.End-part.Start)
+		}
+		if err != nil {
+			// The status is sent: the client sees a cut response.
+			s.logf("stream %s: %v", p.name, err)
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
 // plan returns the pieces of the plaintext that the ticket holds: all of
 // it, the header alone, or the regions.
-func (s *Server) plan(r *http.Request, req *htsget.Request, name string, plain *c4gh.ReaderAt) ([]region.Piece, error) {
+func (s *Server) plan(r *http.Request, req *htsget.Request, name string, plain *c4gh.ReaderAt, sealed bool) ([]region.Piece, error) {
 	if req.Class == "" && len(req.Regions) == 0 {
 		return []region.Piece{{Start: 0, End: plain.Size()}}, nil
 	}
@@ -272,10 +394,39 @@ func (s *Server) plan(r *http.Request, req *htsget.Request, name string, plain *
 	if err != nil {
 		return nil, regionError(err)
 	}
-	if p.New > maxNewBytes {
-		return nil, htsget.Errorf(htsget.PayloadTooLarge, "the regions cut %d MiB of blocks at their edges, more than the %d MiB of a ticket: ask for fewer regions at once", p.New>>20, maxNewBytes>>20)
+	// What the new blocks weigh in the answer: as they are in a
+	// plaintext ticket, sealed in whole segments in a Crypt4GH one.
+	weight := p.New
+	if sealed {
+		weight = sealedSize(p.Pieces)
+	}
+	if weight > s.cfg.MaxNewBytes {
+		return nil, htsget.Errorf(htsget.PayloadTooLarge, "the regions cut %d KiB of blocks at their edges (%d KiB in the ticket), more than the %d KiB a ticket holds: ask for fewer regions at once", p.New>>10, weight>>10, s.cfg.MaxNewBytes>>10)
 	}
 	return p.Pieces, nil
+}
+
+// sealedSize is the length of the new segments that hold the new blocks
+// of pieces in a Crypt4GH ticket: each run of them between ranges of the
+// file is sealed in whole segments, the padding skipped by the edit list,
+// but for a run that ends the body.
+func sealedSize(pieces []region.Piece) int64 {
+	var total, run int64
+	for i, p := range pieces {
+		if p.Data != nil {
+			run += int64(len(p.Data))
+			if i < len(pieces)-1 {
+				continue
+			}
+			total += body.EncryptedSize(run)
+			break
+		}
+		if run > 0 {
+			total += body.SegmentCount(run) * body.EncryptedSegmentSize
+			run = 0
+		}
+	}
+	return total
 }
 
 // regionError gives the request's errors their htsget codes.
@@ -292,7 +443,8 @@ func regionError(err error) error {
 	return err
 }
 
-// readIndex reads the index beside the file at name, plain or crypt4gh.
+// readIndex reads the index beside the file at name, plain or crypt4gh,
+// or finds it in the cache when that file is still the one read.
 func (s *Server) readIndex(r *http.Request, name string) (*region.Index, error) {
 	var opened []io.Closer
 	defer func() {
@@ -300,6 +452,11 @@ func (s *Server) readIndex(r *http.Request, name string) (*region.Index, error) 
 			c.Close()
 		}
 	}()
+	var (
+		cached *region.Index
+		key    string // of the index found, "" when it has no identity
+		stored int64
+	)
 	open := func(p string) (io.ReaderAt, int64, error) {
 		if !validName(p) {
 			return nil, 0, fs.ErrNotExist
@@ -309,7 +466,12 @@ func (s *Server) readIndex(r *http.Request, name string) (*region.Index, error) 
 			return nil, 0, err
 		}
 		opened = append(opened, obj)
-		if !strings.HasSuffix(p, ".c4gh") {
+		key, stored = "", obj.Size()
+		if id := obj.ID(); id != "" {
+			key = indexKey(p, id)
+			cached = s.indexes.get(key)
+		}
+		if cached != nil || !strings.HasSuffix(p, ".c4gh") {
 			return obj, obj.Size(), nil
 		}
 		ra, err := c4gh.NewReaderAt(obj, obj.Size(), s.cfg.Key, nil)
@@ -326,5 +488,12 @@ func (s *Server) readIndex(r *http.Request, name string) (*region.Index, error) 
 		}
 		return nil, err
 	}
-	return region.ReadIndex(ra, size, idxName)
+	if cached != nil {
+		return cached, nil
+	}
+	x, err := region.ReadIndex(ra, size, idxName)
+	if err == nil && key != "" {
+		s.indexes.put(key, stored, x)
+	}
+	return x, err
 }

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
 	"syscall"
 
@@ -39,15 +41,17 @@ func serveCommand(e *env) command {
 			"s3://BUCKET/PREFIX/, encrypted for --sk, with their index beside them. ID is\n" +
 			"the path under SOURCE without .c4gh and the format's extension.\n" +
 			"A request with encryptionScheme=C4GH and the requester's public key in the\n" +
-			"Htsget-Context-Public-Key header gets a ticket whose parts make one crypt4gh\n" +
-			"file for that key (the server opens headers and edge blocks only). With\n" +
+			"Htsget-Context-Public-Key header (or the publicKey parameter) gets a ticket\n" +
+			"whose parts make one crypt4gh file for that key (the server opens headers and\n" +
+			"edge blocks only); with stream=true, those parts in one response, which\n" +
+			"samtools reads through the htslib-crypt4gh plug-in. With\n" +
 			"--plaintext, other requests get the decrypted region, as samtools and\n" +
 			"bcftools read it. The data URLs of tickets are signed ranges of the\n" +
 			"server's /data endpoint, valid for an hour, signed with a key derived from\n" +
 			"--sk: instances with the same key serve each other's tickets. Without --sk,\n" +
 			"inside crypt4gh agent, the agent's key serves (the agent opens and seals the\n" +
 			"headers and derives the same URL key). Runs until Ctrl-C or SIGTERM, which let\n" +
-			"the requests under way finish.",
+			"the requests under way finish; a second one cuts them off.",
 		Flags: append([]cli.Flag{
 			skFlag(&o.SK),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Destination: &o.Listen,
@@ -134,6 +138,8 @@ func serveAction(e *env, o *serveOptions) error {
 	// number, as every command does.
 	ctx, caught, release := e.takeSignals(os.Interrupt, syscall.SIGTERM)
 	defer release()
+	force, releaseForce := forceOnSecond(os.Interrupt, syscall.SIGTERM)
+	defer releaseForce()
 	// The start line, -q or not: where the server listens matters.
 	scheme := "http"
 	if o.TLSCert != "" {
@@ -151,12 +157,33 @@ func serveAction(e *env, o *serveOptions) error {
 		}
 	}
 	fmt.Fprintf(e.stderr, "crypt4gh: serving %s of %s at %s://%s, %s\n", what, quoteName(e.args[0]), scheme, ln.Addr(), where)
-	if err := srv.Serve(ctx, ln, o.TLSCert, o.TLSKey); err != nil {
+	if err := srv.Serve(ctx, force, ln, o.TLSCert, o.TLSKey); err != nil {
 		return err
 	}
 	sig, _ := caught()
 	fmt.Fprintf(e.stderr, "crypt4gh: stopped serving (%v)\n", sig)
 	return quietExit(128 + int(sig))
+}
+
+// forceOnSecond returns a context that is done when the second of sigs
+// arrives: the first stops the server gently (takeSignals), the second
+// cuts off what it still sends. release stops listening.
+func forceOnSecond(sigs ...os.Signal) (force context.Context, release func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, sigs...)
+	force, cancel := context.WithCancel(context.Background())
+	quit := make(chan struct{})
+	go func() {
+		for range 2 {
+			select {
+			case <-ch:
+			case <-quit:
+				return
+			}
+		}
+		cancel()
+	}()
+	return force, func() { signal.Stop(ch); close(quit); cancel() }
 }
 
 // serveSource opens SOURCE: a folder or an s3:// prefix.

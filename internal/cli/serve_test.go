@@ -435,9 +435,20 @@ func serveC4GH(t *testing.T, dir string, cases []regionCase, s *served) {
 			checkRegionFile(t, dir, c.regionCase, out, "chr2:5000-9000")
 		})
 	}
+	// stream=true: a region's parts in one response, for the key in the
+	// query, as pasted from a key file (no header).
+	c := htsgetCases(cases)[0]
+	u := fmt.Sprintf("%s/reads/reads?%s&publicKey=%s&stream=true", s.base, htsgetQuery(serveRegions[1], "encryptionScheme", "C4GH"), base64Std(sk.Public()))
+	body, status := fetchPart(t, htsget.URL{URL: u})
+	if status != http.StatusOK {
+		t.Fatalf("stream=true: %d %s", status, body)
+	}
+	os.WriteFile(filepath.Join(dir, "stream.bam.c4gh"), body, 0o600)
+	mustRun(t, dir, "decrypt", "--sk", "them.sec", "-i", "stream.bam.c4gh", "-o", "stream.bam")
+	checkRegionFile(t, dir, c.regionCase, "stream.bam", serveRegions[1])
+
 	// The whole file, and the header alone, for the bare key.
 	bare := []byte(base64Std(sk.Public()))
-	c := htsgetCases(cases)[0]
 	c4ghTicket(t, dir, http.MethodGet, s.base+"/reads/reads?encryptionScheme=C4GH", nil, bare, sk, "whole.bam")
 	want, _ := os.ReadFile(filepath.Join(dir, "reads.bam"))
 	if got, _ := os.ReadFile(filepath.Join(dir, "whole.bam")); !bytes.Equal(got, want) {
@@ -638,6 +649,30 @@ func TestServeRefusals(t *testing.T) {
 	if b, status := fetchPart(t, htsget.URL{URL: part.URL, Headers: map[string]string{"Range": "bytes=0-99999999"}}); status != 416 {
 		t.Errorf("a range past the grant: %d %s", status, b)
 	}
+	// A data URL is of the file the ticket read: one put in its place
+	// since, of the same size, is refused.
+	tk, he = getTicket(t, http.MethodGet, s.base+"/reads/sub/x"+c4gh, nil, auth)
+	if he != nil {
+		t.Fatal(he)
+	}
+	x := filepath.Join(src, "sub", "x.bam.c4gh")
+	before, _ := os.Stat(x)
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam", "-o", "replaced.c4gh")
+	if after, _ := os.Stat(filepath.Join(dir, "replaced.c4gh")); after.Size() != before.Size() {
+		t.Fatalf("the replacement is of %d bytes, not %d", after.Size(), before.Size())
+	}
+	os.Chtimes(filepath.Join(dir, "replaced.c4gh"), time.Now(), before.ModTime().Add(time.Second))
+	if err := os.Rename(filepath.Join(dir, "replaced.c4gh"), x); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range tk.URLs {
+		if strings.HasPrefix(u.URL, "http") {
+			b, status := fetchPart(t, u)
+			if e := htsget.ReadError(status, bytes.NewReader(b)); status != 404 || !strings.Contains(e.Message, "changed since the ticket was made") {
+				t.Errorf("a part of a file replaced since its ticket: %d %.200q", status, b)
+			}
+		}
+	}
 	// Tokens and keys never reach the log.
 	if log := s.stderr(); strings.Contains(log, "s3cr3t") || strings.Contains(log, string(pub)) || strings.Contains(log, "t0ken") {
 		t.Errorf("the log shows a token or a key:\n%s", log)
@@ -718,6 +753,20 @@ func TestServeS3(t *testing.T) {
 	}
 	if strings.Contains(p.stderr(), "GET /data/") {
 		t.Errorf("the server served data:\n%s", p.stderr())
+	}
+	// The presigned ranges are of the object the ticket read: one put in
+	// its place since is refused by the store (If-Match).
+	e.must(t, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam", "-o", "again.c4gh")
+	e.put(t, "archive/runs/reads.bam.c4gh", e.read(t, "again.c4gh"))
+	for _, u := range tk.URLs {
+		if strings.HasPrefix(u.URL, "http") {
+			if u.Headers["If-Match"] == "" {
+				t.Errorf("a presigned part without If-Match: %+v", u.Headers)
+			}
+			if b, status := fetchPart(t, u); status != http.StatusPreconditionFailed {
+				t.Errorf("a presigned part of a replaced object: %d %.200q", status, b)
+			}
+		}
 	}
 }
 
@@ -985,6 +1034,54 @@ func TestServeSIGTERM(t *testing.T) {
 	}
 	if n := strings.Count(s.stderr(), "GET /data/plain/big.bam.c4gh 206 16777216B "); n != 4 {
 		t.Errorf("%d whole downloads logged, want 4:\n%s", n, s.stderr())
+	}
+}
+
+// TestServeSecondSIGTERM: a second SIGTERM after the first cuts off the
+// downloads that the first let go on, and ends the command.
+func TestServeSecondSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a download of 16 MiB at 1 MiB a second, cut off")
+	}
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	smallBAM(t, dir)
+	bigBAM(t, dir, 16<<20)
+	s := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
+	tk, he := getTicket(t, http.MethodGet, s.base+"/reads/big", nil, nil)
+	if he != nil {
+		t.Fatal(he)
+	}
+	var got atomic.Int64
+	errs := make(chan error, 1)
+	go func() {
+		_, n, err := download(tk, 1<<20, &got) // 16 s whole
+		if err == nil {
+			err = fmt.Errorf("the download of %d bytes finished", n)
+		}
+		errs <- err
+	}()
+	for got.Load() < 1<<20 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		t.Fatalf("serve stopped on the first SIGTERM during a download:\n%s", s.stderr())
+	case <-time.After(500 * time.Millisecond):
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("serve still runs 5 s after a second SIGTERM:\n%s", s.stderr())
+	}
+	if err := <-errs; strings.Contains(err.Error(), "finished") {
+		t.Error(err)
+	}
+	if s.code != 128+int(syscall.SIGTERM) || !strings.Contains(s.stderr(), "shutdown forced") {
+		t.Errorf("exit %d:\n%s", s.code, s.stderr())
 	}
 }
 
