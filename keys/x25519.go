@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 
@@ -34,16 +35,7 @@ func (pk PublicKey) String() string { return base64.StdEncoding.EncodeToString(p
 func (pk PublicKey) Hex() string { return hex.EncodeToString(pk[:]) }
 
 // Public returns the public key that belongs to sk.
-func (sk *SecretKey) Public() PublicKey {
-	priv, err := ecdh.X25519().NewPrivateKey(sk[:])
-	if err != nil {
-		// NewPrivateKey only fails on a wrong length, which the type rules out.
-		panic("keys: internal error: " + err.Error())
-	}
-	var pk PublicKey
-	copy(pk[:], priv.PublicKey().Bytes())
-	return pk
-}
+func (sk *SecretKey) Public() PublicKey { return publicOf(ecdhKey(sk)) }
 
 // Zero overwrites the key material with zeros.
 func (sk *SecretKey) Zero() { clear(sk[:]) }
@@ -65,11 +57,25 @@ func Generate(r io.Reader) (SecretKey, error) {
 // all-zero shared secret (the peer's public key is a low-order point).
 var ErrLowOrderPoint = errkind.New(errkind.Key, "public key is a low-order point")
 
-func x25519(sk *SecretKey, pk *PublicKey) ([]byte, error) {
+// ecdhKey is sk as a crypto/ecdh key, which computes the public key
+// once, as it is made.
+func ecdhKey(sk *SecretKey) *ecdh.PrivateKey {
 	priv, err := ecdh.X25519().NewPrivateKey(sk[:])
 	if err != nil {
+		// NewPrivateKey only fails on a wrong length, which the type rules out.
 		panic("keys: internal error: " + err.Error())
 	}
+	return priv
+}
+
+// publicOf is the public key of priv.
+func publicOf(priv *ecdh.PrivateKey) PublicKey {
+	var pk PublicKey
+	copy(pk[:], priv.PublicKey().Bytes())
+	return pk
+}
+
+func x25519(priv *ecdh.PrivateKey, pk *PublicKey) ([]byte, error) {
 	pub, err := ecdh.X25519().NewPublicKey(pk[:])
 	if err != nil {
 		panic("keys: internal error: " + err.Error())
@@ -101,11 +107,15 @@ func sessionKey(dh []byte, client, server *PublicKey) [KeySize]byte {
 // the reader's side from the reader's secret key and the writer public key
 // stored in the packet (libsodium's crypto_kx_client_session_keys, rx).
 func ReaderSharedKey(reader *SecretKey, writer PublicKey) ([KeySize]byte, error) {
-	dh, err := x25519(reader, &writer)
+	return readerShared(ecdhKey(reader), writer)
+}
+
+func readerShared(priv *ecdh.PrivateKey, writer PublicKey) ([KeySize]byte, error) {
+	dh, err := x25519(priv, &writer)
 	if err != nil {
 		return [KeySize]byte{}, err
 	}
-	rpk := reader.Public()
+	rpk := publicOf(priv)
 	return sessionKey(dh, &rpk, &writer), nil
 }
 
@@ -113,10 +123,62 @@ func ReaderSharedKey(reader *SecretKey, writer PublicKey) ([KeySize]byte, error)
 // the writer's side from the writer's secret key and the recipient's public
 // key (libsodium's crypto_kx_server_session_keys, tx).
 func WriterSharedKey(writer *SecretKey, reader PublicKey) ([KeySize]byte, error) {
-	dh, err := x25519(writer, &reader)
+	priv := ecdhKey(writer)
+	dh, err := x25519(priv, &reader)
 	if err != nil {
 		return [KeySize]byte{}, err
 	}
-	wpk := writer.Public()
+	wpk := publicOf(priv)
 	return sessionKey(dh, &reader, &wpk), nil
 }
+
+// A Reader is a secret key made ready to open the headers of many files:
+// its public key, which every packet key involves, is computed once
+// rather than for each packet, so that opening a header costs one X25519
+// exchange. It is an [Opener].
+//
+// The caller should call [Reader.Zero] once it is no longer needed.
+type Reader struct {
+	priv *ecdh.PrivateKey
+	pub  PublicKey
+}
+
+var _ Opener = (*Reader)(nil)
+
+// NewReader returns sk made ready to open headers. sk may be zeroed
+// afterwards: the Reader holds its own copy.
+func NewReader(sk *SecretKey) *Reader {
+	priv := ecdhKey(sk)
+	return &Reader{priv: priv, pub: publicOf(priv)}
+}
+
+// Public returns the public key of the reader.
+func (r *Reader) Public() PublicKey { return r.pub }
+
+// SharedKey returns the packet key of the packets that writer sealed for
+// r, as [ReaderSharedKey] does.
+func (r *Reader) SharedKey(writer PublicKey) ([KeySize]byte, error) {
+	if r.priv == nil {
+		return [KeySize]byte{}, errors.New("keys: the reader key was zeroed")
+	}
+	return readerShared(r.priv, writer)
+}
+
+// OpenPacket decrypts a method-0 header packet written by writer, as
+// [SecretKey.OpenPacket] does.
+func (r *Reader) OpenPacket(writer PublicKey, nonce *[NonceSize]byte, ciphertext []byte) ([]byte, error) {
+	if r == nil || r.priv == nil {
+		return nil, fmt.Errorf("%w: no reader key", ErrPacketAuth)
+	}
+	k, err := r.SharedKey(writer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPacketAuth, err)
+	}
+	defer clear(k[:])
+	return OpenPacketWith(&k, nonce, ciphertext)
+}
+
+// Zero drops the key. crypto/ecdh gives no way to overwrite its copy of
+// the scalar: it is left to the garbage collector, as the copies made by
+// every exchange are.
+func (r *Reader) Zero() { r.priv = nil }
