@@ -338,13 +338,14 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 	} else if out, err = e.openDest(dest, o.Size()+headerRoom, outfile.Options{Force: so.Force, Binary: true, Mode: outfile.ModePublic}); err != nil {
 		return err
 	}
-	if opts.Reader, err = readSecretKey(e, so.keyOptions); err != nil {
+	var done func()
+	if opts.Reader, done, err = so.secretKey(e); err != nil {
 		if out != nil {
 			out.Abort()
 		}
 		return err
 	}
-	defer opts.Reader.Zero()
+	defer done()
 	nh, runs, err := reencrypt.PlanSplice(h, o.Size()-h.Size(), opts)
 	if err != nil {
 		if out != nil {

@@ -265,29 +265,42 @@ func (e *env) openBatchInput(name string) (*input, error) {
 // local folder it goes in when it is missing (for the objects of a
 // prefix).
 func openBatchOutput(e *env, dir, name string, size int64, opts outfile.Options) (*outfile.Output, error) {
-	below := isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name)
+	below, err := makeOutputFolder(dir, name, opts.Mode)
+	if err != nil {
+		return nil, err
+	}
 	if below {
-		// Checked before the folders are made; the output is then made
-		// in its folder opened without following links.
-		if err := outfile.CheckBelow(dir, name); err != nil {
-			return nil, err
-		}
 		opts.Beneath = dir
+	}
+	return e.openDest(name, size, opts)
+}
+
+// makeOutputFolder makes the local folder of the output name of a batch
+// when it is missing (for the objects of a prefix), with no link below
+// the output folder dir; below says that name is in dir, where the output
+// is then made in its folder opened without following links.
+func makeOutputFolder(dir, name string, mode os.FileMode) (below bool, err error) {
+	below = isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name)
+	if below {
+		// Checked before the folders are made.
+		if err := outfile.CheckBelow(dir, name); err != nil {
+			return false, err
+		}
 	}
 	if !objstore.IsURL(name) {
 		if folder := filepath.Dir(name); folder != "." {
 			if _, err := os.Stat(folder); errors.Is(err, os.ErrNotExist) {
 				perm := os.FileMode(0o777)
-				if opts.Mode == outfile.ModeSecret {
+				if mode == outfile.ModeSecret {
 					perm = 0o700
 				}
 				if err := mkdirAll(dir, folder, below, perm); err != nil {
-					return nil, fmt.Errorf("failed to make folder %s: %w", quoteName(folder), pathErr(err))
+					return false, fmt.Errorf("failed to make folder %s: %w", quoteName(folder), pathErr(err))
 				}
 			}
 		}
 	}
-	return e.openDest(name, size, opts)
+	return below, nil
 }
 
 // mkdirAll makes folder and its parents; below the output folder dir

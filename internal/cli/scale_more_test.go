@@ -160,3 +160,60 @@ func readBytes(pid int) int64 {
 	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return n
 }
+
+// TestSpliceBatch: rearrange and splice cut each input of a list the
+// same way into a folder, with a journal, JSON records and shards.
+func TestSpliceBatch(t *testing.T) {
+	e := newScaleEnv(t, 4, 150000)
+	args := []string{"rearrange", "--sk", "me.sec", "--range", "1000-70000", "-o", "cut/", "--files-from", "list", "--journal", "j", "--json"}
+	code, stdout, stderr := runIn(t, e.dir, args...)
+	if code != 0 {
+		t.Fatalf("rearrange --files-from: exit %d\n%s", code, stderr)
+	}
+	recs, sum := records(t, stdout)
+	if sum.OK != 4 || len(recs) != 4 {
+		t.Errorf("summary %+v", sum)
+	}
+	for _, r := range recs {
+		name := strings.TrimSuffix(r.Name, ".c4gh")
+		out := mustRead(t, filepath.Join(e.dir, r.Output))
+		if r.Output != "cut/"+filepath.Base(r.Name) || r.CryptSHA256 != sha256Hex(out) {
+			t.Errorf("record %+v", r)
+		}
+		sameBytes(t, r.Output, decryptBytes(t, out, e.sk), e.plain[name][1000:70000])
+	}
+	if _, stdout, _ := runIn(t, e.dir, args...); !strings.Contains(stdout, `"done_before":4`) {
+		t.Errorf("run again on its journal:\n%s", stdout)
+	}
+
+	// Two shards of splice: each input once.
+	seen := map[string]int{}
+	for i := range 2 {
+		code, stdout, stderr := runIn(t, e.dir, "splice", "--sk", "me.sec", "--range", "0-10", "--range", "100000-100010",
+			"-o", "sp/", "--files-from", "list", "--shard", fmt.Sprintf("%d/2", i), "--json")
+		if code != 0 {
+			t.Fatalf("splice --shard %d/2: exit %d\n%s", i, code, stderr)
+		}
+		recs, _ := records(t, stdout)
+		for _, r := range recs {
+			seen[r.Name]++
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("the shards took %v", seen)
+	}
+	for name, p := range e.plain {
+		got := decryptBytes(t, mustRead(t, filepath.Join(e.dir, "sp", filepath.Base(name)+".c4gh")), e.sk)
+		sameBytes(t, name, got, append(append([]byte{}, p[:10]...), p[100000:100010]...))
+	}
+
+	// The refusals: no folder, two inputs with one output.
+	if code, _, stderr := runIn(t, e.dir, "rearrange", "--sk", "me.sec", "--range", "0-10", "in.d/f0000.c4gh"); code != exitUsage || !strings.Contains(stderr, "into a folder") {
+		t.Errorf("a batch without -o DIR/: exit %d\n%s", code, stderr)
+	}
+	os.Mkdir(filepath.Join(e.dir, "other.d"), 0o755)
+	os.WriteFile(filepath.Join(e.dir, "other.d/f0000.c4gh"), mustRead(t, filepath.Join(e.dir, "in.d/f0001.c4gh")), 0o644)
+	if code, _, stderr := runIn(t, e.dir, "rearrange", "--sk", "me.sec", "--range", "0-10", "-o", "c2/", "in.d/f0000.c4gh", "other.d/f0000.c4gh"); code != exitUsage || !strings.Contains(stderr, "would both be written") {
+		t.Errorf("two inputs with one output: exit %d\n%s", code, stderr)
+	}
+}
