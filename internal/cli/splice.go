@@ -53,8 +53,9 @@ func (o *spliceOptions) flags(own ...cli.Flag) []cli.Flag {
 func rearrangeCommand(e *env) command {
 	o := &spliceOptions{}
 	return command{Command: &cli.Command{
-		Name:  "rearrange",
-		Usage: "keep one range of a file, for your own key, without decrypting the body",
+		Name:      "rearrange",
+		ArgsUsage: "[FILE.c4gh…]",
+		Usage:     "keep one range of a file, for your own key, without decrypting the body",
 		Description: "Writes a file that stands for bytes [START, END) of the input: a header with the\n" +
 			"data keys and (unless the range is whole segments) an edit list, encrypted for\n" +
 			"the public key of --sk, and the segments that the range touches, copied\n" +
@@ -70,16 +71,20 @@ func rearrangeCommand(e *env) command {
 			})
 		},
 	}, page: page{
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh rearrange --sk me.sec --range 70000-140000 -i f.c4gh -o part.c4gh"},
+		env: withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{
+			"crypt4gh rearrange --sk me.sec --range 70000-140000 -i f.c4gh -o part.c4gh",
+			"crypt4gh rearrange --sk me.sec --range 0-65536 -o heads/ --files-from list --journal j",
+		},
 	}}
 }
 
 func spliceCommand(e *env) command {
 	o := &spliceOptions{}
 	return command{Command: &cli.Command{
-		Name:  "splice",
-		Usage: "keep several ranges of a file in one output, for new recipients, without decrypting the body",
+		Name:      "splice",
+		ArgsUsage: "[FILE.c4gh…]",
+		Usage:     "keep several ranges of a file in one output, for new recipients, without decrypting the body",
 		Description: "Like rearrange, for several ranges at once: the output stands for the ranges\n" +
 			"in increasing order, overlapping or adjacent ranges merged. The header is\n" +
 			"for the --recipient_pk keys, or for the public key of --sk when none is given.\n\n" +
