@@ -3,9 +3,11 @@ package cli
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"slices"
@@ -200,6 +202,9 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 	distinct := func(it batchItem) error {
 		if it.err != nil {
 			return nil
+		}
+		if _, err := os.Lstat(it.out); errors.Is(err, fs.ErrNotExist) && !objstore.IsURL(it.out) {
+			return nil // a file to be made is no key file (which exists)
 		}
 		return outfile.Distinct([]string{"the output of " + quoteName(it.in), it.out}, keyFiles)
 	}
