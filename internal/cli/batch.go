@@ -224,11 +224,13 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 		perFile = max(1, jobs/workers)
 	}
 	// workers files are worked on at once; while their outputs are
-	// committed (fsync, rename, fsync of the folder), more are: a file
-	// system commits the fsyncs that wait together at once.
+	// committed (fsync, rename, fsync of the folder), more are, so that
+	// the disk's writes overlap. Not when each file prints a line on
+	// stdout (--checksum, --json): a stdout that fails stops the batch
+	// before the next file, not 8 files later.
 	b.work = make(chan struct{}, workers)
 	e.stores.share(workers)
-	if !objstore.IsURL(b.output) {
+	if !objstore.IsURL(b.output) && !b.checksum && !b.scale.JSON {
 		workers *= commitsAhead
 		if list.stream == nil {
 			workers = min(workers, len(list.all))
