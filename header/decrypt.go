@@ -177,19 +177,24 @@ func (h *Header) Decrypt(reader keys.Opener, sender *keys.PublicKey) (*Contents,
 	return c, nil
 }
 
-// openPacket opens a method-0 packet with reader. A secret key computes
-// the packet key once per writer key, kept in shared; another opener (an
-// agent's client) opens each packet itself.
+// openPacket opens a method-0 packet with reader. A secret key or a
+// keys.Reader computes the packet key once per writer key, kept in
+// shared; another opener (an agent's client) opens each packet itself.
 func openPacket(p *Packet, reader keys.Opener, shared map[keys.PublicKey]*sharedKey) ([]byte, error) {
-	sk, ok := reader.(*keys.SecretKey)
-	if !ok {
+	var compute func(keys.PublicKey) ([keys.KeySize]byte, error)
+	switch r := reader.(type) {
+	case *keys.SecretKey:
+		compute = func(w keys.PublicKey) ([keys.KeySize]byte, error) { return keys.ReaderSharedKey(r, w) }
+	case *keys.Reader:
+		compute = r.SharedKey
+	default:
 		return p.Open(reader)
 	}
 	k := shared[p.WriterPublicKey]
 	if k == nil {
 		k = &sharedKey{}
 		var err error
-		k.key, err = keys.ReaderSharedKey(sk, p.WriterPublicKey)
+		k.key, err = compute(p.WriterPublicKey)
 		k.ok = err == nil
 		shared[p.WriterPublicKey] = k
 	}

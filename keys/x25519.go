@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 
@@ -100,11 +101,15 @@ func sessionKey(dh []byte, client, server *PublicKey) [KeySize]byte {
 // the reader's side from the reader's secret key and the writer public key
 // stored in the packet (libsodium's crypto_kx_client_session_keys, rx).
 func ReaderSharedKey(reader *SecretKey, writer PublicKey) ([KeySize]byte, error) {
+	return readerShared(reader, reader.Public(), writer)
+}
+
+// readerShared is ReaderSharedKey with the reader's public key rpk given.
+func readerShared(reader *SecretKey, rpk, writer PublicKey) ([KeySize]byte, error) {
 	dh, err := x25519(reader, &writer)
 	if err != nil {
 		return [KeySize]byte{}, err
 	}
-	rpk := reader.Public()
 	return sessionKey(dh, &rpk, &writer), nil
 }
 
@@ -118,4 +123,56 @@ func WriterSharedKey(writer *SecretKey, reader PublicKey) ([KeySize]byte, error)
 	}
 	wpk := writer.Public()
 	return sessionKey(dh, &reader, &wpk), nil
+}
+
+// A Reader is a secret key made ready to open the headers of many files:
+// its public key, which every packet key involves, is computed once
+// rather than for each packet, so that opening a packet costs one X25519
+// exchange. It is an [Opener].
+//
+// The caller should call [Reader.Zero] once it is no longer needed.
+type Reader struct {
+	sk   SecretKey
+	pub  PublicKey
+	live bool
+}
+
+var _ Opener = (*Reader)(nil)
+
+// NewReader returns sk made ready to open headers. sk may be zeroed
+// afterwards: the Reader holds its own copy.
+func NewReader(sk *SecretKey) *Reader {
+	return &Reader{sk: *sk, pub: sk.Public(), live: true}
+}
+
+// Public returns the public key of the reader.
+func (r *Reader) Public() PublicKey { return r.pub }
+
+// SharedKey returns the packet key of the packets that writer sealed for
+// r, as [ReaderSharedKey] does.
+func (r *Reader) SharedKey(writer PublicKey) ([KeySize]byte, error) {
+	if !r.live {
+		return [KeySize]byte{}, errors.New("keys: the reader key was zeroed")
+	}
+	return readerShared(&r.sk, r.pub, writer)
+}
+
+// OpenPacket decrypts a method-0 header packet written by writer, as
+// [SecretKey.OpenPacket] does.
+func (r *Reader) OpenPacket(writer PublicKey, nonce *[NonceSize]byte, ciphertext []byte) ([]byte, error) {
+	if r == nil || !r.live {
+		return nil, fmt.Errorf("%w: no reader key", ErrPacketAuth)
+	}
+	k, err := r.SharedKey(writer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPacketAuth, err)
+	}
+	defer clear(k[:])
+	return OpenPacketWith(&k, nonce, ciphertext)
+}
+
+// Zero overwrites the key with zeros; the Reader opens nothing after it.
+func (r *Reader) Zero() {
+	r.sk.Zero()
+	r.live = false
 }

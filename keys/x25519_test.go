@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"path/filepath"
 	"testing"
 )
@@ -52,4 +53,52 @@ func TestPublicKeyString(t *testing.T) {
 	if b, err := hex.DecodeString(pk.Hex()); err != nil || !bytes.Equal(b, pk[:]) {
 		t.Errorf("Hex() = %q does not decode to the key: %v", pk.Hex(), err)
 	}
+}
+
+// TestReader checks that a prepared reader key computes the packet keys of
+// its secret key, opens what that opens, and refuses once zeroed.
+func TestReader(t *testing.T) {
+	reader, _ := Generate(nil)
+	writer, _ := Generate(nil)
+	r := NewReader(&reader)
+	if r.Public() != reader.Public() {
+		t.Fatal("Reader.Public differs from SecretKey.Public")
+	}
+	want, err := ReaderSharedKey(&reader, writer.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.SharedKey(writer.Public()); err != nil || got != want {
+		t.Fatalf("SharedKey = %x, %v; want %x", got, err, want)
+	}
+	if w, _ := WriterSharedKey(&writer, reader.Public()); w != want {
+		t.Fatalf("the writer's key %x is not the reader's %x", w, want)
+	}
+	if _, err := r.SharedKey(PublicKey{}); err != ErrLowOrderPoint {
+		t.Errorf("a low-order writer key: %v", err)
+	}
+	r.Zero()
+	var nonce [NonceSize]byte
+	if _, err := r.OpenPacket(writer.Public(), &nonce, make([]byte, 32)); !errors.Is(err, ErrPacketAuth) {
+		t.Errorf("a zeroed Reader opened a packet: %v", err)
+	}
+}
+
+// BenchmarkOpenPacketKey is the X25519 cost of one header: a secret key
+// against a prepared Reader.
+func BenchmarkOpenPacketKey(b *testing.B) {
+	reader, _ := Generate(nil)
+	writer, _ := Generate(nil)
+	wpk := writer.Public()
+	b.Run("SecretKey", func(b *testing.B) {
+		for range b.N {
+			ReaderSharedKey(&reader, wpk)
+		}
+	})
+	b.Run("Reader", func(b *testing.B) {
+		r := NewReader(&reader)
+		for range b.N {
+			r.SharedKey(wpk)
+		}
+	})
 }

@@ -59,13 +59,22 @@ type line struct {
 
 const journalVersion = 1
 
-// Journal is an open journal.
+// Journal is an open journal. It holds in memory the name of each input
+// done and where its line is, not the line: an entry is read again from
+// the file when it is asked for.
 type Journal struct {
 	path    string
 	mu      sync.Mutex
 	f       *os.File
-	done    map[string]Entry
+	end     int64             // the length of the complete lines
+	done    map[string]span   // input → its last done line
 	started map[string]string // input → output, for starts without their done
+}
+
+// span is where a line is in the journal's file.
+type span struct {
+	off int64
+	n   int32
 }
 
 // OpenJournal opens the journal at path, made when missing, for a run
@@ -76,7 +85,7 @@ func OpenJournal(path string, b Binding) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to open journal: %w", err)
 	}
-	j := &Journal{path: path, f: f, done: map[string]Entry{}, started: map[string]string{}}
+	j := &Journal{path: path, f: f, done: map[string]span{}, started: map[string]string{}}
 	if err := j.load(b); err != nil {
 		f.Close()
 		return nil, err
@@ -126,7 +135,7 @@ func (j *Journal) load(b Binding) error {
 			case l.Start != "":
 				j.started[l.Start] = l.Output
 			case l.Input != "":
-				j.done[l.Input] = l.Entry
+				j.done[l.Input] = span{good, int32(len(raw))}
 				delete(j.started, l.Input)
 			default:
 				return j.refuse("line %d is not a journal line", n)
@@ -140,33 +149,64 @@ func (j *Journal) load(b Binding) error {
 	if _, err := j.f.Seek(good, io.SeekStart); err != nil {
 		return fmt.Errorf("failed to read journal: %w", err)
 	}
+	j.end = good
 	if n == 0 {
-		return j.write(line{Journal: "crypt4gh", Version: journalVersion, Command: b.Command, Keys: b.Keys})
+		return j.add(line{Journal: "crypt4gh", Version: journalVersion, Command: b.Command, Keys: b.Keys}, func(span) {})
 	}
 	return nil
 }
 
-// write appends l and syncs it to the disk.
-func (j *Journal) write(l line) error {
-	b, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	if _, err := j.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("failed to write journal: %w", err)
-	}
+// sync syncs the journal to the disk.
+func (j *Journal) sync() error {
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("failed to write journal: %w", err)
 	}
 	return nil
 }
 
+// add appends l, then syncs it outside the lock, so that the lines that
+// workers add at once are synced together; note records it, at its
+// place in the file, once synced.
+func (j *Journal) add(l line, note func(at span)) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	j.mu.Lock()
+	at := span{j.end, int32(len(b))}
+	_, err = j.f.Write(b)
+	j.end += int64(len(b))
+	j.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("failed to write journal: %w", err)
+	}
+	if err := j.sync(); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	note(at)
+	j.mu.Unlock()
+	return nil
+}
+
 // Done returns the last entry of input, if it is done.
 func (j *Journal) Done(input string) (Entry, bool) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	e, ok := j.done[input]
-	return e, ok
+	at, ok := j.done[input]
+	j.mu.Unlock()
+	if !ok {
+		return Entry{}, false
+	}
+	b := make([]byte, at.n)
+	if _, err := j.f.ReadAt(b, at.off); err != nil {
+		return Entry{}, false // unreadable: the input is done again
+	}
+	var l line
+	if json.Unmarshal(b, &l) != nil || l.Input != input {
+		return Entry{}, false
+	}
+	return l.Entry, true
 }
 
 // Started reports whether input was started for output and not done:
@@ -180,13 +220,7 @@ func (j *Journal) Started(input, output string) bool {
 
 // Start records that the output of input is opened.
 func (j *Journal) Start(input, output string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if err := j.write(line{Start: input, Entry: Entry{Output: output}}); err != nil {
-		return err
-	}
-	j.started[input] = output
-	return nil
+	return j.add(line{Start: input, Entry: Entry{Output: output}}, func(span) { j.started[input] = output })
 }
 
 // Finish records the entry e, of an input done.
@@ -194,14 +228,10 @@ func (j *Journal) Finish(e Entry) error {
 	if e.Input == "" {
 		return errors.New("journal entry without input")
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if err := j.write(line{Entry: e}); err != nil {
-		return err
-	}
-	j.done[e.Input] = e
-	delete(j.started, e.Input)
-	return nil
+	return j.add(line{Entry: e}, func(at span) {
+		j.done[e.Input] = at
+		delete(j.started, e.Input)
+	})
 }
 
 // Close closes the journal's file.

@@ -37,7 +37,8 @@ type Inputs struct {
 	Null  bool      // the list is NUL-separated
 	Stdin io.Reader // the list "-"
 	Keep  func(key string) bool
-	// Objects lists the objects under a prefix.
+	// Objects lists the objects under a prefix; when nil, prefixes are
+	// skipped.
 	Objects func(prefix objstore.Location) (iter.Seq2[objstore.ObjectInfo, error], error)
 	// Warn prints a warning.
 	Warn func(format string, args ...any)
@@ -116,6 +117,9 @@ func (in Inputs) expand(a string, yield func(Source) bool) bool {
 		return yield(Source{In: a, Rel: URLBase(loc)})
 	case !loc.IsPrefix():
 		return yield(Source{In: a, Rel: path.Base(loc.Key)})
+	}
+	if in.Objects == nil {
+		return true // not listed: see Inputs.Objects
 	}
 	objects, err := in.Objects(loc)
 	if err != nil {

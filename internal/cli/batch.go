@@ -3,9 +3,11 @@ package cli
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"slices"
@@ -80,7 +82,14 @@ type batchOptions struct {
 	// between, when set, does an item whose input and output are both
 	// objects, which the server copies, instead of the fileOp.
 	between func(it batchItem, resume bool, begin func() error) batch.Outcome
+	// work holds a token for each file read and written at once; a
+	// file waiting for its output to be committed holds none.
+	work chan struct{}
 }
+
+// commitsAhead is how many files a batch may have waiting for the commit
+// of their output for each file it works on.
+const commitsAhead = 8
 
 // encryptItems maps each FILE to FILE.c4gh. A FILE that already ends in
 // .c4gh is skipped, as gzip skips .gz files, and returned in skipped.
@@ -201,6 +210,9 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 		if it.err != nil {
 			return nil
 		}
+		if _, err := os.Lstat(it.out); errors.Is(err, fs.ErrNotExist) && !objstore.IsURL(it.out) {
+			return nil // a file to be made is no key file (which exists)
+		}
 		return outfile.Distinct([]string{"the output of " + quoteName(it.in), it.out}, keyFiles)
 	}
 	jobs := c4gh.Jobs(b.jobs)
@@ -218,7 +230,19 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 		workers = min(len(list.all), jobs)
 		perFile = max(1, jobs/workers)
 	}
+	// workers files are worked on at once; while their outputs are
+	// committed (fsync, rename, fsync of the folder), more are, so that
+	// the disk's writes overlap. Not when each file prints a line on
+	// stdout (--checksum, --json): a stdout that fails stops the batch
+	// before the next file, not 8 files later.
+	b.work = make(chan struct{}, workers)
 	e.stores.share(workers)
+	if !objstore.IsURL(b.output) && !b.checksum && !b.scale.JSON {
+		workers *= commitsAhead
+		if list.stream == nil {
+			workers = min(workers, len(list.all))
+		}
+	}
 	r, closeJournal, err := b.scale.runner(e, b.bind)
 	if err != nil {
 		return err
@@ -319,6 +343,15 @@ func (c *outCounter) Write(p []byte) (int, error) {
 // once an object's upload is begun.
 func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlain bool, jobs int, prog *progress.Bar, op fileOp, resume bool, begin func() error) batch.Outcome {
 	fail := func(err error) batch.Outcome { return batch.Outcome{Err: err} }
+	b.work <- struct{}{}
+	held := true
+	release := func() {
+		if held {
+			held = false
+			<-b.work
+		}
+	}
+	defer release()
 	in, err := e.openBatchInput(it.in)
 	if err != nil {
 		return fail(err)
@@ -373,6 +406,11 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	if err == nil && (srcIsPlain || b.rekeyed) {
 		// What was encrypted (or copied) must be the file as it was.
 		err = in.unchanged(at, at.size, src.n)
+	}
+	if local {
+		// An upload ends while it is written; a file is made durable
+		// here, with no need for a token.
+		release()
 	}
 	if err = out.Finish(err); err != nil {
 		return fail(err)
@@ -529,10 +567,11 @@ func decryptBatch(e *env, o *decryptOptions, files []string) error {
 	}
 	defer sk.Zero()
 	strict := o.Strict
+	opener := preparedOpener(sk) // sk.Zero, deferred, erases what it holds
 	b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyInputs(o.keyOptions),
 		scale: o.scale, bind: secretNames(sk)}
 	return runBatch(e, b, items, "decrypting", outfile.ModeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) (string, error) {
-		r, err := c4gh.NewReader(src, sk, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict})
+		r, err := c4gh.NewReader(src, opener, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict})
 		if err != nil {
 			return "", noPacketHint(err, sk, sender)
 		}

@@ -104,16 +104,25 @@ func noPacketHint(err error, key keys.Opener, sender *keys.PublicKey) error {
 	if !errors.Is(err, header.ErrNoDecryptablePacket) || errors.Is(err, header.ErrNoPackets) {
 		return err
 	}
-	sk, ok := key.(*keys.SecretKey)
+	var pk keys.PublicKey
+	ok := true
+	switch k := key.(type) {
+	case *keys.SecretKey:
+		pk = k.Public()
+	case *keys.Reader:
+		pk = k.Public()
+	default:
+		ok = false // the agent's
+	}
 	switch {
 	case !ok && sender != nil:
 		return withHint(err, "no packet for the keys of the agent was written by %s (crypt4gh agent --list shows its keys)", *sender)
 	case !ok:
 		return withHint(err, "the file has no packet for the keys of the agent (crypt4gh agent --list shows them)")
 	case sender != nil:
-		return withHint(err, "no packet for the public key %s was written by %s", sk.Public(), *sender)
+		return withHint(err, "no packet for the public key %s was written by %s", pk, *sender)
 	}
-	return withHint(err, "the file has no packet for the public key %s", sk.Public())
+	return withHint(err, "the file has no packet for the public key %s", pk)
 }
 
 // oneLine makes s one line that cannot move the cursor or hide text: a

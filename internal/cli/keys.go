@@ -130,6 +130,16 @@ func keyName(k keyOptions) string {
 	return "the agent's key"
 }
 
+// preparedOpener is k made ready to open the headers of many files: a
+// secret key with its public key computed once (keys.Reader), an agent's
+// client as it is.
+func preparedOpener(k readerKey) readerKey {
+	if sk, ok := k.(*keys.SecretKey); ok {
+		return keys.NewReader(sk)
+	}
+	return k
+}
+
 // readSecretKey is loadSecretKey for the commands that need only the key.
 func readSecretKey(e *env, k keyOptions) (*keys.SecretKey, error) {
 	sk, _, err := loadSecretKey(e, k)

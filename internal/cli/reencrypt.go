@@ -174,13 +174,7 @@ func reencryptTo(e *env, o *reencryptOptions, f *reencrypt.File, in *input, src 
 // writes them. Objects into a prefix of their store are composed by the
 // server, as rekeyObject does.
 func reencryptFolder(e *env, r *reencryptOptions) error {
-	items, err := batchItems(e, e.args, r.scale, isC4gh, func(s source) (batchItem, bool) {
-		it := batchItem{in: s.In, err: s.Err}
-		if it.err == nil {
-			it.out, it.err = inFolder(r.Output, s.Rel)
-		}
-		return it, true
-	})
+	items, err := batchItems(e, e.args, r.scale, isC4gh, intoFolder(r.Output))
 	if err != nil {
 		return err
 	}

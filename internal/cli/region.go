@@ -325,11 +325,11 @@ func spliceRegion(e *env, o *spliceOptions, recipients []keys.PublicKey) error {
 	if err != nil {
 		return err
 	}
-	sk, err := readHolderKey(e, o.keyOptions)
+	sk, done, err := o.secretKey(e)
 	if err != nil {
 		return err
 	}
-	defer sk.Zero()
+	defer done()
 	rp, err := e.planRegions(&o.region, inputPathOrStdin(o.Input), file, size, sk, &c4gh.DecryptOptions{})
 	if err != nil {
 		return err

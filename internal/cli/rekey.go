@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -57,7 +59,7 @@ func rekeyObject(e *env, r *reencryptOptions, f *reencrypt.File, o *objstore.Obj
 	}
 	defer sk.Zero()
 	err = e.interruptible(loc.String(), func(ctx context.Context) error {
-		_, err := rekey(ctx, e, r, sk, f, o, loc, recipients, r.Force)
+		_, _, err := rekey(ctx, e, r, sk, f, o, loc, recipients, r.Force)
 		return err
 	})
 	if errors.Is(err, errNothingToDo) {
@@ -72,32 +74,56 @@ func rekeyObject(e *env, r *reencryptOptions, f *reencrypt.File, o *objstore.Obj
 // rekey composes the object at dest from a new header for recipients and
 // the body of o.
 // It returns the size of the new object.
-func rekey(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, f *reencrypt.File, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (int64, error) {
+func rekey(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, f *reencrypt.File, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (size int64, sum string, err error) {
 	if !force && o.Location() == dest {
-		return 0, withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
+		return 0, "", withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
 	}
 	inPlace := o.Location() == dest
 	if err := rekeyFile(r, f, sk, recipients, inPlace, e.warnf); err != nil {
-		return o.Size(), err // errNothingToDo too: the caller says so
+		return o.Size(), "", err // errNothingToDo too: the caller says so
 	}
 	// The body is copied by the server, unread: its last segment is
 	// authenticated first (one ranged GET), as for a file.
 	hs := f.HeaderSize()
 	if err := f.CheckLastSegment(o, hs, o.Size()-hs); err != nil {
-		return 0, bodyError(err, hs, o.Size())
+		return 0, "", bodyError(err, hs, o.Size())
 	}
 	hb := f.Header()
-	size := int64(len(hb)) + o.Size() - hs
+	size = int64(len(hb)) + o.Size() - hs
+	if inPlace && r.scale.Journal != "" {
+		// The journal records the sum of what is written, for
+		// --verify-journal: the body is read once for it, before the
+		// object it comes from is replaced.
+		if sum, err = composedSum(e, hb, o, hs); err != nil {
+			return 0, "", err
+		}
+	}
 	parts := []objstore.Part{objstore.Bytes(hb), objstore.Range(o, hs, o.Size()-hs)}
 	if err := e.compose(ctx, dest, parts, force); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if inPlace && !r.Add {
 		// Packets were removed or replaced: the previous version, where
 		// a bucket keeps it, still opens with them.
-		return size, e.previousVersion(ctx, o, r.DeletePreviousVersion, "the packets it replaced")
+		return size, sum, e.previousVersion(ctx, o, r.DeletePreviousVersion, "the packets it replaced")
 	}
-	return size, nil
+	return size, sum, nil
+}
+
+// composedSum is the sha256 (hex) of the header hb followed by the body
+// of o, which starts at bodyStart.
+func composedSum(e *env, hb []byte, o *objstore.Object, bodyStart int64) (string, error) {
+	h := sha256.New()
+	h.Write(hb)
+	rd, err := o.NewReader(bodyStart, o.Size()-bodyStart, e.readerOptions())
+	if err != nil {
+		return "", err
+	}
+	defer rd.Close()
+	if _, err := rd.WriteTo(h); err != nil {
+		return "", fmt.Errorf("failed to read the body: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // previousVersion deals with the version of o that an in-place rewrite
@@ -296,8 +322,8 @@ func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, 
 			return out, err
 		}
 	}
-	size, err := rekey(ctx, e, r, sk, f, o, loc, recipients, force)
-	out.BytesOut = size
+	size, sum, err := rekey(ctx, e, r, sk, f, o, loc, recipients, force)
+	out.BytesOut, out.OutSHA256, out.CryptSHA256 = size, sum, sum
 	return out, err
 }
 
@@ -327,15 +353,14 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 	} else if out, err = e.openDest(dest, o.Size()+headerRoom, outfile.Options{Force: so.Force, Binary: true, Mode: outfile.ModePublic}); err != nil {
 		return err
 	}
-	sk, err := readHolderKey(e, so.keyOptions)
-	if err != nil {
+	var done func()
+	if opts.Reader, done, err = so.secretKey(e); err != nil {
 		if out != nil {
 			out.Abort()
 		}
 		return err
 	}
-	defer sk.Zero()
-	opts.Reader = sk
+	defer done()
 	hs := f.HeaderSize()
 	runs, err := f.Splice(o.Size()-hs, opts)
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,9 +144,9 @@ func notC4gh(key string) bool { return !isC4gh(key) }
 // output folder dir ("" for none); inputs that end in .c4gh already are
 // skipped, with a warning.
 func encryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batchList, error) {
-	return batchItems(e, files, s, notC4gh, func(src source) (batchItem, bool) {
+	return batchItems(e, files, s, notC4gh, func(src source, warn bool) (batchItem, bool) {
 		it, ok := encryptItem(dir, src)
-		if !ok {
+		if !ok && warn {
 			e.warnf("%s already ends in %s: skipped (use -i and -o to encrypt it again)", quoteName(src.In), c4ghSuffix)
 		}
 		return it, ok
@@ -155,31 +156,85 @@ func encryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batc
 // decryptBatchItems maps each FILE.c4gh to FILE, beside it or in the
 // output folder.
 func decryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batchList, error) {
-	return batchItems(e, files, s, isC4gh, func(src source) (batchItem, bool) { return decryptItem(dir, src), true })
+	return batchItems(e, files, s, isC4gh, func(src source, _ bool) (batchItem, bool) { return decryptItem(dir, src), true })
 }
 
-// batchItems maps the sources of a batch to items with item: a stream of
-// them when they are listed as the batch runs, else all of them, checked
-// with checkDistinct.
-func batchItems(e *env, files []string, s scaleOptions, keep func(string) bool, item func(source) (batchItem, bool)) (batchList, error) {
-	seq := func(yield func(batchItem) bool) {
-		for src := range e.sources(files, s, keep) {
-			if it, ok := item(src); ok && !yield(it) {
-				return
+// batchItems maps the sources of a batch to items with item (warn: say
+// why a source is skipped): a stream of them when they are listed as the
+// batch runs, else all of them, checked with checkDistinct.
+//
+// In a stream, two inputs with one output are refused: those of a list
+// file before the batch starts (the list is read once for it, its
+// prefixes not listed), the others as they come, the second failing.
+// The objects of a prefix that is the only input need no check: their
+// keys, hence their outputs, differ.
+func batchItems(e *env, files []string, s scaleOptions, keep func(string) bool, item func(src source, warn bool) (batchItem, bool)) (batchList, error) {
+	items := func(in batch.Inputs, warn bool) iter.Seq[batchItem] {
+		return func(yield func(batchItem) bool) {
+			for src := range in.All() {
+				if it, ok := item(src, warn); ok && !yield(it) {
+					return
+				}
 			}
 		}
 	}
+	seq := items(e.inputs(files, s, keep), true)
 	if streamed(files, s) {
-		return batchList{stream: seq}, nil
+		if s.FilesFrom == "" && len(files) == 1 {
+			return batchList{stream: seq}, nil // one prefix
+		}
+		if fi, err := os.Stat(s.FilesFrom); s.FilesFrom != "-" && err == nil && fi.Mode().IsRegular() {
+			in := e.inputs(files, s, keep)
+			in.Objects = nil
+			outs := outputSet{}
+			for it := range items(in, false) {
+				if err := outs.add(it); err != nil {
+					return batchList{}, err
+				}
+			}
+		}
+		outs := outputSet{}
+		return batchList{stream: func(yield func(batchItem) bool) {
+			for it := range seq {
+				if it.err == nil {
+					it.err = outs.add(it)
+				}
+				if !yield(it) {
+					return
+				}
+			}
+		}}, nil
 	}
-	var items []batchItem
+	var all []batchItem
 	for it := range seq {
-		items = append(items, it)
+		all = append(all, it)
 	}
-	if len(items) == 0 {
+	if len(all) == 0 {
 		return batchList{}, usagef("nothing to %s", e.command)
 	}
-	return batchList{all: items}, checkDistinct(items)
+	return batchList{all: all}, checkDistinct(all)
+}
+
+// outputSet is the outputs of a stream of items, by place, each with the
+// input written there.
+type outputSet map[string]string
+
+// add refuses the item it when another input is written to its output.
+func (s outputSet) add(it batchItem) error {
+	if it.err != nil {
+		return nil
+	}
+	place := it.out
+	if !objstore.IsURL(place) {
+		if abs, err := filepath.Abs(place); err == nil {
+			place = abs
+		}
+	}
+	if prev, ok := s[place]; ok {
+		return usagef("%s and %s would both be written to %s", quoteName(prev), quoteName(it.in), quoteName(it.out))
+	}
+	s[place] = it.in
+	return nil
 }
 
 // openBatchInput opens the input of one file of a batch, with messages
@@ -210,29 +265,42 @@ func (e *env) openBatchInput(name string) (*input, error) {
 // local folder it goes in when it is missing (for the objects of a
 // prefix).
 func openBatchOutput(e *env, dir, name string, size int64, opts outfile.Options) (*outfile.Output, error) {
-	below := isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name)
+	below, err := makeOutputFolder(dir, name, opts.Mode)
+	if err != nil {
+		return nil, err
+	}
 	if below {
-		// Checked before the folders are made; the output is then made
-		// in its folder opened without following links.
-		if err := outfile.CheckBelow(dir, name); err != nil {
-			return nil, err
-		}
 		opts.Beneath = dir
+	}
+	return e.openDest(name, size, opts)
+}
+
+// makeOutputFolder makes the local folder of the output name of a batch
+// when it is missing (for the objects of a prefix), with no link below
+// the output folder dir; below says that name is in dir, where the output
+// is then made in its folder opened without following links.
+func makeOutputFolder(dir, name string, mode os.FileMode) (below bool, err error) {
+	below = isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name)
+	if below {
+		// Checked before the folders are made.
+		if err := outfile.CheckBelow(dir, name); err != nil {
+			return false, err
+		}
 	}
 	if !objstore.IsURL(name) {
 		if folder := filepath.Dir(name); folder != "." {
 			if _, err := os.Stat(folder); errors.Is(err, os.ErrNotExist) {
 				perm := os.FileMode(0o777)
-				if opts.Mode == outfile.ModeSecret {
+				if mode == outfile.ModeSecret {
 					perm = 0o700
 				}
 				if err := mkdirAll(dir, folder, below, perm); err != nil {
-					return nil, fmt.Errorf("failed to make folder %s: %w", quoteName(folder), pathErr(err))
+					return false, fmt.Errorf("failed to make folder %s: %w", quoteName(folder), pathErr(err))
 				}
 			}
 		}
 	}
-	return e.openDest(name, size, opts)
+	return below, nil
 }
 
 // mkdirAll makes folder and its parents; below the output folder dir

@@ -26,7 +26,8 @@ const scaleHelp = "\n\n" +
 	"(as given or listed) is I modulo N. --journal FILE records each input done\n" +
 	"(JSON lines, fsynced) and skips, when run again, those whose output is still\n" +
 	"there with its size (and sha256, with --verify-journal). --json prints one\n" +
-	"JSON object a line per input, and a summary, on stdout."
+	"JSON object a line per input, and a summary, on stdout. Two inputs that\n" +
+	"would be written to one output are refused (exit 2)."
 
 // scaleOptions are the flags of a batch that runs at archive scale.
 type scaleOptions struct {

@@ -26,43 +26,65 @@ type spliceOptions struct {
 	// delete the version that was cut.
 	DeletePreviousVersion bool
 	Quiet                 bool
+	scale                 scaleOptions
+	// key is the secret key of a batch, read once for all its files.
+	key holderKey
+}
+
+// secretKey is the secret key of --sk: the batch's, or read for this run.
+// The caller calls done once it no longer needs it.
+func (o *spliceOptions) secretKey(e *env) (sk holderKey, done func(), err error) {
+	if o.key != nil {
+		return o.key, func() {}, nil
+	}
+	if sk, err = readHolderKey(e, o.keyOptions); err != nil {
+		return nil, nil, err
+	}
+	return sk, sk.Zero, nil
 }
 
 // flags are the flags that rearrange and splice share, around theirs.
 func (o *spliceOptions) flags(own ...cli.Flag) []cli.Flag {
 	return slices.Concat([]cli.Flag{skFlag(&o.SK)}, own, []cli.Flag{passphraseFileFlag(&o.PassphraseFile)},
-		o.streamOptions.flags(), []cli.Flag{quietFlag(&o.Quiet, false)}, o.store.flags())
+		o.streamOptions.flags(), []cli.Flag{quietFlag(&o.Quiet, false)}, o.scale.flags(true), o.store.flags())
 }
 
 func rearrangeCommand(e *env) command {
 	o := &spliceOptions{}
 	return command{Command: &cli.Command{
-		Name:  "rearrange",
-		Usage: "keep one range of a file, for your own key, without decrypting the body",
+		Name:      "rearrange",
+		ArgsUsage: "[FILE.c4gh…]",
+		Usage:     "keep one range of a file, for your own key, without decrypting the body",
 		Description: "Writes a file that stands for bytes [START, END) of the input: a header with the\n" +
 			"data keys and (unless the range is whole segments) an edit list, encrypted for\n" +
 			"the public key of --sk, and the segments that the range touches, copied\n" +
 			"unchanged. From a pipe, the segments before the range are read and dropped,\n" +
 			"the others held in a temporary file. Without --sk, inside crypt4gh agent, the\n" +
-			"agent's key is --sk: the agent seals the packets." + spliceObjectsHelp,
+			"agent's key is --sk: the agent seals the packets." + spliceObjectsHelp + spliceBatchHelp,
 		Flags: o.flags(rangeFlag(&o.Range, "the bytes to keep: `START-END` (END excluded) or START (required)"), deletePreviousFlag(&o.DeletePreviousVersion)),
 		Action: func(c *cli.Context) error {
 			if o.Range == "" {
 				return usagef("no range: use --range START-END or --range START")
 			}
-			return splice(e.start(c, o.Quiet, &o.store), o, []string{o.Range}, nil)
+			return o.run(e.start(c, o.Quiet, &o.store), func(e *env, o *spliceOptions) error {
+				return splice(e, o, []string{o.Range}, nil)
+			})
 		},
 	}, page: page{
-		env:      withAWS(secretKeyEnv, passphraseEnv),
-		examples: []string{"crypt4gh rearrange --sk me.sec --range 70000-140000 -i f.c4gh -o part.c4gh"},
+		env: withAWS(secretKeyEnv, passphraseEnv),
+		examples: []string{
+			"crypt4gh rearrange --sk me.sec --range 70000-140000 -i f.c4gh -o part.c4gh",
+			"crypt4gh rearrange --sk me.sec --range 0-65536 -o heads/ --files-from list --journal j",
+		},
 	}}
 }
 
 func spliceCommand(e *env) command {
 	o := &spliceOptions{}
 	return command{Command: &cli.Command{
-		Name:  "splice",
-		Usage: "keep several ranges of a file in one output, for new recipients, without decrypting the body",
+		Name:      "splice",
+		ArgsUsage: "[FILE.c4gh…]",
+		Usage:     "keep several ranges of a file in one output, for new recipients, without decrypting the body",
 		Description: "Like rearrange, for several ranges at once: the output stands for the ranges\n" +
 			"in increasing order, overlapping or adjacent ranges merged. The header is\n" +
 			"for the --recipient_pk keys, or for the public key of --sk when none is given\n" +
@@ -70,7 +92,7 @@ func spliceCommand(e *env) command {
 			"With --region (BAM, CRAM, VCF.gz, BCF; see decrypt), the output holds the\n" +
 			"file's header, the regions' records and its end marker: the segments that\n" +
 			"hold them copied as they are, the blocks cut at a region's edge compressed\n" +
-			"again in new segments, so that the recipient decrypts a valid file." + spliceObjectsHelp,
+			"again in new segments, so that the recipient decrypts a valid file." + spliceObjectsHelp + spliceBatchHelp,
 		Flags: o.flags(slices.Concat([]cli.Flag{
 			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (repeatable; or --region)", Destination: &o.Ranges},
 		}, o.region.flags(), []cli.Flag{
@@ -86,11 +108,11 @@ func spliceCommand(e *env) command {
 			case o.region.given() && len(o.Ranges.Value()) > 0:
 				return usagef("--range and --region cannot be used together")
 			case o.region.given():
-				return spliceRegions(e, o)
+				return o.run(e, spliceRegions)
 			case len(o.Ranges.Value()) == 0:
 				return usagef("no range: use --range START-END or --range START (repeatable), or --region")
 			}
-			return splice(e, o, o.Ranges.Value(), o.Recipients.Value())
+			return o.run(e, func(e *env, o *spliceOptions) error { return splice(e, o, o.Ranges.Value(), o.Recipients.Value()) })
 		},
 	}, page: page{
 		env: withAWS(secretKeyEnv, passphraseEnv),
@@ -101,11 +123,21 @@ func spliceCommand(e *env) command {
 	}}
 }
 
+// run runs one of rearrange and splice: on -i and -o, or on each FILE
+// argument (and --files-from) into the folder -o.
+func (o *spliceOptions) run(e *env, one func(*env, *spliceOptions) error) error {
+	files, err := batchArgs(e, o.streamOptions, o.scale)
+	if err != nil {
+		return err
+	}
+	if files != nil || o.scale.batch() {
+		return spliceBatch(e, o, files, one)
+	}
+	return one(e, o)
+}
+
 // spliceRegions is splice --region: see spliceRegion.
 func spliceRegions(e *env, o *spliceOptions) error {
-	if len(e.args) > 0 {
-		return usagef("unexpected argument %q (use -i for the input file)", e.args[0])
-	}
 	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {
 		return err
 	}
@@ -117,9 +149,6 @@ func spliceRegions(e *env, o *spliceOptions) error {
 }
 
 func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error {
-	if len(e.args) > 0 {
-		return usagef("unexpected argument %q (use -i for the input file)", e.args[0])
-	}
 	var ranges []edit.Range
 	for _, s := range rangeArgs {
 		r, err := edit.ParseRange(s)
@@ -148,12 +177,12 @@ func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error 
 	if err != nil {
 		return err
 	}
-	sk, err := readHolderKey(e, o.keyOptions)
+	sk, done, err := o.secretKey(e)
 	if err != nil {
 		out.Abort()
 		return err
 	}
-	defer sk.Zero()
+	defer done()
 	opts := reencrypt.SpliceOptions{Reader: sk, Recipients: recipients, Ranges: ranges}
 	if !in.regular() {
 		// From a pipe, as the reference tool does: the segments before

@@ -121,9 +121,10 @@ func verify(e *env, o *verifyOptions) error {
 		// One line per file: the hint, if any, follows the summary.
 		report(e.stderr, fmt.Errorf("%s: %s", inputName(it.In), err))
 	}
+	opener := preparedOpener(sk)
 	r.Do = func(it batch.Item, _ bool, _ func() error) batch.Outcome {
 		sums := newFileSums(o.Checksum || o.scale.JSON)
-		id, err := verifyFile(e, o, it.In, sk, sender, jobs, sums)
+		id, err := verifyFile(e, o, it.In, opener, sender, jobs, sums)
 		out := batch.Outcome{Err: err, BytesRead: id.Size, SourceSize: id.Size, ETag: id.ETag, SourceMtime: id.ModTime}
 		if err == nil {
 			out.Text = verifyText(e, o, it.In, sums)
