@@ -59,7 +59,8 @@ type FileOptions struct {
 // while packets of other keys are kept: a recipient who holds one of those
 // may be left two edit lists, and no reader opens a file with two (see
 // [OthersMayHoldEditList]). For a new output without Add the rekey goes
-// on, and [File.Warning] returns it.
+// on, and [File.Warning] returns it. Add that finds nothing to add is not
+// refused: it adds no packet.
 var ErrTwoEditLists = errkind.New(errkind.Usage, "a recipient may be left two edit lists")
 
 // ErrLocksOut is returned by [File.Rekey] in place, without DropSelf, when
@@ -73,21 +74,25 @@ var ErrLocksOut = errkind.New(errkind.Usage, "the result would no longer open wi
 // otherwise as Rekey does.
 func (f *File) Rekey(reader keys.Holder, opts FileOptions) error {
 	f.reader, f.new, f.warning = reader, nil, nil
+	refuse := false
 	if !opts.Trim {
 		if risky, err := OthersMayHoldEditList(f.old, reader); err == nil && risky {
-			if opts.InPlace || opts.Add {
-				return ErrTwoEditLists
+			refuse = opts.InPlace || opts.Add
+			if !refuse {
+				f.warning = ErrTwoEditLists
 			}
-			f.warning = ErrTwoEditLists
 		}
 	}
 	nh, err := Rekey(f.old, reader, opts.RekeyOptions)
 	switch {
 	case errors.Is(err, ErrNothingToAdd) && !opts.InPlace:
+		// No packet is added: nobody is left a second edit list.
 		f.new = f.old
 		return nil
 	case err != nil:
 		return err
+	case refuse:
+		return ErrTwoEditLists
 	}
 	if opts.InPlace && !opts.DropSelf && !opens(nh, reader) {
 		return ErrLocksOut

@@ -141,3 +141,19 @@ func TestFileCheckLastSegment(t *testing.T) {
 		t.Errorf("whole file: %v", err)
 	}
 }
+
+// TestFileRekeyAddNothingWithEditList: Add that finds nothing to add
+// writes no packet, so it leaves nobody a second edit list: in place it
+// is ErrNothingToAdd (the command's "nothing to do", exit 0), for a new
+// output the file is copied as it is, not refused as ErrTwoEditLists.
+func TestFileRekeyAddNothingWithEditList(t *testing.T) {
+	writer, alice, carol := newKey(t), newKey(t), newKey(t)
+	file := encrypt(t, plaintext(seg+10, 23), []uint64{5, 1000}, writer, alice.Public(), carol.Public())
+	add := reencrypt.RekeyOptions{Recipients: []keys.PublicKey{alice.Public()}, Add: true}
+	if _, _, err := rekeyFile(t, file, alice, reencrypt.FileOptions{RekeyOptions: add, InPlace: true}); !errors.Is(err, reencrypt.ErrNothingToAdd) {
+		t.Errorf("in place, nothing to add: %v, want ErrNothingToAdd", err)
+	}
+	if f, out, err := rekeyFile(t, file, alice, reencrypt.FileOptions{RekeyOptions: add}); err != nil || f.Warning() != nil || !bytes.Equal(out, file) {
+		t.Errorf("new output, nothing to add: %v (warning %v); the file should be copied as it is", err, f.Warning())
+	}
+}

@@ -69,10 +69,10 @@ func readBlock(src io.ReaderAt, size, off int64) (block, error) {
 }
 
 // readBlockPrefix reads the BGZF block at off of src, a file of size
-// bytes, and decompresses at most its first limit bytes: the end of a
-// region wants only the start of its last block. The CRC is checked when
-// the whole block is decompressed; a prefix has none to check against
-// (from a Crypt4GH file the bytes were authenticated anyway).
+// bytes, and returns at most its first limit bytes: the end of a region
+// wants only the start of its last block. The rest is decompressed too,
+// but not kept: the CRC covers the whole block, and a block damaged
+// before it was encrypted is authenticated by Crypt4GH all the same.
 func readBlockPrefix(src io.ReaderAt, size, off int64, limit int) (block, error) {
 	if off < 0 || off >= size {
 		return block{}, fmt.Errorf("no BGZF block at offset %d of %d bytes", off, size)
@@ -100,36 +100,43 @@ func readBlockPrefix(src io.ReaderAt, size, off int64, limit int) (block, error)
 		return block{}, err
 	}
 	isize := binary.LittleEndian.Uint32(raw[n-4:])
-	data, err := inflate(raw[12+xlen:n-8], isize, limit)
+	data, sum, err := inflate(raw[12+xlen:n-8], isize, limit)
 	if err != nil {
 		return block{}, fmt.Errorf("offset %d: %w", off, err)
 	}
-	if len(data) == int(isize) && crc32.ChecksumIEEE(data) != binary.LittleEndian.Uint32(raw[n-8:]) {
+	if sum != binary.LittleEndian.Uint32(raw[n-8:]) {
 		return block{}, fmt.Errorf("offset %d: BGZF block fails its CRC", off)
 	}
 	return block{off: off, size: n, data: data}, nil
 }
 
 // inflate decompresses a raw deflate stream that must hold isize bytes,
-// or only its first limit bytes when there are more.
-func inflate(comp []byte, isize uint32, limit int) ([]byte, error) {
+// and returns its first limit bytes (all when there are fewer) and the
+// CRC-32 of all of them.
+func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 	if isize > maxBlock {
-		return nil, fmt.Errorf("BGZF block of %d bytes", isize)
+		return nil, 0, fmt.Errorf("BGZF block of %d bytes", isize)
 	}
 	out := make([]byte, min(int(isize), max(limit, 0)))
 	fr := inflaters.Get().(io.ReadCloser)
 	defer inflaters.Put(fr)
 	fr.(flate.Resetter).Reset(bytes.NewReader(comp), nil)
 	if _, err := io.ReadFull(fr, out); err != nil {
-		return nil, fmt.Errorf("bad BGZF block: %w", err)
+		return nil, 0, fmt.Errorf("bad BGZF block: %w", err)
 	}
-	if len(out) < int(isize) {
-		return out, nil
+	sum := crc32.NewIEEE()
+	sum.Write(out)
+	// The rest, for the CRC only; one byte more than it should hold
+	// shows a block longer than its size.
+	if n, err := io.CopyN(sum, fr, int64(isize)-int64(len(out))+1); err != io.EOF {
+		if err == nil {
+			err = errors.New("longer than its size")
+		}
+		return nil, 0, fmt.Errorf("bad BGZF block: %w", err)
+	} else if n != int64(isize)-int64(len(out)) {
+		return nil, 0, fmt.Errorf("bad BGZF block: %w", io.ErrUnexpectedEOF)
 	}
-	if n, _ := fr.Read(make([]byte, 1)); n != 0 {
-		return nil, errors.New("bad BGZF block: longer than its size")
-	}
-	return out, nil
+	return out, sum.Sum32(), nil
 }
 
 // compressBlocks returns data as BGZF blocks of at most blockPayload bytes

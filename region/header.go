@@ -67,8 +67,8 @@ func Detect(src io.ReaderAt, size int64) (Format, error) {
 		return 0, ErrFormat
 	}
 	b, err := readBlock(src, size, 0)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrFormat, err)
+	if err != nil { // BGZF, damaged
+		return 0, fmt.Errorf("%w: %v", ErrData, err)
 	}
 	switch d := b.data; {
 	case bytes.HasPrefix(d, []byte("BAM\x01")):

@@ -443,3 +443,85 @@ func TestRegionErrors(t *testing.T) {
 		t.Errorf("from stdin: exit %d, %q", code, errOut.String())
 	}
 }
+
+// TestRegionDamagedBlock: a BGZF block of the plaintext whose CRC does not
+// match (damaged before it was encrypted, so Crypt4GH authenticates it)
+// fails decrypt and splice --region with exit 4 and no output when the
+// command decompresses it: the file's first block (its header), and the
+// region's last edge block, of which only the start is used.
+func TestRegionDamagedBlock(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	// Reads every 25 bases, so that a region's edges cut blocks.
+	r := rand.New(rand.NewPCG(5, 6))
+	var sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000000\n")
+	seq := make([]byte, 100)
+	for i := range 40000 {
+		for j := range seq {
+			seq[j] = "ACGT"[r.IntN(4)]
+		}
+		fmt.Fprintf(&sam, "r%d\t0\tchr1\t%d\t60\t100M\t*\t0\t0\t%s\t%s\n", i, 1+25*i, seq, strings.Repeat("I", 100))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "reads.sam"), []byte(sam.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tool(t, dir, "samtools", "view", "-b", "-o", "reads.bam", "reads.sam")
+	tool(t, dir, "samtools", "index", "reads.bam")
+	if err := os.Rename(filepath.Join(dir, "reads.bam.bai"), filepath.Join(dir, "bad.bam.bai")); err != nil {
+		t.Fatal(err) // the index of the undamaged file serves the damaged ones
+	}
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	const region = "chr1:400000-500000"
+	orig, err := os.ReadFile(filepath.Join(dir, "reads.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last edge block starts where the last copy of the plan (before
+	// the end-of-file marker's) ends.
+	if err := os.WriteFile(filepath.Join(dir, "bad.bam"), orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "bad.bam", "-o", "bad.bam.c4gh")
+	var plan struct {
+		Pieces []struct {
+			Kind string
+			End  int
+		}
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "inspect", "--sk", "me.sec", "--region", region, "--json", "bad.bam.c4gh")), &plan); err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for i, p := range plan.Pieces[:len(plan.Pieces)-1] {
+		if p.Kind == "copy" && i+1 < len(plan.Pieces)-1 && plan.Pieces[i+1].Kind == "new" {
+			last = p.End
+		}
+	}
+	if last <= 0 {
+		t.Fatalf("no last edge block in the plan %+v", plan)
+	}
+	for _, at := range []int{0, last} {
+		bad := bytes.Clone(orig)
+		size := int(orig[at+16]) | int(orig[at+17])<<8 + 1
+		bad[at+size-8] ^= 0x55 // the CRC32
+		if err := os.WriteFile(filepath.Join(dir, "bad.bam"), bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, dir, "encrypt", "--force", "--recipient_pk", "me.pub", "-i", "bad.bam", "-o", "bad.bam.c4gh")
+		for _, args := range [][]string{
+			{"decrypt", "--sk", "me.sec"},
+			{"splice", "--sk", "me.sec", "--recipient_pk", "me.pub"},
+		} {
+			args = append(args, "--region", region, "-i", "bad.bam.c4gh", "-o", "out")
+			if code, _, stderr := runIn(t, dir, args...); code != 4 || !strings.Contains(stderr, "CRC") {
+				t.Errorf("%s, CRC of the block at %d damaged: exit %d, %q; want 4", args[0], at, code, stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+				t.Errorf("%s: an output was left", args[0])
+				os.Remove(filepath.Join(dir, "out"))
+			}
+		}
+	}
+}
