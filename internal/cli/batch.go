@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"iter"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -258,33 +257,15 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 	report := r.Report
 	r.Report = func(it batch.Item, err error) { prog.Print(func() { report(it, err) }) }
 	var (
-		mu      sync.Mutex // guards names, written and outs
+		mu      sync.Mutex // guards names and written
 		names   []string
 		written int
-		// outs is the input of each output of a stream of items: a list
-		// is not checked before it runs, and with --force a second input
-		// of one name would replace the first. The outputs are all made
-		// in one folder or prefix, so the same name is the same output.
-		outs = map[string]string{}
 	)
 	r.Do = func(it batch.Item, resume bool, begin func() error) batch.Outcome {
 		bi := batchItem{in: it.In, out: it.Out}
 		if list.stream != nil {
 			if err := distinct(bi); err != nil {
 				return batch.Outcome{Err: err}
-			}
-			key := it.Out
-			if !objstore.IsURL(key) {
-				key = filepath.Clean(key)
-			}
-			mu.Lock()
-			prev, dup := outs[key]
-			if !dup {
-				outs[key] = it.In
-			}
-			mu.Unlock()
-			if dup {
-				return batch.Outcome{Err: usagef("%s and %s would both be written to %s", quoteName(prev), quoteName(it.In), quoteName(it.Out))}
 			}
 		}
 		var o batch.Outcome
