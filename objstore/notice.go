@@ -32,22 +32,30 @@ func newNotifier(notice func(string), idle time.Duration, attempts int) *notifie
 }
 
 // watch starts the wait of a request to host; the caller calls the
-// function it returns once an answer (or an error) came.
+// function it returns once an answer (or an error) came. Once stop has
+// returned, no notice of this request is being given: one that had begun
+// is finished, so that nothing is written after the command is done.
 func (n *notifier) watch(host string) (stop func()) {
 	if n == nil {
 		return func() {}
 	}
 	after := noAnswerAfter(n.idle)
+	told := make(chan struct{})
 	t := time.AfterFunc(after, func() {
+		defer close(told)
 		n.mu.Lock()
-		told := n.told[host]
+		already := n.told[host]
 		n.told[host] = true
 		n.mu.Unlock()
-		if !told {
+		if !already {
 			n.notice(noAnswerMessage(host, after, n.idle, n.attempts))
 		}
 	})
-	return func() { t.Stop() }
+	return func() {
+		if !t.Stop() {
+			<-told
+		}
+	}
 }
 
 func noAnswerMessage(host string, after, idle time.Duration, attempts int) string {
