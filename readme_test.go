@@ -216,9 +216,9 @@ func TestScaleTestsInCI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^C4GH_TEST_SCALE=full go test .*-run '\^\(([A-Za-z0-9|]+)\)\$'`).FindSubmatch(ci)
-	if m == nil {
-		t.Fatal(".ci/run has no full-scale run (C4GH_TEST_SCALE=full go test … -run '^(…)$')")
+	m := regexp.MustCompile(`(?m)^scale='\^\(([A-Za-z0-9|]+)\)\$'$`).FindSubmatch(ci)
+	if m == nil || !regexp.MustCompile(`(?m)^C4GH_TEST_SCALE=full go test .*-run "\$scale"`).Match(ci) {
+		t.Fatal(`.ci/run has no full-scale run (scale='^(…)$', then C4GH_TEST_SCALE=full go test … -run "$scale")`)
 	}
 	listed := strings.Split(string(m[1]), "|")
 	fn := regexp.MustCompile(`^func (Test\w+)\(`)

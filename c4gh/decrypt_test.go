@@ -55,13 +55,13 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// TestReaderAtReadsOnlyTouchedSegments reads 1 MiB from the middle of a
-// 64 MiB file through NewReaderAt over a counting io.ReaderAt: it may read
+// TestReaderAtReadsOnlyTouchedSegments reads 1 MiB from the middle of an
+// 8 MiB file through NewReaderAt over a counting io.ReaderAt: it may read
 // the header, the segments the range touches and at most one segment of
 // read-ahead, nothing else.
 func TestReaderAtReadsOnlyTouchedSegments(t *testing.T) {
 	sk := testKey(t)
-	pt := plaintext(64 << 20)
+	pt := plaintext(8 << 20)
 	file := encryptFor(t, sk, pt)
 	src := &countingReaderAt{r: bytes.NewReader(file)}
 	r, err := NewReaderAt(src, int64(len(file)), sk, nil)
@@ -72,7 +72,7 @@ func TestReaderAtReadsOnlyTouchedSegments(t *testing.T) {
 	if r.Size() != int64(len(pt)) {
 		t.Fatalf("Size %d, want %d", r.Size(), len(pt))
 	}
-	const start, n = 30<<20 + 12345, 1 << 20
+	const start, n = 3<<20 + 12345, 1 << 20
 	got := make([]byte, n)
 	if _, err := io.ReadFull(io.NewSectionReader(r, start, n), got); err != nil {
 		t.Fatal(err)
