@@ -138,8 +138,8 @@ func mountAction(e *env, o *mountOptions) error {
 // holds its P; with none left idle, the runtime's monitor takes them back
 // every 20 µs and wakes threads that find nothing to do. For cold random
 // reads on a 2-CPU machine that cost the mount a tenth of its CPU time
-// (perf stat, six pairs in turns: 5 times the futex calls, 2 to 3 times
-// the monitor's sleeps; docs/performance.md). Decrypting still runs on
+// (perf stat, six pairs in turns: 4 to 9 times the futex calls, 1.5 to
+// 3 times the monitor's sleeps; docs/performance.md). Decrypting still runs on
 // as many goroutines as there were Ps at the mount (mount sizes its
 // pools then). A GOMAXPROCS that the user set is left alone.
 func spareProcs() {
