@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -75,9 +74,9 @@ type workers struct {
 	wg   sync.WaitGroup
 }
 
-func newWorkers() *workers {
+func newWorkers(n int) *workers {
 	w := &workers{jobs: make(chan *raBlock, raBudget), quit: make(chan struct{})}
-	for range runtime.GOMAXPROCS(0) {
+	for range n {
 		w.wg.Go(w.run)
 	}
 	return w

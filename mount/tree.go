@@ -46,6 +46,7 @@ type tree struct {
 	raBudget atomic.Int64 // blocks that may still be read ahead, all handles together
 	workers  *workers     // decrypt the blocks read ahead
 	raUsed   atomic.Int64 // blocks read ahead that a read used (for the tests)
+	cpus     int          // GOMAXPROCS when mounted: a process that serves the mount may raise it later
 
 	mu     sync.Mutex
 	opened []*file // encrypted files whose header was opened
@@ -64,7 +65,8 @@ func newTree(src Source, key keys.Opener, sender *keys.PublicKey, log io.Writer)
 	}
 	t.budget.Store(maxBlocks)
 	t.raBudget.Store(raBudget)
-	t.workers = newWorkers()
+	t.cpus = runtime.GOMAXPROCS(0)
+	t.workers = newWorkers(t.cpus)
 	return t
 }
 
@@ -475,7 +477,7 @@ func (f *file) readPlain(p []byte, off int64) error {
 // since the kernel waits for each read before it sends the next.
 func (f *file) readBlocks(p []byte, off int64) error {
 	blocks := body.SegmentCount(int64(len(p)))
-	parts := min(int64(runtime.GOMAXPROCS(0)), blocks)
+	parts := min(int64(f.t.cpus), blocks)
 	if parts <= 1 {
 		return f.readFull(p, off)
 	}
