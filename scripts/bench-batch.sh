@@ -16,6 +16,10 @@
 #   journal    the same 10,000 again with a finished --journal: no crypto
 #              work, the stat of each output; s per 1,000 inputs, target <= 1
 #
+# With PREV=REV (a git revision, e.g. PREV=main) the same two rows of that
+# version (built as it was then) take their turns in the same loop, and its
+# ratio is printed beside this one's: a change measured in one run.
+#
 # Every output is committed as always (fsynced, renamed into place), so the
 # small-file rows depend on the disk: TMPDIR=/dev/shm measures the command
 # rather than the disk. It takes about a minute on a 2-core machine and
@@ -23,6 +27,7 @@
 set -euo pipefail
 
 RUNS=${RUNS:-3}
+PREV=${PREV:-}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/c4gh-bench-batch.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -31,6 +36,13 @@ cd "$tmp"
 echo "building in $tmp ..." >&2
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -tags urfave_cli_no_docs -o "$tmp/crypt4gh" .)
 c4gh=$tmp/crypt4gh
+if [[ -n $PREV ]]; then
+	echo "building $PREV ..." >&2
+	mkdir "$tmp/prevsrc"
+	git -C "$root" archive "$PREV" | tar -x -C "$tmp/prevsrc"
+	(cd "$tmp/prevsrc" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -tags urfave_cli_no_docs -o "$tmp/crypt4gh-prev" .)
+	rm -rf "$tmp/prevsrc"
+fi
 "$c4gh" keygen --nocrypt --sk alice.sec --pk alice.pub >/dev/null 2>&1
 
 MiB=$((1 << 20))
@@ -73,16 +85,24 @@ single() { "$c4gh" decrypt --sk alice.sec -i plain.c4gh -o out; }
 batch1k() { "$c4gh" decrypt -q --sk alice.sec -o out.d/ --files-from big.list; }
 batch10k() { "$c4gh" decrypt -q --sk alice.sec -o out.d/ --files-from small.list; }
 journaled() { "$c4gh" decrypt -q --sk alice.sec -o done.d/ --files-from small.list --journal j; }
+# The same commands with the binary of $PREV.
+with_prev() { local c4gh=$tmp/crypt4gh-prev; "$@"; }
+# keep_least VAR T: VAR becomes T when it is empty or larger.
+keep_least() {
+	if [[ -z ${!1} ]] || awk -v a="$2" -v b="${!1}" 'BEGIN { exit !(a < b) }'; then printf -v "$1" %s "$2"; fi
+}
 
 echo "measuring, best of $RUNS ..." >&2
 # The single file and the batch of the same bytes take turns, so that
 # a change of load on a shared machine weighs on both alike.
-t_single= t_1k=
+t_single= t_1k= p_single= p_1k=
 for ((r = 0; r < RUNS; r++)); do
-	t=$(RUNS=1 best single)
-	if [[ -z $t_single ]] || awk -v a="$t" -v b="$t_single" 'BEGIN { exit !(a < b) }'; then t_single=$t; fi
-	t=$(RUNS=1 best batch1k)
-	if [[ -z $t_1k ]] || awk -v a="$t" -v b="$t_1k" 'BEGIN { exit !(a < b) }'; then t_1k=$t; fi
+	keep_least t_single "$(RUNS=1 best single)"
+	keep_least t_1k "$(RUNS=1 best batch1k)"
+	if [[ -n $PREV ]]; then
+		keep_least p_single "$(RUNS=1 best with_prev single)"
+		keep_least p_1k "$(RUNS=1 best with_prev batch1k)"
+	fi
 done
 t_10k=$(best batch10k)
 rm -rf done.d j
@@ -92,5 +112,10 @@ t_journal=$(best journaled)
 printf '%-44s %14s %16s   %s\n' "measure" "value" "ratio" "target"
 printf '%-44s %14s %16s   %s\n' "decrypt 1,000 MiB file -> file" "$(awk -v s="$t_single" 'BEGIN { printf "%.0f MB/s", 1048.576 / s }')" "1" ""
 printf '%-44s %14s %16s   %s\n' "batch decrypt 1,000 x 1 MiB -> DIR/" "$(awk -v s="$t_1k" 'BEGIN { printf "%.0f MB/s", 1048.576 / s }')" "$(awk -v a="$t_single" -v b="$t_1k" 'BEGIN { printf "%.2f of 1 file", a / b }')" ">= 0.80"
+if [[ -n $PREV ]]; then
+	printf '%-44s %14s %16s   %s\n' "  $PREV: decrypt 1,000 MiB file -> file" "$(awk -v s="$p_single" 'BEGIN { printf "%.0f MB/s", 1048.576 / s }')" "1" ""
+	printf '%-44s %14s %16s   %s\n' "  $PREV: batch decrypt 1,000 x 1 MiB" "$(awk -v s="$p_1k" 'BEGIN { printf "%.0f MB/s", 1048.576 / s }')" "$(awk -v a="$p_single" -v b="$p_1k" 'BEGIN { printf "%.2f of 1 file", a / b }')" ""
+	printf '%-44s %14s %16s   %s\n' "  batch 1,000 x 1 MiB, this against $PREV" "" "$(awk -v a="$p_1k" -v b="$t_1k" 'BEGIN { printf "%.2f times", a / b }')" ""
+fi
 printf '%-44s %14s %16s   %s\n' "batch decrypt 10,000 x 1 KB -> DIR/" "$(awk -v s="$t_10k" 'BEGIN { printf "%.0f files/s", 10000 / s }')" "" ">= 1000 files/s"
 printf '%-44s %14s %16s   %s\n' "  the same, finished --journal" "$(awk -v s="$t_journal" 'BEGIN { printf "%.3f s/1,000", s / 10 }')" "" "<= 1 s/1,000"
