@@ -151,13 +151,15 @@ func TestDurableCommit(t *testing.T) {
 	}
 }
 
-// TestDurableBatchJournal traces a batch decrypt into a folder with a
-// journal: each output is fsynced before its rename, and its rename is
+// TestDurableBatchJournal traces a batch decrypt, and a batch rearrange,
+// into a folder with a journal: each output is fsynced before its rename, and its rename is
 // covered by an fsync of the folder that began after it and ended before
 // the journal's line that records the output done was written. The
 // folder's fsyncs may be shared by several outputs (group commit), never
 // skipped: a crash cannot leave a journal entry for an output that is not
-// durable under its name.
+// durable under its name. Every output is made in the folder held open
+// (through /proc/self/fd), so that a link planted below the output folder
+// during the batch changes nothing (see outfile.Options.Beneath).
 func TestDurableBatchJournal(t *testing.T) {
 	t.Parallel()
 	e := newSafetyEnv(t)
@@ -172,14 +174,22 @@ func TestDurableBatchJournal(t *testing.T) {
 		}
 		files = append(files, p)
 	}
+	for _, command := range [][]string{{"decrypt", "--jobs", "2"}, {"rearrange", "--range", "1000-90000"}} {
+		t.Run(command[0], func(t *testing.T) { durableBatch(t, e, strace, files, command) })
+	}
+}
+
+// durableBatch is TestDurableBatchJournal for one command.
+func durableBatch(t *testing.T, e *safetyEnv, strace string, files, command []string) {
 	dir, err := filepath.EvalSymlinks(t.TempDir()) // strace -y names files by their real path
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, journal := filepath.Join(dir, "out"), filepath.Join(dir, "journal")
 	log := filepath.Join(t.TempDir(), "trace")
-	args := append([]string{"-f", "-qq", "-y", "-s", "1000", "-o", log, "-e", "trace=fsync,fdatasync,renameat2,rename,link,linkat,write",
-		e.bin, "decrypt", "-q", "--sk", e.sk, "--jobs", "2", "-o", out + "/", "--journal", journal}, files...)
+	args := append([]string{"-f", "-qq", "-y", "-s", "1000", "-o", log, "-e", "trace=openat,fsync,fdatasync,renameat2,rename,link,linkat,write", e.bin},
+		command...)
+	args = append(append(args, "-q", "--sk", e.sk, "-o", out+"/", "--journal", journal), files...)
 	cmd := exec.Command(strace, args...)
 	cmd.Env = cleanEnv()
 	if msg, err := cmd.CombinedOutput(); err != nil {
@@ -210,6 +220,10 @@ func TestDurableBatchJournal(t *testing.T) {
 		case c.name == "fsync" && filepath.Dir(c.fdPath) == out && strings.Contains(c.fdPath, ".partial-"):
 			base := strings.TrimPrefix(filepath.Base(c.fdPath), ".")
 			of(base[:strings.Index(base, ".partial-")]).fileSynced = c.end
+		case c.name == "openat" && strings.Contains(c.args, ".partial-") && strings.Contains(c.args, "O_CREAT"):
+			if !strings.Contains(c.args, `"/proc/self/fd/`) {
+				t.Errorf("output made by its path, not in the folder held: %s", c.args)
+			}
 		case c.name == "renameat2" && c.ret == "0":
 			// renameat2(AT_FDCWD, "…/.f01.partial-…", AT_FDCWD, "…/f01", …)
 			q := strings.Split(c.args, `"`)
@@ -224,7 +238,7 @@ func TestDurableBatchJournal(t *testing.T) {
 			of(filepath.Base(name)).done = c.start
 		}
 	}
-	if len(byName) != len(files) {
+	if len(byName) != len(files) || len(files) == 0 {
 		t.Fatalf("%d outputs traced, want %d", len(byName), len(files))
 	}
 	for name, ev := range byName {

@@ -47,6 +47,8 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 	}
 	defer closeJournal()
 	r.Workers = c4gh.Jobs(0)
+	folders := &outfile.Folders{}
+	defer folders.Close()
 	sums := o.scale.JSON || o.scale.Journal != ""
 	r.Do = func(it batch.Item, resume bool, begin func() error) batch.Outcome {
 		fail := func(err error) batch.Outcome { return batch.Outcome{Err: err} }
@@ -54,7 +56,8 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 		if it.Out == it.In || local && outfile.SameFile(it.In, it.Out) {
 			return fail(usagef("it would be written to itself (%s)", quoteName(it.Out)))
 		}
-		if _, err := makeOutputFolder(o.Output, it.Out, outfile.ModePublic); err != nil {
+		below, err := makeOutputFolder(o.Output, it.Out, outfile.ModePublic)
+		if err != nil {
 			return fail(err)
 		}
 		src, err := e.identify(it.In)
@@ -76,6 +79,9 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 		}
 		one := *o
 		one.Input, one.Output, one.Force = it.In, it.Out, o.Force || resume
+		if below {
+			one.below, one.folders = o.Output, folders
+		}
 		if err := run(e, &one); err != nil {
 			return fail(err)
 		}
