@@ -154,10 +154,9 @@ func TestDurableCommit(t *testing.T) {
 // TestDurableBatchJournal traces a batch decrypt, and a batch rearrange,
 // into a folder with a journal: each output is fsynced before its rename, and its rename is
 // covered by an fsync of the folder that began after it and ended before
-// the journal's line that records the output done was written. The
-// folder's fsyncs may be shared by several outputs (group commit), never
-// skipped: a crash cannot leave a journal entry for an output that is not
-// durable under its name. Every output is made in the folder held open
+// the journal's line that records the output done was written: a crash
+// cannot leave a journal entry for an output that is not durable under its
+// name. Every output is made in the folder held open
 // (through /proc/self/fd), so that a link planted below the output folder
 // during the batch changes nothing (see outfile.Options.Beneath).
 func TestDurableBatchJournal(t *testing.T) {

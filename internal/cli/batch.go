@@ -85,8 +85,8 @@ type batchOptions struct {
 	// work holds a token for each file read and written at once; a
 	// file waiting for its output to be committed holds none.
 	work chan struct{}
-	// folders holds the local output folders, whose fsyncs the commits
-	// into each share.
+	// folders holds the local output folders open from one output to
+	// the next.
 	folders *outfile.Folders
 }
 

@@ -11,13 +11,10 @@ import (
 
 // Folders is the output folders of a batch (Options.Folders). Each is
 // held open once for all the outputs made in it, rather than once for
-// each, and the outputs committed into it share its fsyncs: a commit
-// whose rename comes while the folder is being fsynced for others waits
-// for the next fsync, which then covers every rename made meanwhile. No
-// commit returns before an fsync of its folder that began after its
-// rename has ended, so an output is durable under its name when Commit
-// returns, as without Folders. The zero value is ready; Close closes what
-// it holds once the batch is over.
+// each, and opened once to be fsynced. Every commit still fsyncs the
+// folder after its rename, so an output is durable under its name when
+// Commit returns, as without Folders. The zero value is ready; Close
+// closes what it holds once the batch is over.
 type Folders struct {
 	mu   sync.Mutex
 	held map[string]*folder // by the folder's path
@@ -36,22 +33,15 @@ type folder struct {
 	id   os.FileInfo // what d is, to check that path still names it
 	refs int         // outputs open in it (guarded by Folders.mu)
 
-	mu      sync.Mutex
-	cond    sync.Cond
-	started uint64   // the fsyncs begun,
-	synced  uint64   // and ended
-	syncing bool     // one is under way
-	failed  uint64   // the first that failed, 0 for none
-	err     error    // its error
-	syncFD  *os.File // the folder opened for fsync, on first use
-	noSync  bool     // the folder cannot be opened to be fsynced
-	warned  bool     // its old temporary files were looked for
+	mu     sync.Mutex
+	err    error    // the first fsync that failed
+	syncFD *os.File // the folder opened for fsync, on first use
+	noSync bool     // the folder cannot be opened to be fsynced
+	warned bool     // its old temporary files were looked for
 }
 
 func newFolder(path string, d *os.File, id os.FileInfo) *folder {
-	f := &folder{path: path, d: d, id: id, refs: 1}
-	f.cond.L = &f.mu
-	return f
+	return &folder{path: path, d: d, id: id, refs: 1}
 }
 
 // beneath is the package's beneath (see Options.Beneath) through the
@@ -186,42 +176,16 @@ func (f *folder) warnOnce() bool {
 }
 
 // sync makes the renames into f made before it was called durable: it
-// returns once an fsync of the folder that began after the call has
-// ended, starting one unless one that will do is under way. Callers that
-// wait together share one fsync. A failed fsync fails every later call:
-// the kernel may have dropped what that fsync did not write.
+// fsyncs the folder through the descriptor that its outputs share. The
+// commits into one folder fsync it at once, not one after the other: the
+// kernel merges the fsyncs under way (their cache flushes, a journal's
+// commit), and a group commit here, each commit waiting for the next
+// fsync begun after its rename, measured a third slower (see
+// docs/performance.md). A failed fsync fails every later call: the
+// kernel may have dropped what that fsync did not write.
 func (f *folder) sync() error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	want := f.started + 1 // the first fsync to begin from now on
-	for f.synced < want && f.failed == 0 {
-		if f.syncing {
-			f.cond.Wait()
-			continue
-		}
-		f.syncing = true
-		f.started++
-		n := f.started
-		f.mu.Unlock()
-		err := f.fsync()
-		f.mu.Lock()
-		f.syncing = false
-		f.synced = n
-		if err != nil && f.failed == 0 {
-			f.failed, f.err = n, err
-		}
-		f.cond.Broadcast()
-	}
-	if f.failed != 0 && f.failed <= want {
-		return f.err
-	}
-	return nil
-}
-
-// fsync fsyncs the folder once; only the goroutine that set syncing
-// calls it.
-func (f *folder) fsync() error {
-	if f.syncFD == nil && !f.noSync {
+	if f.err == nil && f.syncFD == nil && !f.noSync {
 		name := f.path
 		if f.d != nil {
 			name = dirPath(f.d, ".")
@@ -232,11 +196,19 @@ func (f *folder) fsync() error {
 		}
 		f.syncFD = d
 	}
-	if f.noSync {
-		return nil
+	d, err := f.syncFD, f.err
+	f.mu.Unlock()
+	if err != nil || d == nil {
+		return err
 	}
-	if err := f.syncFD.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return fmt.Errorf("failed to sync folder %s: %w", f.path, PathErr(err))
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		err = fmt.Errorf("failed to sync folder %s: %w", f.path, PathErr(err))
+		f.mu.Lock()
+		if f.err == nil {
+			f.err = err
+		}
+		f.mu.Unlock()
+		return err
 	}
 	return nil
 }

@@ -120,8 +120,7 @@ type Options struct {
 	// nothing either. Beneath itself may be a link: the user named it.
 	Beneath string
 	// Folders, when set, holds the folders of the outputs of a batch open
-	// from one output to the next, and lets the commits into one folder
-	// share its fsyncs (see Folders).
+	// from one output to the next (see Folders).
 	Folders *Folders
 }
 
