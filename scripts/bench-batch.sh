@@ -23,18 +23,16 @@
 # Every output is committed as always (fsynced, renamed into place), so the
 # small-file rows depend on the disk: TMPDIR=/dev/shm measures the command
 # rather than the disk. It takes about a minute on a 2-core machine (two
-# with PREV) and 3 GiB in $TMPDIR, plus 2 GiB for the outputs of each
-# turn (12 GiB with PREV and RUNS=3).
+# with PREV) and 3 GiB in $TMPDIR.
 #
-# No file is deleted on the disk while it measures: the plaintexts the
-# inputs are made from are made in RAM (/dev/shm, if there is one), and
-# the outputs of each run are moved aside, all removed on exit. On ext4
-# without a journal, the inodes deleted in the last minute are skipped one
-# by one whenever a new inode is allocated in their group, so that each
-# new file of a batch paid for the 11,000 files the set-up deleted and the
-# 1,000 of the run before (perf: 14% of a batch's CPU time in ext4's
-# recently_deleted), a cost that one file, one inode, hardly pays, and
-# that a batch run once into a new folder does not pay.
+# The plaintexts the inputs are made from are made in RAM (/dev/shm, if
+# there is one), not deleted on the disk: on ext4 without a journal, the
+# inodes deleted in the last minute are skipped one by one whenever a new
+# inode is allocated in their group, so that each new file of a batch paid
+# for the 11,000 files the set-up deleted (perf: 14% of a batch's CPU time
+# in ext4's recently_deleted), which one file, one inode, hardly pays, nor
+# a batch run into a new folder. The 1,000 outputs of the run before,
+# removed between runs, still weigh on each batch run alike.
 set -euo pipefail
 
 RUNS=${RUNS:-3}
@@ -58,7 +56,7 @@ fi
 
 MiB=$((1 << 20))
 echo "making 1,000 MiB in one file and in 1,000 of 1 MiB, and 10,000 files of 1 KB ..." >&2
-mkdir big small aside
+mkdir big small
 ram=$tmp
 if [[ -d /dev/shm && -w /dev/shm ]]; then
 	ram=$(mktemp -d /dev/shm/c4gh-bench-batch.XXXXXX)
@@ -82,18 +80,12 @@ now_us() {
 	local t=${EPOCHREALTIME/[.,]/}
 	echo "$t"
 }
-# aside: the outputs of the run before (out, out.d) are moved aside.
-aside() {
-	local d
-	d=$(mktemp -d aside/XXXXXX)
-	mv out out.d "$d" 2>/dev/null || true
-}
 # best CMD...: the least wall time of RUNS runs of CMD, in seconds; the
-# outputs (out, out.d) are moved aside between runs, not timed.
+# outputs (out, out.d) are removed between runs, not timed.
 best() {
 	local i t0 t1 d min=
 	for ((i = 0; i < RUNS; i++)); do
-		aside
+		rm -rf out out.d
 		sync
 		t0=$(now_us)
 		"$@"
