@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -148,6 +149,166 @@ func TestDurableCommit(t *testing.T) {
 			t.Errorf("%s: calls %q, want %q", args[0], seq, want)
 		}
 	}
+}
+
+// TestDurableBatchJournal traces a batch decrypt, and a batch rearrange,
+// into a folder with a journal: each output is fsynced before its rename, and its rename is
+// covered by an fsync of the folder that began after it and ended before
+// the journal's line that records the output done was written: a crash
+// cannot leave a journal entry for an output that is not durable under its
+// name. Every output is made in the folder held open
+// (through /proc/self/fd), so that a link planted below the output folder
+// during the batch changes nothing (see outfile.Options.Beneath).
+func TestDurableBatchJournal(t *testing.T) {
+	t.Parallel()
+	e := newSafetyEnv(t)
+	strace := clitest.Tool(t, "strace")
+	in := t.TempDir()
+	var files []string
+	for i := range 40 {
+		enc, _ := e.encryptFor(t, fmt.Sprintf("f%02d.c4gh", i), randomBytes(100000+i, uint64(40+i)))
+		p := filepath.Join(in, filepath.Base(enc))
+		if err := os.Rename(enc, p); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	for _, command := range [][]string{{"decrypt", "--jobs", "2"}, {"rearrange", "--range", "1000-90000"}} {
+		t.Run(command[0], func(t *testing.T) { durableBatch(t, e, strace, files, command) })
+	}
+}
+
+// durableBatch is TestDurableBatchJournal for one command.
+func durableBatch(t *testing.T, e *safetyEnv, strace string, files, command []string) {
+	dir, err := filepath.EvalSymlinks(t.TempDir()) // strace -y names files by their real path
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, journal := filepath.Join(dir, "out"), filepath.Join(dir, "journal")
+	log := filepath.Join(t.TempDir(), "trace")
+	args := append([]string{"-f", "-qq", "-y", "-s", "1000", "-o", log, "-e", "trace=openat,fsync,fdatasync,renameat2,rename,link,linkat,write", e.bin},
+		command...)
+	args = append(append(args, "-q", "--sk", e.sk, "-o", out+"/", "--journal", journal), files...)
+	cmd := exec.Command(strace, args...)
+	cmd.Env = cleanEnv()
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		if strings.Contains(string(msg), "ptrace") {
+			clitest.Missing(t, "strace cannot trace here: %s", msg)
+		}
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	calls := straceCalls(t, log)
+
+	// The events of each output, by its name: where its temporary file's
+	// fsync ended, where its rename began and ended, where its done line
+	// began.
+	type events struct{ fileSynced, renameStart, renameEnd, done int }
+	byName := map[string]*events{}
+	of := func(name string) *events {
+		if byName[name] == nil {
+			byName[name] = &events{-1, -1, -1, -1}
+		}
+		return byName[name]
+	}
+	type span struct{ start, end int }
+	var folderSyncs []span
+	for _, c := range calls {
+		switch {
+		case c.name == "fsync" && c.fdPath == out:
+			folderSyncs = append(folderSyncs, span{c.start, c.end})
+		case c.name == "fsync" && filepath.Dir(c.fdPath) == out && strings.Contains(c.fdPath, ".partial-"):
+			base := strings.TrimPrefix(filepath.Base(c.fdPath), ".")
+			of(base[:strings.Index(base, ".partial-")]).fileSynced = c.end
+		case c.name == "openat" && strings.Contains(c.args, ".partial-") && strings.Contains(c.args, "O_CREAT"):
+			if !strings.Contains(c.args, `"/proc/self/fd/`) {
+				t.Errorf("output made by its path, not in the folder held: %s", c.args)
+			}
+		case c.name == "renameat2" && c.ret == "0":
+			// renameat2(AT_FDCWD, "…/.f01.partial-…", AT_FDCWD, "…/f01", …)
+			q := strings.Split(c.args, `"`)
+			if len(q) < 4 {
+				t.Fatalf("rename: %s", c.args)
+			}
+			ev := of(filepath.Base(q[3]))
+			ev.renameStart, ev.renameEnd = c.start, c.end
+		case c.name == "write" && c.fdPath == journal && strings.Contains(c.args, `{\"done\":`):
+			_, rest, _ := strings.Cut(c.args, `\"output\":\"`)
+			name, _, _ := strings.Cut(rest, `\"`)
+			of(filepath.Base(name)).done = c.start
+		}
+	}
+	if len(byName) != len(files) || len(files) == 0 {
+		t.Fatalf("%d outputs traced, want %d", len(byName), len(files))
+	}
+	for name, ev := range byName {
+		switch {
+		case ev.fileSynced < 0 || ev.renameStart < 0 || ev.done < 0:
+			t.Errorf("%s: fsync, rename or done line missing: %+v", name, *ev)
+		case ev.fileSynced > ev.renameStart:
+			t.Errorf("%s: renamed before its fsync ended", name)
+		case !slices.ContainsFunc(folderSyncs, func(s span) bool { return s.start > ev.renameEnd && s.end < ev.done }):
+			t.Errorf("%s: recorded done with no fsync of the folder between its rename and its done line", name)
+		}
+	}
+	t.Logf("%d outputs, %d fsyncs of their folder", len(byName), len(folderSyncs))
+}
+
+// straceCall is one system call in a trace of strace -f -y: its name, its
+// arguments, the path of its first argument's file descriptor, its
+// result, and the lines where it began and ended.
+type straceCall struct {
+	name, args, fdPath, ret string
+	start, end              int
+}
+
+// straceCalls reads the trace at path, joining the calls that other
+// threads interrupted (<unfinished ...> / <... resumed>).
+func straceCalls(t *testing.T, path string) []straceCall {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type open struct {
+		text  string
+		start int
+	}
+	pending := map[string]open{} // by thread
+	var calls []straceCall
+	for i, line := range strings.Split(string(data), "\n") {
+		tid, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		rest = strings.TrimLeft(rest, " ")
+		start := i
+		switch {
+		case strings.HasSuffix(rest, " <unfinished ...>"):
+			pending[tid] = open{strings.TrimSuffix(rest, " <unfinished ...>"), i}
+			continue
+		case strings.HasPrefix(rest, "<... "):
+			p := pending[tid]
+			delete(pending, tid)
+			_, tail, _ := strings.Cut(rest, " resumed>")
+			rest, start = p.text+tail, p.start
+		}
+		name, args, ok := strings.Cut(rest, "(")
+		if !ok || strings.HasPrefix(name, "+++") || strings.HasPrefix(name, "---") {
+			continue
+		}
+		eq := strings.LastIndex(args, " = ")
+		if eq < 0 {
+			continue
+		}
+		c := straceCall{name: name, args: args[:eq], ret: strings.Fields(args[eq+3:])[0], start: start, end: i}
+		if lt := strings.Index(c.args, "<"); lt >= 0 && !strings.HasPrefix(c.args, "AT_FDCWD") {
+			if gt := strings.Index(c.args[lt:], ">"); gt > 0 {
+				c.fdPath = c.args[lt+1 : lt+gt]
+			}
+		}
+		calls = append(calls, c)
+	}
+	return calls
 }
 
 // TestUmask: outputs that are not secret get 0666 minus the umask;

@@ -46,7 +46,7 @@
 # REGION=1, scripts/bench-region.sh (a region of a 1 GiB BAM; needs
 # samtools and 3 GiB in $TMPDIR); with SERVE=1, scripts/bench-serve.sh (a
 # Crypt4GH ticket's time and the data endpoint's speed; needs samtools,
-# curl and jq). Unless BATCH=0, scripts/bench-batch.sh
+# curl and jq). Unless BATCH=0, scripts/bench-batch.sh (with PREV too)
 # (batch decrypt of 1,000 x 1 MiB and 10,000 x 1 KB files against one file,
 # and a finished --journal). Unless OTHER=0, the other Go
 # implementation's command (github.com/neicnordic/crypt4gh v1.15.0, built
@@ -399,7 +399,7 @@ fi
 
 if [[ $BATCH != 0 ]]; then
 	echo
-	RUNS=$RUNS bash "$root/scripts/bench-batch.sh"
+	RUNS=$RUNS PREV=$PREV bash "$root/scripts/bench-batch.sh"
 fi
 
 if [[ $S3 != 0 ]]; then

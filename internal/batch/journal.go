@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,8 +23,9 @@ import (
 //	{"done":"a.c4gh","output":"a","size":123,"sha256":"…","source_size":150,"source_mtime":"…"}
 //
 // The first line binds the journal to the command and the keys it ran
-// with (public keys, base64), so that a journal of another command or key
-// is refused. A "start" line is written before the output is made (when
+// with (public keys, base64), and for a command that keeps part of each
+// input (rearrange, splice) to what it keeps, so that a journal of
+// another command, key or cut is refused. A "start" line is written before the output is made (when
 // it did not exist), a "done" line once it is committed: an output, or a
 // temporary file of it, that exists for a start without its done was
 // written by the run that died there, and may be replaced by the next. A last line cut short (the
@@ -33,6 +35,9 @@ import (
 type Binding struct {
 	Command string   `json:"command"`
 	Keys    []string `json:"keys,omitempty"`
+	// Cut is what the command keeps of each input, in order (its
+	// ranges or regions), for the commands that keep a part.
+	Cut []string `json:"cut,omitempty"`
 }
 
 // Entry is an input done: its output (none for verify and inspect) with
@@ -53,6 +58,7 @@ type line struct {
 	Version int      `json:"version,omitempty"`
 	Command string   `json:"command,omitempty"`
 	Keys    []string `json:"keys,omitempty"`
+	Cut     []string `json:"cut,omitempty"`
 	Start   string   `json:"start,omitempty"`
 	Entry
 }
@@ -130,6 +136,9 @@ func (j *Journal) load(b Binding) error {
 			if !slices.Equal(slices.Sorted(slices.Values(l.Keys)), b.Keys) {
 				return j.refuse("it was written with other keys")
 			}
+			if !slices.Equal(l.Cut, b.Cut) {
+				return j.refuse("it was written for other ranges or regions (%s)", describeCut(l.Cut))
+			}
 		} else {
 			switch {
 			case l.Start != "":
@@ -151,9 +160,17 @@ func (j *Journal) load(b Binding) error {
 	}
 	j.end = good
 	if n == 0 {
-		return j.add(line{Journal: "crypt4gh", Version: journalVersion, Command: b.Command, Keys: b.Keys}, func(span) {})
+		return j.add(line{Journal: "crypt4gh", Version: journalVersion, Command: b.Command, Keys: b.Keys, Cut: b.Cut}, func(span) {})
 	}
 	return nil
+}
+
+// describeCut names the cut of a journal in a message.
+func describeCut(cut []string) string {
+	if len(cut) == 0 {
+		return "none recorded"
+	}
+	return strings.Join(cut, " ")
 }
 
 // sync syncs the journal to the disk.

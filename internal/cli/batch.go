@@ -85,6 +85,9 @@ type batchOptions struct {
 	// work holds a token for each file read and written at once; a
 	// file waiting for its output to be committed holds none.
 	work chan struct{}
+	// folders holds the local output folders open from one output to
+	// the next.
+	folders *outfile.Folders
 }
 
 // commitsAhead is how many files a batch may have waiting for the commit
@@ -236,6 +239,8 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 	// stdout (--checksum, --json): a stdout that fails stops the batch
 	// before the next file, not 8 files later.
 	b.work = make(chan struct{}, workers)
+	b.folders = &outfile.Folders{}
+	defer b.folders.Close()
 	e.stores.share(workers)
 	if !objstore.IsURL(b.output) && !b.checksum && !b.scale.JSON {
 		workers *= commitsAhead
@@ -379,7 +384,7 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 			return fail(err)
 		}
 	}
-	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: b.force || resume, Mode: mode, Input: in.file})
+	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: b.force || resume, Mode: mode, Input: in.file, Folders: b.folders})
 	if err != nil {
 		return fail(err)
 	}

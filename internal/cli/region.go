@@ -336,7 +336,7 @@ func spliceRegion(e *env, o *spliceOptions, recipients []keys.PublicKey) error {
 	}
 	defer rp.plain.Close()
 	out, err := e.openDest(o.Output, rp.plan.Size()+headerRoom,
-		outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
+		o.outputOptions(outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file}))
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func (s scaleOptions) check(batch bool) error {
 
 // runner returns a runner of the batch with the shard and journal of s,
 // bound to the keys; close closes the journal.
-func (s scaleOptions) runner(e *env, keys []string) (r *batch.Runner, close func(), err error) {
+func (s scaleOptions) runner(e *env, keys []string, cut ...string) (r *batch.Runner, close func(), err error) {
 	r = &batch.Runner{Command: e.command, Stdout: e.stdout, JSON: s.JSON, VerifyJournal: s.VerifyJournal,
 		Holds: func(en batch.Entry, verify bool) bool { return e.holds(en, verify) },
 		Code:  exitCode,
@@ -102,7 +102,7 @@ func (s scaleOptions) runner(e *env, keys []string) (r *batch.Runner, close func
 	}
 	close = func() {}
 	if s.Journal != "" {
-		j, err := batch.OpenJournal(s.Journal, batch.Binding{Command: e.command, Keys: keys})
+		j, err := batch.OpenJournal(s.Journal, batch.Binding{Command: e.command, Keys: keys, Cut: cut})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,6 +185,13 @@ func TestSpliceBatch(t *testing.T) {
 	}
 	if _, stdout, _ := runIn(t, e.dir, args...); !strings.Contains(stdout, `"done_before":4`) {
 		t.Errorf("run again on its journal:\n%s", stdout)
+	}
+	// The journal is bound to the range: another is refused before any
+	// work, and leaves the outputs of the first alone.
+	other := slices.Clone(args)
+	other[slices.Index(other, "1000-70000")] = "0-500"
+	if code, _, stderr := runIn(t, e.dir, other...); code != 2 || !strings.Contains(stderr, "written for other ranges or regions (range 1000-70000)") {
+		t.Errorf("another range on the journal: exit %d\n%s", code, stderr)
 	}
 
 	// Two shards of splice: each input once.

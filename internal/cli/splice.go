@@ -29,6 +29,19 @@ type spliceOptions struct {
 	scale                 scaleOptions
 	// key is the secret key of a batch, read once for all its files.
 	key holderKey
+	// below, in a batch into a local folder, is that folder (-o DIR/),
+	// and folders holds the folders of its outputs (outfile.Folders).
+	below   string
+	folders *outfile.Folders
+}
+
+// outputOptions is opts for the output of o: in a batch into a local
+// folder, made in its folder held open, as the other batches' outputs.
+func (o *spliceOptions) outputOptions(opts outfile.Options) outfile.Options {
+	if o.below != "" {
+		opts.Beneath, opts.Folders = o.below, o.folders
+	}
+	return opts
 }
 
 // secretKey is the secret key of --sk: the batch's, or read for this run.
@@ -173,7 +186,7 @@ func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error 
 		return spliceObject(e, o, in.obj, reencrypt.SpliceOptions{Recipients: recipients, Ranges: ranges})
 	}
 	out, err := e.openDest(o.Output, max(in.size(), 0)+headerRoom,
-		outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file})
+		o.outputOptions(outfile.Options{Force: o.Force, Binary: true, Mode: outfile.ModePublic, Input: in.file}))
 	if err != nil {
 		return err
 	}

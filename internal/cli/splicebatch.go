@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 
@@ -41,12 +43,20 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 	}
 	defer sk.Zero()
 	o.key = sk
-	r, closeJournal, err := o.scale.runner(e, append(secretNames(sk), publicNames(recipients...)...))
+	var cut []string
+	if o.scale.Journal != "" {
+		if cut, err = o.cut(); err != nil {
+			return err
+		}
+	}
+	r, closeJournal, err := o.scale.runner(e, append(secretNames(sk), publicNames(recipients...)...), cut...)
 	if err != nil {
 		return err
 	}
 	defer closeJournal()
 	r.Workers = c4gh.Jobs(0)
+	folders := &outfile.Folders{}
+	defer folders.Close()
 	sums := o.scale.JSON || o.scale.Journal != ""
 	r.Do = func(it batch.Item, resume bool, begin func() error) batch.Outcome {
 		fail := func(err error) batch.Outcome { return batch.Outcome{Err: err} }
@@ -54,7 +64,8 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 		if it.Out == it.In || local && outfile.SameFile(it.In, it.Out) {
 			return fail(usagef("it would be written to itself (%s)", quoteName(it.Out)))
 		}
-		if _, err := makeOutputFolder(o.Output, it.Out, outfile.ModePublic); err != nil {
+		below, err := makeOutputFolder(o.Output, it.Out, outfile.ModePublic)
+		if err != nil {
 			return fail(err)
 		}
 		src, err := e.identify(it.In)
@@ -76,6 +87,9 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 		}
 		one := *o
 		one.Input, one.Output, one.Force = it.In, it.Out, o.Force || resume
+		if below {
+			one.below, one.folders = o.Output, folders
+		}
 		if err := run(e, &one); err != nil {
 			return fail(err)
 		}
@@ -108,6 +122,34 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 		return usagef("nothing to %s", e.command)
 	}
 	return summarize(e, s, o.scale.used())
+}
+
+// cut is what a batch of o keeps of each input, which binds its journal:
+// the ranges or the regions in order, the regions file by its sha256 (a
+// file of the same name may hold others), and --drop-self.
+func (o *spliceOptions) cut() ([]string, error) {
+	var cut []string
+	if o.Range != "" {
+		cut = append(cut, "range "+o.Range)
+	}
+	for _, r := range o.Ranges.Value() {
+		cut = append(cut, "range "+r)
+	}
+	for _, r := range o.region.Regions.Value() {
+		cut = append(cut, "region "+r)
+	}
+	if o.region.RegionsFile != "" {
+		b, err := os.ReadFile(o.region.RegionsFile)
+		if err != nil {
+			return nil, fmt.Errorf("failed to read --regions-file: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		cut = append(cut, "regions-file sha256:"+hex.EncodeToString(sum[:]))
+	}
+	if o.DropSelf {
+		cut = append(cut, "drop-self")
+	}
+	return cut, nil
 }
 
 // intoFolder maps each source to the same name in the output folder dir,

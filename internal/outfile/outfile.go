@@ -52,6 +52,10 @@ type Output struct {
 	// below is the folder the file is made and committed in, held open
 	// (Options.Beneath); final is a path through it until the commit.
 	below *os.File
+	// folder, with Options.Folders, is the folder the file is made and
+	// committed in, held by folders.
+	folder  *folder
+	folders *Folders
 }
 
 // SetModTime gives a file output the modification time t at its commit
@@ -115,6 +119,9 @@ type Options struct {
 	// committed in it, so that a link planted after the checks changes
 	// nothing either. Beneath itself may be a link: the user named it.
 	Beneath string
+	// Folders, when set, holds the folders of the outputs of a batch open
+	// from one output to the next (see Folders).
+	Folders *Folders
 }
 
 // IsStdout reports whether path names standard output.
@@ -148,6 +155,9 @@ func Open(path string, stdout io.Writer, opts Options) (*Output, error) {
 		}
 		return &Output{Writer: stdout}, nil
 	}
+	if opts.Folders != nil {
+		return openIn(opts.Folders, path, opts)
+	}
 	at := path // where the output is made: path, or in the folder held below Beneath
 	var below *os.File
 	if opts.Beneath != "" {
@@ -156,7 +166,7 @@ func Open(path string, stdout io.Writer, opts Options) (*Output, error) {
 			return nil, err
 		}
 	}
-	o, err := open(path, at, opts)
+	o, err := open(path, at, opts, true)
 	if below != nil {
 		if err != nil || o.tmp == nil {
 			below.Close()
@@ -165,6 +175,29 @@ func Open(path string, stdout io.Writer, opts Options) (*Output, error) {
 		}
 	}
 	return o, err
+}
+
+// openIn is Open of a file in a folder of folders.
+func openIn(folders *Folders, path string, opts Options) (*Output, error) {
+	var (
+		f   *folder
+		at  = path
+		err error
+	)
+	if opts.Beneath != "" {
+		if f, at, err = folders.beneath(opts.Beneath, path); err != nil {
+			return nil, err
+		}
+	} else {
+		f = folders.byPath(path)
+	}
+	o, err := open(path, at, opts, f.warnOnce())
+	if err != nil || o.tmp == nil {
+		folders.release(f)
+		return o, err
+	}
+	o.folder, o.folders = f, folders
+	return o, nil
 }
 
 // errLinkBelow is what openBeneath meets when a link lies below the
@@ -226,8 +259,9 @@ func linkBelow(p, dir string) error {
 		"outputs are never written through links below the output folder: remove it, or choose another folder")
 }
 
-// open is Open of the file at, named path in messages.
-func open(path, at string, opts Options) (*Output, error) {
+// open is Open of the file at, named path in messages; warn says to look
+// for old temporary files in its folder (warnStale).
+func open(path, at string, opts Options, warn bool) (*Output, error) {
 	final, err := check(at, path, opts)
 	if err != nil {
 		return nil, err
@@ -245,7 +279,15 @@ func open(path, at string, opts Options) (*Output, error) {
 		}
 		return &Output{Writer: f, path: path, dev: f}, nil
 	}
-	tmp, err := CreateTemp(final, opts.Mode)
+	if warn {
+		// Named as the user knows the folder, not through the one held.
+		shownDir := filepath.Dir(final)
+		if at != path {
+			shownDir = filepath.Dir(path)
+		}
+		warnStale(shownDir)
+	}
+	tmp, err := createTemp(final, opts.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create output %s: %w", path, PathErr(err))
 	}
@@ -425,11 +467,16 @@ const MaxName = 255
 // mode perm minus the umask. Its name is .NAME.partial-RANDOM, or
 // .crypt4gh.partial-RANDOM when that would be too long for the folder.
 func CreateTemp(final string, perm os.FileMode) (*os.File, error) {
+	warnStale(filepath.Dir(final))
+	return createTemp(final, perm)
+}
+
+// createTemp is CreateTemp without looking for old temporary files.
+func createTemp(final string, perm os.FileMode) (*os.File, error) {
 	dir, base := filepath.Split(final)
 	if dir == "" {
 		dir = "."
 	}
-	warnStale(dir)
 	prefix := "." + base
 	if len(prefix)+len(TempSuffix)+16 > MaxName {
 		prefix = ".crypt4gh"
@@ -519,6 +566,9 @@ func (o *Output) Commit() error {
 		return fmt.Errorf("failed to write %s: %w", o.path, PathErr(err))
 	}
 	o.committed = true
+	if o.folder != nil {
+		return o.folder.sync()
+	}
 	return SyncDir(filepath.Dir(o.final))
 }
 
@@ -529,6 +579,13 @@ func (o *Output) unhold() {
 		o.below.Close()
 		o.below = nil
 		o.final = o.path
+	}
+	if o.folder != nil {
+		if o.folder.d != nil {
+			o.final = o.path
+		}
+		o.folders.release(o.folder)
+		o.folder, o.folders = nil, nil
 	}
 }
 

@@ -1,0 +1,214 @@
+package outfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// Folders is the output folders of a batch (Options.Folders). Each is
+// held open once for all the outputs made in it, rather than once for
+// each, and opened once to be fsynced. Every commit still fsyncs the
+// folder after its rename, so an output is durable under its name when
+// Commit returns, as without Folders. The zero value is ready; Close
+// closes what it holds once the batch is over.
+type Folders struct {
+	mu   sync.Mutex
+	held map[string]*folder // by the folder's path
+}
+
+// maxIdleFolders is how many folders a Folders keeps open with no output
+// in them: a batch that writes into many folders holds few at once.
+const maxIdleFolders = 32
+
+// folder is one output folder: held open below the output folder
+// (Options.Beneath), or named by its path, and fsynced for the outputs
+// committed into it.
+type folder struct {
+	path string      // the folder's path, as the outputs name it
+	d    *os.File    // the folder held by openBeneath; nil: by path
+	id   os.FileInfo // what d is, to check that path still names it
+	refs int         // outputs open in it (guarded by Folders.mu)
+
+	mu     sync.Mutex
+	err    error    // the first fsync that failed
+	syncFD *os.File // the folder opened for fsync, on first use
+	noSync bool     // the folder cannot be opened to be fsynced
+	warned bool     // its old temporary files were looked for
+}
+
+func newFolder(path string, d *os.File, id os.FileInfo) *folder {
+	return &folder{path: path, d: d, id: id, refs: 1}
+}
+
+// beneath is the package's beneath (see Options.Beneath) through the
+// folders held: the folder of path, held, and the path of the output
+// through it. The folder already held is taken again when path's folder
+// is still that folder.
+func (fs *Folders) beneath(root, path string) (*folder, string, error) {
+	if err := CheckBelow(root, path); err != nil {
+		return nil, "", err
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
+	}
+	f := fs.take(dir, fi)
+	if f == nil {
+		d, err := openBeneath(root, dir)
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+			d = nil
+		case errors.Is(err, errLinkBelow):
+			return nil, "", linkBelow(dir, root)
+		case err != nil:
+			return nil, "", fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
+		}
+		id := fi
+		if d != nil {
+			if id, err = d.Stat(); err != nil {
+				d.Close()
+				return nil, "", fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
+			}
+		}
+		f = fs.add(newFolder(dir, d, id))
+	}
+	if f.d == nil {
+		return f, path, nil
+	}
+	at := dirPath(f.d, filepath.Base(path))
+	if li, err := os.Lstat(at); err == nil && li.Mode()&os.ModeSymlink != 0 {
+		fs.release(f)
+		return nil, "", linkBelow(path, root)
+	}
+	return f, at, nil
+}
+
+// byPath is the folder of an output that is not made below an output
+// folder: named by its path, only fsynced.
+func (fs *Folders) byPath(final string) *folder {
+	dir := filepath.Dir(final)
+	if f := fs.take(dir, nil); f != nil {
+		return f
+	}
+	return fs.add(newFolder(dir, nil, nil))
+}
+
+// take returns the folder held for dir, with one more output in it, if
+// it is still the folder fi (nil: any folder by path).
+func (fs *Folders) take(dir string, fi os.FileInfo) *folder {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f := fs.held[dir]
+	if f == nil || (f.id == nil) != (fi == nil) || fi != nil && !os.SameFile(f.id, fi) {
+		return nil
+	}
+	f.refs++
+	return f
+}
+
+// add records f, which has one output in it, as the folder of its path;
+// a folder that path named before is closed once its outputs are done.
+func (fs *Folders) add(f *folder) *folder {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.held == nil {
+		fs.held = map[string]*folder{}
+	}
+	if old := fs.held[f.path]; old != nil && old.refs == 0 {
+		old.close()
+	}
+	fs.held[f.path] = f
+	return f
+}
+
+// release says that an output made in f is done: f stays open for the
+// next ones unless its path names another folder now, or too many are
+// open.
+func (fs *Folders) release(f *folder) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f.refs--
+	if f.refs > 0 {
+		return
+	}
+	if fs.held[f.path] != f {
+		f.close()
+		return
+	}
+	if len(fs.held) > maxIdleFolders {
+		delete(fs.held, f.path)
+		f.close()
+	}
+}
+
+// Close closes the folders held; no output may be open in them.
+func (fs *Folders) Close() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for p, f := range fs.held {
+		f.close()
+		delete(fs.held, p)
+	}
+}
+
+func (f *folder) close() {
+	if f.d != nil {
+		f.d.Close()
+	}
+	if f.syncFD != nil {
+		f.syncFD.Close()
+	}
+}
+
+// warnOnce reports whether the folder's old temporary files are still to
+// be looked for (warnStale), once.
+func (f *folder) warnOnce() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := f.warned
+	f.warned = true
+	return !seen
+}
+
+// sync makes the renames into f made before it was called durable: it
+// fsyncs the folder through the descriptor that its outputs share. The
+// commits into one folder fsync it at once, not one after the other: the
+// kernel merges the fsyncs under way (their cache flushes, a journal's
+// commit), and a group commit here, each commit waiting for the next
+// fsync begun after its rename, measured a third slower (see
+// docs/performance.md). A failed fsync fails every later call: the
+// kernel may have dropped what that fsync did not write.
+func (f *folder) sync() error {
+	f.mu.Lock()
+	if f.err == nil && f.syncFD == nil && !f.noSync {
+		name := f.path
+		if f.d != nil {
+			name = dirPath(f.d, ".")
+		}
+		d, err := os.Open(name)
+		if err != nil {
+			f.noSync = true // nothing to sync with (a folder we may not read), as SyncDir
+		}
+		f.syncFD = d
+	}
+	d, err := f.syncFD, f.err
+	f.mu.Unlock()
+	if err != nil || d == nil {
+		return err
+	}
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		err = fmt.Errorf("failed to sync folder %s: %w", f.path, PathErr(err))
+		f.mu.Lock()
+		if f.err == nil {
+			f.err = err
+		}
+		f.mu.Unlock()
+		return err
+	}
+	return nil
+}
