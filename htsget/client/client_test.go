@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -342,9 +343,21 @@ func TestIdleTimeout(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("%d bytes, %v", len(got), err)
 	}
+	// The stall is resumed from the 1,000 bytes received. On a loaded
+	// machine a resumed request can itself wait 200 ms for its first
+	// byte and be resumed again, from where it got to.
 	mu.Lock()
-	if len(ranges) != 1 || ranges[0] != "bytes=1000-" {
-		t.Errorf("resumed with %q", ranges)
+	at := 1000
+	for i, rg := range ranges {
+		var n int
+		if _, err := fmt.Sscanf(rg, "bytes=%d-", &n); err != nil || n < at || i == 0 && n != 1000 {
+			t.Errorf("resumed with %q", ranges)
+			break
+		}
+		at = n
+	}
+	if len(ranges) == 0 {
+		t.Error("the stalled read was not resumed")
 	}
 	mu.Unlock()
 
