@@ -425,7 +425,9 @@ func TestTicketIdleTimeout(t *testing.T) {
 	defer ts.Close()
 	c := &Client{IdleTimeout: 200 * time.Millisecond, Backoff: time.Millisecond}
 	tk, err := c.Ticket(context.Background(), ts.URL+"/reads/x", &htsget.Request{})
-	if err != nil || len(tk.URLs) != 1 || calls.Load() != 2 {
+	// A second request that waits 200 ms for its answer on a loaded
+	// machine is given up too: at least two requests.
+	if err != nil || len(tk.URLs) != 1 || calls.Load() < 2 {
 		t.Fatalf("%v after %d requests", err, calls.Load())
 	}
 	// Without attempts left, the stall is the error.

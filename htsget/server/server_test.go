@@ -221,7 +221,7 @@ func TestStalledReader(t *testing.T) {
 	const size = 32 << 20 // more than the socket buffers of loopback
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, addr, served := listening(t, ctx, "big.bam.c4gh", size, Config{MaxStreams: 1, WriteIdle: 300 * time.Millisecond})
+	s, addr, served := listening(t, ctx, "big.bam.c4gh", size, Config{MaxStreams: 1, WriteIdle: time.Second})
 	g := grant{kind: kindC4GH, name: "big.bam.c4gh", id: objectID(t, s, "big.bam.c4gh"), start: 0, end: size, expires: time.Now().Add(time.Hour).Unix()}
 	u, err := url.Parse(g.url("http://"+addr, s.urlKey))
 	if err != nil {
@@ -237,7 +237,9 @@ func TestStalledReader(t *testing.T) {
 	fmt.Fprintf(stalled, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", u.RequestURI())
 	time.Sleep(100 * time.Millisecond)
 	// The next one gets the only stream once the stalled one is cut
-	// off, and may read slowly: each write has its own deadline.
+	// off, and may read slowly: each write has its own deadline. (A
+	// second of it: a pause of 100 ms between reads must stay well
+	// below it on a loaded machine under -race.)
 	hc := &http.Client{Timeout: 20 * time.Second}
 	resp, err := hc.Get(u.String())
 	if err != nil {
