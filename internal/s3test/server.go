@@ -130,18 +130,11 @@ func findOrInstall() (string, error) {
 // install builds versitygw into dir, once even when several test binaries
 // try at the same time.
 func install(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := clitest.LockDir(dir)
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := lockFile(lock); err != nil {
-		return "", err
-	}
-	defer unlockFile(lock)
+	defer unlock()
 	bin := filepath.Join(dir, "versitygw")
 	if isVersion(bin) {
 		return bin, nil
