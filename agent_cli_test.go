@@ -466,6 +466,17 @@ func TestAgentKilled(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
+	// Killed once decrypt waits for its answer: connected (a socket among
+	// its files; a loaded machine may take a while to start it), and
+	// still running a moment later. The 2 s below are then the reaction
+	// to the kill alone.
+	for deadline := time.Now().Add(20 * time.Second); !hasSocket(cmd.Process.Pid) && time.Now().Before(deadline); {
+		select {
+		case <-done:
+			t.Fatalf("decrypt did not wait for the stopped agent:\n%s", errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	select {
 	case <-done:
 		t.Fatalf("decrypt did not wait for the stopped agent:\n%s", errb.String())
@@ -481,6 +492,17 @@ func TestAgentKilled(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 3 || out.Len() != 0 || !strings.Contains(errb.String(), "the key agent cannot be reached") {
 		t.Errorf("after the agent was killed: exit %d\n%s", code, errb.String())
 	}
+}
+
+// hasSocket reports whether the process pid has a socket open.
+func hasSocket(pid int) bool {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			return true
+		}
+	}
+	return false
 }
 
 // TestAgentProtectedKey: the passphrase is read once, by the agent, from
