@@ -466,7 +466,9 @@ func TestSlowTicketReader(t *testing.T) {
 
 	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/reads/reads?encryptionScheme=C4GH", strings.NewReader(body))
 	req.Header.Set(htsget.PublicKeyHeader, key)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	// Held up until WriteIdle (a minute), it would time out; 30 s leave
+	// a loaded machine time to plan both tickets under the race detector.
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("a ticket of several regions while another's reader stalls: %v", err)
 	}
