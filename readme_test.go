@@ -39,7 +39,10 @@ func TestREADMEFirstCommand(t *testing.T) {
 	if !strings.HasPrefix(first, "go run . ") {
 		t.Fatalf("the first command is %q", first)
 	}
-	cmd := exec.Command("sh", "-c", first)
+	// Its files go to /tmp, where a run of this test in another checkout
+	// writes the same names at the same moment: here they go to a
+	// folder of this test's own, the command otherwise as pasted.
+	cmd := exec.Command("sh", "-c", strings.ReplaceAll(first, " /tmp/", " "+t.TempDir()+"/"))
 	cmd.Env = cleanEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -160,13 +160,28 @@ func TestListLockUnlock(t *testing.T) {
 
 func TestLifetime(t *testing.T) {
 	k := newKey(t)
-	_, c := serve(t, time.Second, k)
 	var dk [32]byte
 	h, _ := header.New(nil, []keys.PublicKey{k.Public()}, &dk, nil, nil)
-	if _, err := h.Decrypt(c, nil); err != nil {
-		t.Fatalf("within the lifetime: %v", err)
+	// The request within the lifetime must come within it, which a
+	// loaded machine running the race detector may not manage in 1 s:
+	// a failure after the lifetime could have ended shows nothing, and
+	// the agent is started again with a lifetime four times as long.
+	var c *Client
+	var added time.Time // after the key was added: its lifetime ends before added+lifetime
+	lifetime := time.Second
+	for ; ; lifetime *= 4 {
+		before := time.Now()
+		_, c = serve(t, lifetime, k)
+		added = time.Now()
+		_, err := h.Decrypt(c, nil)
+		if err == nil {
+			break
+		}
+		if took := time.Since(before); took < lifetime || lifetime >= 16*time.Second {
+			t.Fatalf("within the lifetime of %v (%v after it began): %v", lifetime, took, err)
+		}
 	}
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(time.Until(added.Add(lifetime + 100*time.Millisecond)))
 	_, err := h.Decrypt(c, nil)
 	if !errors.Is(err, ErrExpired) && (errkind.Of(err) != errkind.Key || !bytes.Contains([]byte(err.Error()), []byte("lifetime"))) {
 		t.Errorf("expired: %v", err)

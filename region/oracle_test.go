@@ -13,7 +13,10 @@ import (
 
 // oracle installs the npm packages of testdata/oracle (the GMOD readers of
 // BAI, CSI, TBI and CRAI) into a cache folder outside the module, once,
-// and returns that folder.
+// and returns that folder. Test binaries of other checkouts may use the
+// folder at the same time: they take turns (a lock of the folder), and a
+// script is replaced (renamed over, never rewritten in place) only when it
+// changed, so that none reads a script or a package half written.
 func oracle(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -26,21 +29,30 @@ func oracle(t *testing.T) string {
 		cache = os.TempDir()
 	}
 	dir := filepath.Join(cache, "crypt4gh-tests", "region-oracle")
+	unlock, err := clitest.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
 	pkg, err := os.ReadFile(filepath.Join("testdata", "oracle", "package.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	old, _ := os.ReadFile(filepath.Join(dir, "package.json"))
 	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "@gmod", "bam"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for _, script := range []string{"chunks.mjs", "count.mjs"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "oracle", script))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, script), b, 0o644); err != nil {
+		if have, _ := os.ReadFile(filepath.Join(dir, script)); bytes.Equal(have, b) {
+			continue
+		}
+		tmp := filepath.Join(dir, "."+script+".tmp")
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, script)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -221,7 +221,12 @@ func TestStalledReader(t *testing.T) {
 	const size = 32 << 20 // more than the socket buffers of loopback
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, addr, served := listening(t, ctx, "big.bam.c4gh", size, Config{MaxStreams: 1, WriteIdle: time.Second})
+	// The slow reader pauses a quarter of WriteIdle between its reads,
+	// and takes more than WriteIdle in all: a deadline for the whole
+	// response would cut it off, one per write does not. (With 300 ms
+	// and pauses of 100 ms, a loaded machine's late wake-ups came close.)
+	const writeIdle, pause = time.Second, 250 * time.Millisecond
+	s, addr, served := listening(t, ctx, "big.bam.c4gh", size, Config{MaxStreams: 1, WriteIdle: writeIdle})
 	g := grant{kind: kindC4GH, name: "big.bam.c4gh", id: objectID(t, s, "big.bam.c4gh"), start: 0, end: size, expires: time.Now().Add(time.Hour).Unix()}
 	u, err := url.Parse(g.url("http://"+addr, s.urlKey))
 	if err != nil {
@@ -237,26 +242,29 @@ func TestStalledReader(t *testing.T) {
 	fmt.Fprintf(stalled, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", u.RequestURI())
 	time.Sleep(100 * time.Millisecond)
 	// The next one gets the only stream once the stalled one is cut
-	// off, and may read slowly: each write has its own deadline. (A
-	// second of it: a pause of 100 ms between reads must stay well
-	// below it on a loaded machine under -race.)
+	// off, and may read slowly: each write has its own deadline.
 	hc := &http.Client{Timeout: 20 * time.Second}
 	resp, err := hc.Get(u.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var n int64
+	slow := time.Now()
 	for {
 		k, err := io.CopyN(io.Discard, resp.Body, 4<<20)
 		n += k
 		if err != nil {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(pause)
 	}
+	took := time.Since(slow)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || n != size {
 		t.Fatalf("after a stalled reader: status %d, %d bytes of %d", resp.StatusCode, n, size)
+	}
+	if took <= writeIdle {
+		t.Fatalf("the slow reader took %v, not more than WriteIdle: the test shows nothing", took)
 	}
 	// A stalled reader does not hold up a shutdown either.
 	stalled2, err := net.Dial("tcp", addr)
@@ -458,7 +466,9 @@ func TestSlowTicketReader(t *testing.T) {
 
 	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/reads/reads?encryptionScheme=C4GH", strings.NewReader(body))
 	req.Header.Set(htsget.PublicKeyHeader, key)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	// Held up until WriteIdle (a minute), it would time out; 30 s leave
+	// a loaded machine time to plan both tickets under the race detector.
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("a ticket of several regions while another's reader stalls: %v", err)
 	}

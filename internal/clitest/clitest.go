@@ -103,3 +103,26 @@ func Size(full, small int) int {
 	}
 	return small
 }
+
+// LockDir makes the folder dir if needed and waits for an exclusive lock
+// of it (a file .lock inside) shared with every other process: test
+// binaries of several packages, or of several checkouts, that fill one
+// cache folder at once take turns. It returns the function that releases
+// the lock.
+func LockDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		unlockFile(f)
+		f.Close()
+	}, nil
+}

@@ -130,18 +130,11 @@ func findOrInstall() (string, error) {
 // install builds versitygw into dir, once even when several test binaries
 // try at the same time.
 func install(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := clitest.LockDir(dir)
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := lockFile(lock); err != nil {
-		return "", err
-	}
-	defer unlockFile(lock)
+	defer unlock()
 	bin := filepath.Join(dir, "versitygw")
 	if isVersion(bin) {
 		return bin, nil
@@ -215,7 +208,16 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
-		if err := waitListening(addr, exited); err != nil {
+		err = waitListening(addr, exited)
+		if err == nil {
+			// The port was free when freeAddr looked; another test
+			// process (another package's versitygw) may have taken it
+			// since, and this one failed to listen while that one
+			// answers. Only this server knows these keys.
+			s.Addr, s.Endpoint = addr, "http://"+addr
+			err = s.answers()
+		}
+		if err != nil {
 			cmd.Process.Kill()
 			<-exited
 			lastErr = fmt.Errorf("%v\n%s", err, log)
@@ -228,7 +230,6 @@ func Start(t testing.TB, opts ...Option) *Server {
 				t.Logf("versitygw output:\n%s", log)
 			}
 		})
-		s.Addr, s.Endpoint = addr, "http://"+addr
 		return s
 	}
 	missing(t, "versitygw did not start: %v", lastErr)
@@ -271,6 +272,17 @@ func waitListening(addr string, exited <-chan error) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("versitygw not listening on %s after 30s", addr)
+}
+
+// answers checks that the server at s.Endpoint is this one: it lists
+// the buckets with this server's keys.
+func (s *Server) answers() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.SDK().ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
+		return fmt.Errorf("the server on %s does not take its keys (another's?): %w", s.Addr, err)
+	}
+	return nil
 }
 
 // S3Config writes an s3cmd configuration file for the server reached at

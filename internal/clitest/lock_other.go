@@ -1,10 +1,10 @@
 //go:build !unix
 
-package s3test
+package clitest
 
 import "os"
 
-// lockFile does nothing here: two test binaries that install versitygw
+// lockFile does nothing here: test processes that fill one cache folder
 // at once are not kept apart on this system.
 func lockFile(*os.File) error { return nil }
 
