@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,16 +52,31 @@ func (c cleanupAfter) Run() int {
 // TestScript runs the command-line scenarios in testdata/script: each
 // .txtar file is a shell-like script run against the crypt4gh command.
 // $INTEROP is the folder of the interop vectors.
+//
+// The command of the scripts is this test binary (TestMain). Under -race
+// it is this package's test binary built without -race instead: each of
+// the scripts' hundreds of commands is a process of its own, which the
+// detector made some twenty times slower (the vectors' bcrypt and PBKDF2
+// keys most), while the same code runs under it in internal/cli's tests
+// in one process, where it has something to find. The scripts check the
+// same things either way.
 func TestScript(t *testing.T) {
 	t.Parallel()
 	interop, err := filepath.Abs(interopDir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var bin string
+	if raceEnabled {
+		bin = scriptCommands(t)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("INTEROP", interop)
+			if bin != "" {
+				env.Setenv("PATH", bin+string(filepath.ListSeparator)+env.Getenv("PATH"))
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -70,6 +86,23 @@ func TestScript(t *testing.T) {
 			"flipbyte": flipbyte,
 		},
 	})
+}
+
+// scriptCommands builds this package's test binary without -race into a
+// folder of the test as crypt4gh, with crypt4gh-keygen beside it, and
+// returns the folder: TestMain makes it the command of its name.
+func scriptCommands(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "crypt4gh")
+	cmd := exec.Command("go", "test", "-c", "-race=false", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, out)
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "crypt4gh-keygen")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // mkdata SIZE FILE writes SIZE pseudo-random bytes (seeded by SIZE) to FILE.

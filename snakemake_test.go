@@ -18,7 +18,7 @@ import (
 )
 
 // TestSnakemakeWorkflow runs the example workflow of contrib/snakemake with
-// Debian's snakemake over 50 files (10 unless clitest.AtScale), one of
+// Debian's snakemake over 50 files (8 unless clitest.AtScale), one of
 // which the archive's key does not open (encrypted for another key
 // already). The run is killed with
 // SIGKILL in the middle (Snakemake and every job under way) and started
@@ -31,6 +31,7 @@ func TestSnakemakeWorkflow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs Snakemake, a Python process per job")
 	}
+	t.Parallel()
 	snakemake := clitest.Tool(t, "snakemake")
 	bin := clitest.Binary(t)
 	root, _ := os.Getwd()
@@ -51,7 +52,7 @@ func TestSnakemakeWorkflow(t *testing.T) {
 		run(bin, "keygen", "--sk", k+".sec", "--pk", k+".pub", "--nocrypt")
 	}
 	os.Mkdir(filepath.Join(dir, "data"), 0o755)
-	n := clitest.Size(50, 10)
+	n := clitest.Size(50, 8)
 	plain := map[string][]byte{}
 	for i := range n {
 		s := fmt.Sprintf("s%02d", i)

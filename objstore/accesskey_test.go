@@ -14,6 +14,7 @@ import (
 // 404 (versitygw does) is still a refusal, not a missing bucket or
 // object, also for the answers to HEAD, which carry no error code.
 func TestUnknownAccessKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	e.put(t, "k", []byte("hello"))
 	ctx := context.Background()

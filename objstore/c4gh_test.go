@@ -20,6 +20,7 @@ import (
 // stream, decrypt it with a parallel Reader of segment-aligned chunks and
 // at random through c4gh.NewReaderAt, give it a new header in place.
 func TestCrypt4GH(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	ctx := context.Background()
 	alice, err := keys.Generate(nil)
@@ -122,6 +123,7 @@ func TestCrypt4GH(t *testing.T) {
 // with a local encryption), at sizes that end around a part: the object
 // decrypts to the plaintext, and no upload is left.
 func TestEncryptUpload(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	ctx := context.Background()
 	alice, err := keys.Generate(nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -20,6 +21,21 @@ import (
 
 const bucket = "test-bucket"
 
+// TestMain clears the AWS settings of the environment once for every
+// test (s3test.IsolateProcess): the tests that start a server run in
+// parallel, each with its server, and the Clients read their
+// configuration file, not the environment.
+func TestMain(m *testing.M) {
+	cleanup, err := s3test.IsolateProcess()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
 // env is a versitygw with a bucket, a proxy in front of it and a Client
 // that goes through the proxy.
 type env struct {
@@ -32,10 +48,10 @@ type env struct {
 
 // newEnv starts a server and a proxy. idle is the Client's IdleTimeout:
 // short where a test stalls a request, generous otherwise (a 2-core
-// machine under -race is slow).
+// machine under -race is slow). The environment has no AWS settings
+// (TestMain).
 func newEnv(t *testing.T, idle time.Duration) *env {
 	t.Helper()
-	s3test.IsolateEnv(t)
 	srv := s3test.Start(t)
 	srv.Bucket(t, bucket)
 	px := s3test.NewProxy(t, srv.Addr)

@@ -146,6 +146,7 @@ func TestOpenURL(t *testing.T) {
 }
 
 func TestPresignedURL(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	ctx := context.Background()
 	data := random(2*MiB+1, 22)

@@ -13,6 +13,7 @@ import (
 
 // TestListDir lists one level of keys at a time, as a folder.
 func TestListDir(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	for k, n := range map[string]int{"a/1": 1, "a/2": 22, "a/b/3": 333, "a/b/c/4": 4, "a/d/5": 5, "b/6": 6} {
 		e.put(t, k, make([]byte, n))

@@ -23,6 +23,7 @@ import (
 const MiB = 1 << 20
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	for i, size := range []int{0, 1, 65536, 65537, 5*MiB - 1, 5 * MiB, 5*MiB + 1, 17 * MiB} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
@@ -83,6 +84,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestReaderRanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	data := random(3*MiB+17, 7)
 	e.put(t, "r", data)
@@ -115,6 +117,7 @@ func TestReaderRanges(t *testing.T) {
 }
 
 func TestAbort(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	w, err := e.c.NewWriter(context.Background(), bucket, "aborted", &objstore.WriterOptions{PartSize: objstore.MinPartSize})
 	if err != nil {
@@ -142,6 +145,7 @@ func TestAbort(t *testing.T) {
 }
 
 func TestFailureAborts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := e.c.NewWriter(ctx, bucket, "canceled", &objstore.WriterOptions{PartSize: objstore.MinPartSize})
@@ -170,6 +174,7 @@ func TestFailureAborts(t *testing.T) {
 }
 
 func TestExists(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	e.put(t, "old", []byte("old"))
 	// The check before the upload.
@@ -201,6 +206,7 @@ func TestExists(t *testing.T) {
 }
 
 func TestChanged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	e.put(t, "obj", random(3*MiB, 5))
 	o, err := e.c.Open(context.Background(), bucket, "obj")
@@ -223,6 +229,7 @@ func TestChanged(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	want := map[string]int{"a/1": 1, "a/2": 22, "a/b/3": 333}
 	for k, n := range want {
@@ -249,6 +256,7 @@ func TestList(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	ctx := context.Background()
 	_, err := e.c.Open(ctx, "no-such-bucket", "k")
@@ -296,6 +304,7 @@ func hint(err error) string {
 }
 
 func TestRandomAccessCost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	data := random(8*MiB, 9)
 	e.put(t, "big", data)
@@ -344,6 +353,7 @@ func TestRandomAccessCost(t *testing.T) {
 }
 
 func TestCompose(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	ctx := context.Background()
 	src := random(24*MiB, 10)
@@ -404,6 +414,7 @@ func TestCompose(t *testing.T) {
 }
 
 func TestComposeInPlace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	ctx := context.Background()
 	old := random(13*MiB, 13)

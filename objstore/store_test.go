@@ -18,6 +18,7 @@ import (
 // TestStore goes through the Store that OpenStore gives for s3://: write,
 // open, read a head in one request, list, compose.
 func TestStore(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	ctx := context.Background()
 	st, err := objstore.OpenStore(ctx, objstore.Location{Bucket: bucket}, objstore.Config{S3Config: e.config})

@@ -34,6 +34,7 @@ func (e *env) beginUpload(t *testing.T, key string, parts ...[]byte) string {
 // TestUploads lists the uploads left under a prefix and of one key,
 // counts their parts and aborts them.
 func TestUploads(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	before := time.Now().Add(-time.Minute)
 	id := e.beginUpload(t, "run/a.c4gh", random(5<<20, 1), random(1000, 2))
@@ -92,6 +93,7 @@ func TestUploads(t *testing.T) {
 // request for its head, and an object replaced since the listing is
 // ErrChanged.
 func TestOpenListed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	data := random(100000, 3)
 	e.put(t, "x", data)
@@ -127,6 +129,7 @@ func TestOpenListed(t *testing.T) {
 // and the object is the source. A Writer with Keep leaves its upload
 // pending when aborted.
 func TestResumeWriter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, time.Minute)
 	ctx := context.Background()
 	src := random(12<<20, 7)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -18,6 +19,42 @@ func runIn(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Chdir(dir)
 	var stdout, stderr bytes.Buffer
 	code := Run(append([]string{"crypt4gh"}, args...), bytes.NewReader(nil), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// folderMu lets one runAt at a time hold the process's working folder.
+var folderMu sync.Mutex
+
+// runAt runs the command in-process in dir, like runIn, but leaves the
+// working folder of the test alone and sets no variable: the tests that
+// use only runAt can run in parallel (t.Parallel). The process's folder
+// is dir only while the command runs, one run at a time; the tools and
+// servers of such tests run meanwhile. A test of runAt must name every
+// file it reads itself by its full path.
+func runAt(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	return runAtWith(t, dir, bytes.NewReader(nil), args...)
+}
+
+// runAtWith is runAt with stdin.
+func runAtWith(t *testing.T, dir string, stdin io.Reader, args ...string) (int, string, string) {
+	t.Helper()
+	folderMu.Lock()
+	defer folderMu.Unlock()
+	back, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := os.Chdir(back); err != nil {
+			panic(err) // every later test would run in the wrong folder
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	code := Run(append([]string{"crypt4gh"}, args...), stdin, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 

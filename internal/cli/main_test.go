@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/internal/kdfcost"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -42,6 +43,13 @@ func TestMain(m *testing.M) {
 			}
 		}
 		os.Exit(code)
+	}
+	// No test reads the keys of the environment it was started in (a
+	// developer's C4GH_SECRET_KEY, an agent's socket): a test that wants
+	// one of these variables sets it, and the tests that run in parallel
+	// (runAt), which set none, find them unset.
+	for _, name := range []string{secretKeyEnv, publicKeyEnv, passphraseEnv, agent.SocketEnv, agent.PKEnv, agent.SecretEnv} {
+		os.Unsetenv(name)
 	}
 	code := m.Run()
 	clitest.Cleanup()

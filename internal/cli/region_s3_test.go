@@ -95,8 +95,7 @@ func TestRegionObject(t *testing.T) {
 // TestRegionHTTPS reads a region of a file on a web server, its index
 // beside it: with range requests, not the whole file.
 func TestRegionHTTPS(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
 	regionObjectFixture(t, dir)

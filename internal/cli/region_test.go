@@ -158,7 +158,7 @@ func regionFixtures(t *testing.T, dir string) []regionCase {
 	tool(t, dir, "tabix", "-p", "vcf", "calls.vcf.gz")
 	tool(t, dir, "bcftools", "view", "-Ob", "-o", "calls.bcf", "calls.vcf")
 	tool(t, dir, "bcftools", "index", "calls.bcf")
-	if code, _, stderr := runIn(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt"); code != 0 {
+	if code, _, stderr := runAt(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt"); code != 0 {
 		t.Fatal(stderr)
 	}
 	cases := []regionCase{
@@ -178,10 +178,11 @@ func regionFixtures(t *testing.T, dir string) []regionCase {
 	return cases
 }
 
-// mustRun runs the command in dir and fails the test unless it succeeds.
+// mustRun runs the command in dir (runAt) and fails the test unless it
+// succeeds.
 func mustRun(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	code, stdout, stderr := runIn(t, dir, args...)
+	code, stdout, stderr := runAt(t, dir, args...)
 	if code != 0 {
 		t.Fatalf("crypt4gh %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
 	}
@@ -202,8 +203,7 @@ func plainIndex(t *testing.T, dir string, c regionCase) {
 // recipient; samtools and bcftools read each output, which holds every
 // record of the regions and the file's header.
 func TestRegions(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	cases := regionFixtures(t, dir)
 	mustRun(t, dir, "keygen", "--sk", "them.sec", "--pk", "them.pub", "--nocrypt")
@@ -266,8 +266,7 @@ func TestRegions(t *testing.T) {
 
 // TestRegionUnplaced: * gives the unmapped reads that have no place.
 func TestRegionUnplaced(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	writeSAM(t, dir, 2000)
 	tool(t, dir, "samtools", "sort", "-o", "reads.bam", "reads.sam")
@@ -289,8 +288,7 @@ func TestRegionInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel() // after the only relative path: runAt moves the process
 	dir := t.TempDir()
 	writeVCF(t, dir, 4000)
 	tool(t, dir, "bgzip", "calls.vcf")
@@ -339,7 +337,11 @@ func TestRegionInspect(t *testing.T) {
 		t.Errorf("decrypt --region wrote %v bytes (%v); the plan says %d", st.Size(), err, plan.OutputSize)
 	}
 	mustRun(t, dir, "splice", "--sk", "me.sec", "--region", "chr1:1000-2000", "-i", "calls.vcf.gz.c4gh", "-o", "part.vcf.gz.c4gh")
-	if spliced := runInspect(t, filepath.Join(dir, "part.vcf.gz.c4gh"), filepath.Join(dir, "me.sec")); spliced.BodySize != plan.SpliceBodySize {
+	var spliced inspectJSON
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "inspect", "--json", "--sk", "me.sec", "part.vcf.gz.c4gh")), &spliced); err != nil {
+		t.Fatal(err)
+	}
+	if spliced.BodySize != plan.SpliceBodySize {
 		t.Errorf("splice --region wrote a body of %d bytes; the plan says %d", spliced.BodySize, plan.SpliceBodySize)
 	}
 	// Each field is documented in the command's description and in
@@ -385,8 +387,7 @@ type regionPieceJSON struct {
 // TestRegionErrors: each bad request gets its error and exit code, and
 // no output.
 func TestRegionErrors(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	writeSAM(t, dir, 2000)
 	writeVCF(t, dir, 2000)
@@ -416,7 +417,7 @@ func TestRegionErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		args := append([]string{"decrypt", "--sk", "me.sec", "-o", "out"}, tc.args...)
-		code, _, stderr := runIn(t, dir, args...)
+		code, _, stderr := runAt(t, dir, args...)
 		if code != tc.code || !strings.Contains(stderr, tc.msg) {
 			t.Errorf("%s: exit %d, %q; want exit %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.msg)
 		}
@@ -430,17 +431,15 @@ func TestRegionErrors(t *testing.T) {
 	writeSAM(t, big, 60000)
 	tool(t, big, "samtools", "sort", "-o", "big.bam", "reads.sam")
 	tool(t, big, "samtools", "index", "big.bam")
-	code, _, stderr := runIn(t, dir, "decrypt", "--sk", "me.sec", "--region", "chr2", "--index", filepath.Join(big, "big.bam.bai"), "-i", "reads.bam.c4gh", "-o", "out")
+	code, _, stderr := runAt(t, dir, "decrypt", "--sk", "me.sec", "--region", "chr2", "--index", filepath.Join(big, "big.bam.bai"), "-i", "reads.bam.c4gh", "-o", "out")
 	if code != 4 {
 		t.Errorf("an index of another file: exit %d, %q; want 4", code, stderr)
 	}
 	// From a pipe: regions need random access.
-	var stdout, errOut bytes.Buffer
 	f, _ := os.Open(filepath.Join(dir, "reads.bam.c4gh"))
 	defer f.Close()
-	t.Chdir(dir)
-	if code := Run([]string{"crypt4gh", "decrypt", "--sk", "me.sec", "--region", "chr1"}, struct{ *os.File }{f}, &stdout, &errOut); code != 2 || !strings.Contains(errOut.String(), "not a pipe") {
-		t.Errorf("from stdin: exit %d, %q", code, errOut.String())
+	if code, _, errOut := runAtWith(t, dir, struct{ *os.File }{f}, "decrypt", "--sk", "me.sec", "--region", "chr1"); code != 2 || !strings.Contains(errOut, "not a pipe") {
+		t.Errorf("from stdin: exit %d, %q", code, errOut)
 	}
 }
 
@@ -450,8 +449,7 @@ func TestRegionErrors(t *testing.T) {
 // command decompresses it: the file's first block (its header), and the
 // region's last edge block, of which only the start is used.
 func TestRegionDamagedBlock(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	// Reads every 25 bases, so that a region's edges cut blocks.
 	r := rand.New(rand.NewPCG(5, 6))
@@ -515,7 +513,7 @@ func TestRegionDamagedBlock(t *testing.T) {
 			{"splice", "--sk", "me.sec", "--recipient_pk", "me.pub"},
 		} {
 			args = append(args, "--region", region, "-i", "bad.bam.c4gh", "-o", "out")
-			if code, _, stderr := runIn(t, dir, args...); code != 4 || !strings.Contains(stderr, "CRC") {
+			if code, _, stderr := runAt(t, dir, args...); code != 4 || !strings.Contains(stderr, "CRC") {
 				t.Errorf("%s, CRC of the block at %d damaged: exit %d, %q; want 4", args[0], at, code, stderr)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {

@@ -107,6 +107,7 @@ func TestJournalMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a journal of 40 MB: not with -short")
 	}
+	t.Parallel()
 	e := newScaleEnv(t, 1, 100)
 	pub := e.sk.Public()
 	j, err := os.Create(filepath.Join(e.dir, "j"))

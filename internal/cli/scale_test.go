@@ -38,10 +38,8 @@ type scaleEnv struct {
 // newScaleEnv makes n files in.d/fNNNN.c4gh of size bytes each.
 func newScaleEnv(t *testing.T, n, size int) *scaleEnv {
 	t.Helper()
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
 	dir := t.TempDir()
-	if code, _, stderr := runIn(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt"); code != 0 {
+	if code, _, stderr := runAt(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt"); code != 0 {
 		t.Fatalf("keygen: %s", stderr)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "me.sec"))
@@ -256,6 +254,7 @@ func TestBatchWorstExit(t *testing.T) {
 // TestShardsLocal: 4 worker processes, --shard 0/4 … 3/4, each with its
 // journal, over the same inputs: every input done exactly once.
 func TestShardsLocal(t *testing.T) {
+	t.Parallel()
 	n := 80
 	if !testing.Short() {
 		n = clitest.Size(2000, 400)
@@ -307,6 +306,7 @@ func TestShardsLocal(t *testing.T) {
 // an uninterrupted run, no temporary file, each input done once; a run
 // of the finished journal does no work.
 func TestJournalKilled(t *testing.T) {
+	t.Parallel()
 	n, kills := 100, 3
 	if !testing.Short() {
 		n, kills = 400, 10
@@ -364,22 +364,22 @@ func TestJournalKilled(t *testing.T) {
 	}
 
 	// The same journal for another command, or another key, is refused.
-	if code, _, stderr := runIn(t, e.dir, "verify", "--sk", "me.sec", "--files-from", "list", "--journal", "j"); code != exitUsage || !strings.Contains(stderr, "journal of decrypt, not verify") {
+	if code, _, stderr := runAt(t, e.dir, "verify", "--sk", "me.sec", "--files-from", "list", "--journal", "j"); code != exitUsage || !strings.Contains(stderr, "journal of decrypt, not verify") {
 		t.Errorf("another command's journal: exit %d\n%s", code, stderr)
 	}
-	runIn(t, e.dir, "keygen", "--sk", "other.sec", "--pk", "other.pub", "--nocrypt")
-	if code, _, stderr := runIn(t, e.dir, "decrypt", "--sk", "other.sec", "--files-from", "list", "--journal", "j"); code != exitUsage || !strings.Contains(stderr, "other keys") {
+	runAt(t, e.dir, "keygen", "--sk", "other.sec", "--pk", "other.pub", "--nocrypt")
+	if code, _, stderr := runAt(t, e.dir, "decrypt", "--sk", "other.sec", "--files-from", "list", "--journal", "j"); code != exitUsage || !strings.Contains(stderr, "other keys") {
 		t.Errorf("another key's journal: exit %d\n%s", code, stderr)
 	}
 	// A removed output is done again; with --verify-journal, so is a
 	// changed one, which is not replaced without --force.
 	os.Remove(filepath.Join(e.dir, "in.d/f0001"))
 	os.WriteFile(filepath.Join(e.dir, "in.d/f0002"), bytes.Repeat([]byte{'x'}, 40000), 0o600)
-	code, stdout, stderr := runIn(t, e.dir, append(args, "--json", "--verify-journal")...)
+	code, stdout, stderr := runAt(t, e.dir, append(args, "--json", "--verify-journal")...)
 	if _, sum := records(t, stdout); code != exitUsage || sum.OK != 1 || sum.Failed != 1 || sum.DoneBefore != n-2 || !strings.Contains(stderr, "in.d/f0002\" already exists") {
 		t.Errorf("after removing and changing outputs: exit %d, %+v\n%s", code, sum, stderr)
 	}
-	code, stdout, stderr = runIn(t, e.dir, append(args, "--json", "--verify-journal", "--force")...)
+	code, stdout, stderr = runAt(t, e.dir, append(args, "--json", "--verify-journal", "--force")...)
 	if _, sum := records(t, stdout); code != 0 || sum.OK != 1 || sum.DoneBefore != n-1 {
 		t.Errorf("with --force: exit %d, %+v\n%s", code, sum, stderr)
 	}
@@ -520,7 +520,7 @@ func TestShardsS3(t *testing.T) {
 	}
 }
 
-// TestRekeyPrefixRSS: a prefix of 10,000 objects (1,500 unless
+// TestRekeyPrefixRSS: a prefix of 10,000 objects (1,100 unless
 // clitest.AtScale: still more than one listing page per shard) rekeyed in
 // place by 4 shards takes no more memory in each worker than one of 100:
 // the prefix is listed page by page as the objects are rekeyed.
@@ -533,7 +533,7 @@ func TestRekeyPrefixRSS(t *testing.T) {
 	small := putMany(t, e, "small/", 100)
 	rssSmall := rekeyShards(t, e, "small/", "js")
 	checkRekeyed(t, e, newSK, small, "js")
-	n := clitest.Size(10000, 1500)
+	n := clitest.Size(10000, 1100)
 	big := putMany(t, e, "big/", n)
 	start := time.Now()
 	rssBig := rekeyShards(t, e, "big/", "jb")

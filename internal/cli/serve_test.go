@@ -259,8 +259,7 @@ func checkRegionFile(t *testing.T, dir string, c regionCase, got, region string)
 // CRAM, VCF.gz, BCF; some indexes encrypted) with serve --plaintext, and
 // asks for regions of each with both kinds of tickets.
 func TestServeRegions(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	cases := regionFixtures(t, dir)
 	s := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
@@ -526,8 +525,7 @@ func rawGet(t *testing.T, base, path string, header map[string]string) (int, str
 // protocol's error and status, and nothing outside SOURCE is read or
 // served, however the path is spelled.
 func TestServeRefusals(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	smallBAM(t, dir)
 	_, pub := themKey(t, dir)
@@ -685,8 +683,7 @@ func TestServeRefusals(t *testing.T) {
 // TestServeUsage: bad flags and sources are usage errors, before
 // anything listens.
 func TestServeUsage(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
 	os.WriteFile(filepath.Join(dir, "empty"), []byte("# none\n\n"), 0o600)
@@ -706,7 +703,7 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "--sk", "me.sec", "--presign", "."}, exitUsage, "--presign is for an s3:// SOURCE"},
 		{[]string{"serve", "--sk", "me.pub", "."}, exitKey, ""},
 	} {
-		code, _, stderr := runIn(t, dir, c.args...)
+		code, _, stderr := runAt(t, dir, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.msg) {
 			t.Errorf("%v: exit %d, %q; want %d and %q", c.args, code, stderr, c.code, c.msg)
 		}
@@ -1142,8 +1139,7 @@ func TestServeTLS(t *testing.T) {
 // other, decrypt to the region), while an instance with another key
 // refuses them.
 func TestServeInstances(t *testing.T) {
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	smallBAM(t, dir)
 	_, pub := themKey(t, dir)
@@ -1192,8 +1188,7 @@ func TestServeRegionTickets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a load test: 16 tickets of megabytes")
 	}
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	// Reads of 100 bases that cross no 16 kb bin: a region's chunks are
 	// its own, and every region cuts blocks at its edges.

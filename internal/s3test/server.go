@@ -364,6 +364,27 @@ func (s *Server) Bucket(t testing.TB, name string) {
 	}
 }
 
+// IsolateProcess clears the AWS settings of the environment for the
+// whole test binary, as IsolateEnv does for one test; call it from
+// TestMain before the tests run. A test that then needs no variable of
+// its own can run in parallel. The returned function removes the folder
+// of the (absent) configuration files.
+func IsolateProcess() (cleanup func(), err error) {
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "AWS_") {
+			os.Unsetenv(name)
+		}
+	}
+	dir, err := os.MkdirTemp("", "s3test-")
+	if err != nil {
+		return nil, err
+	}
+	os.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	os.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return func() { os.RemoveAll(dir) }, nil
+}
+
 // IsolateEnv clears the AWS settings of the environment for the rest of
 // the test, so that nothing of the developer's is used and no request
 // goes to the EC2 instance metadata service.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package c4gh
+
+const raceEnabled = false

@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceEnabled is set under -race; see TestScript.
+const raceEnabled = true
