@@ -438,9 +438,10 @@ func rekeyShards(t *testing.T, e *s3env, prefix, journals string) []int64 {
 	rss := make([]int64, 4)
 	errs := make([]error, 4)
 	var wg sync.WaitGroup
+	bin := clitest.Binary(t) // here: t.Fatal only in the test's goroutine
 	for i := range 4 {
 		wg.Go(func() {
-			c := exec.Command(clitest.Binary(t), "reencrypt", "--sk", "me.sec", "--recipient_pk", "me.pub", "--recipient_pk", "new.pub",
+			c := exec.Command(bin, "reencrypt", "--sk", "me.sec", "--recipient_pk", "me.pub", "--recipient_pk", "new.pub",
 				"--force", "-q", "--shard", fmt.Sprintf("%d/4", i), "--journal", fmt.Sprintf("%s%d", journals, i), url(prefix))
 			c.Dir = e.dir
 			var out bytes.Buffer
@@ -450,11 +451,13 @@ func rekeyShards(t *testing.T, e *s3env, prefix, journals string) []int64 {
 				return
 			}
 			done := make(chan struct{})
-			go func() { rss[i] = peakRSS(c.Process.Pid, done) }()
+			peak := make(chan int64)
+			go func() { peak <- peakRSS(c.Process.Pid, done) }()
 			if err := c.Wait(); err != nil {
 				errs[i] = fmt.Errorf("shard %d/4: %v\n%s", i, err, out.String())
 			}
 			close(done)
+			rss[i] = <-peak
 		})
 	}
 	wg.Wait()
