@@ -51,6 +51,9 @@ type Server struct {
 	AccessKey string
 	SecretKey string
 	Dir       string // the directory served: one subdirectory per bucket
+
+	sdkOnce sync.Once
+	sdk     *s3.Client
 }
 
 // missing skips the test, or fails it under CI.
@@ -307,13 +310,21 @@ multipart_chunk_size_mb = 50
 
 // SDK returns a plain SDK client of the server, for a test to arrange and
 // inspect what the code under test does not.
+//
+// It is one client for the server's life: a client per call kept a
+// connection open per call, and the 10,000 objects of a scale test ran the
+// test process out of file descriptors on a machine whose limit is lower
+// than that (CI: "socket: too many open files").
 func (s *Server) SDK() *s3.Client {
-	return s3.New(s3.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(s.Endpoint),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	s.sdkOnce.Do(func() {
+		s.sdk = s3.New(s3.Options{
+			Region:       "us-east-1",
+			BaseEndpoint: aws.String(s.Endpoint),
+			UsePathStyle: true,
+			Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+		})
 	})
+	return s.sdk
 }
 
 // Put stores data at bucket/key with the plain SDK and returns its ETag.
