@@ -282,7 +282,9 @@ func waitListening(addr string, exited <-chan error) error {
 func (s *Server) answers() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := s.SDK().ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
+	// Not s.SDK(), which keeps its client: a try that fails is followed
+	// by one on another port.
+	if _, err := s.newSDK().ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
 		return fmt.Errorf("the server on %s does not take its keys (another's?): %w", s.Addr, err)
 	}
 	return nil
@@ -316,15 +318,17 @@ multipart_chunk_size_mb = 50
 // test process out of file descriptors on a machine whose limit is lower
 // than that (CI: "socket: too many open files").
 func (s *Server) SDK() *s3.Client {
-	s.sdkOnce.Do(func() {
-		s.sdk = s3.New(s3.Options{
-			Region:       "us-east-1",
-			BaseEndpoint: aws.String(s.Endpoint),
-			UsePathStyle: true,
-			Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
-		})
-	})
+	s.sdkOnce.Do(func() { s.sdk = s.newSDK() })
 	return s.sdk
+}
+
+func (s *Server) newSDK() *s3.Client {
+	return s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	})
 }
 
 // Put stores data at bucket/key with the plain SDK and returns its ETag.
