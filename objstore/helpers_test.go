@@ -186,3 +186,18 @@ func writeFile(t *testing.T, path string, b []byte) {
 }
 
 func getenv(name string) string { return os.Getenv(name) }
+
+// sentAgain checks that an upload of size bytes in parts of partSize,
+// broken once by a reset, sent a part again. How much of the part had
+// passed before the reset depends on timing: the part the reset hit may
+// have only just started, so only the request count is certain.
+func sentAgain(t *testing.T, e *env, size int, partSize int64) {
+	t.Helper()
+	parts := (int64(size) + partSize - 1) / partSize
+	if n := count(e.px.Requests(), "partNumber="); int64(n) <= parts {
+		t.Errorf("%d part requests for %d parts: no part was sent again (%d bytes up)", n, parts, e.px.Up())
+	}
+	if e.px.Up() <= int64(size) {
+		t.Errorf("%d bytes up for %d bytes: no part was sent again", e.px.Up(), size)
+	}
+}
