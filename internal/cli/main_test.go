@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
@@ -15,6 +18,10 @@ import (
 // childEnv makes the test binary run the command line of its arguments
 // instead of the tests, so that a test can watch a real process.
 const childEnv = "CRYPT4GH_TEST_CHILD"
+
+// storeEnv sets a child's idle timeout and attempts for object stores
+// ("2s,2"), as shortIdle and storeAttempts do in process.
+const storeEnv = "CRYPT4GH_TEST_STORE"
 
 // caughtEnv names a file that a child creates once its signal handler has
 // taken a signal (cleanup.caught), for a test that must act after that.
@@ -30,6 +37,15 @@ func TestMain(m *testing.M) {
 				<-outfile.Signals.Caught()
 				os.WriteFile(path, nil, 0o600)
 			}()
+		}
+		if v := os.Getenv(storeEnv); v != "" {
+			idle, attempts, _ := strings.Cut(v, ",")
+			d, err := time.ParseDuration(idle)
+			n, err2 := strconv.Atoi(attempts)
+			if err != nil || err2 != nil {
+				panic(storeEnv + "=" + v + ": want DURATION,ATTEMPTS")
+			}
+			storeIdleTimeout, storeAttempts = d, n
 		}
 		name := "crypt4gh"
 		if filepath.Base(os.Args[0]) == "crypt4gh-keygen" {
@@ -53,6 +69,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	clitest.Cleanup()
+	if sharedRegions.dir != "" {
+		os.RemoveAll(sharedRegions.dir)
+	}
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "FAIL")
 	}

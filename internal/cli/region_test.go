@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
@@ -124,9 +125,15 @@ func samCount(t *testing.T, dir, file, region string) int {
 	return n
 }
 
+// samHeader is the header of a BAM or CRAM without the UR tags of its
+// references: samtools writes there the path of the reference it was
+// given (-T), which is another folder's for a test's copies of the
+// fixtures than for the fixtures.
 func samHeader(t *testing.T, dir, file string) string {
-	return tool(t, dir, "samtools", "view", "-H", "--no-PG", file)
+	return refPath.ReplaceAllString(tool(t, dir, "samtools", "view", "-H", "--no-PG", file), "")
 }
+
+var refPath = regexp.MustCompile(`\tUR:[^\t\n]*`)
 
 func samIndex(t *testing.T, dir, file string) { tool(t, dir, "samtools", "index", file) }
 
@@ -140,10 +147,53 @@ func bcfHeader(t *testing.T, dir, file string) string {
 
 func bcfIndex(t *testing.T, dir, file string) { tool(t, dir, "bcftools", "index", "-f", file) }
 
-// regionFixtures makes the data files of the tests in dir, encrypted for
-// me.pub (made there too), with their indexes beside them: plain for
-// some, encrypted for others.
+// regionFixtures puts the data files of the tests in dir, encrypted for
+// me.pub (there too), with their indexes beside them: plain for some,
+// encrypted for others. They are made once (makeRegionFixtures) and
+// copied: a test may change its copies.
 func regionFixtures(t *testing.T, dir string) []regionCase {
+	t.Helper()
+	sharedRegions.once.Do(func() {
+		d, err := os.MkdirTemp("", "c4gh-region-fixtures-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedRegions.dir = d
+		sharedRegions.cases = makeRegionFixtures(t, d)
+	})
+	if sharedRegions.cases == nil {
+		t.Fatal("the region fixtures could not be made: see the test that made them")
+	}
+	ents, err := os.ReadDir(sharedRegions.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(sharedRegions.dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, fi.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sharedRegions.cases
+}
+
+// sharedRegions holds the files of regionFixtures, made once for the
+// tests that use them (samtools and bcftools take seconds to make them),
+// in a folder that TestMain removes.
+var sharedRegions struct {
+	once  sync.Once
+	dir   string
+	cases []regionCase
+}
+
+func makeRegionFixtures(t *testing.T, dir string) []regionCase {
 	t.Helper()
 	writeSAM(t, dir, 30000)
 	writeVCF(t, dir, 20000)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -228,12 +229,11 @@ func TestS3Costs(t *testing.T) {
 // TestNoAnswer: a server that accepts connections and never answers gets
 // a line on stderr while the command waits (at half the idle timeout, 30 s
 // with the default one), then the command fails with exit 1 once the
-// attempts are spent, naming the host; -q leaves the line out.
+// attempts are spent, naming the host; -q leaves the line out. The
+// commands are processes of their own (storeEnv sets their timeout and
+// attempts), so that their waits overlap each other and other tests.
 func TestNoAnswer(t *testing.T) {
-	shortIdle(t)
-	old := storeAttempts
-	storeAttempts = 2
-	t.Cleanup(func() { storeAttempts = old })
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -259,28 +259,45 @@ func TestNoAnswer(t *testing.T) {
 			c.Close()
 		}
 	})
-	dir, _ := batchSetup(t)
 	host := ln.Addr().String()
 	for _, quiet := range []bool{false, true} {
-		args := []string{"decrypt", "--sk", "me.sec", "-i", "http://" + host + "/x.c4gh", "-o", "out"}
-		if quiet {
-			args = append(args, "-q")
-		}
-		start := time.Now()
-		code, _, stderr := runIn(t, dir, args...)
-		took := time.Since(start)
-		if code != exitError || !strings.Contains(stderr, host) {
-			t.Errorf("%v: exit %d, want %d naming %s:\n%s", args, code, exitError, host, stderr)
-		}
-		notice := "crypt4gh: no answer from " + host + " in 1s yet; each attempt waits 2s for an answer, 2 attempts in all"
-		if got := strings.Count(stderr, notice); got != map[bool]int{false: 1, true: 0}[quiet] {
-			t.Errorf("quiet %v: the notice %d times:\n%s", quiet, got, stderr)
-		}
-		if took > 20*time.Second {
-			t.Errorf("the command waited %v", took)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
-			t.Errorf("output left: %v", err)
-		}
+		t.Run(fmt.Sprintf("quiet=%v", quiet), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+			args := []string{"decrypt", "--sk", "me.sec", "-i", "http://" + host + "/x.c4gh", "-o", "out"}
+			if quiet {
+				args = append(args, "-q")
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(exe, args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), childEnv+"=1", storeEnv+"=2s,2")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			start := time.Now()
+			err = cmd.Run()
+			took := time.Since(start)
+			code := cmd.ProcessState.ExitCode()
+			if _, ok := err.(*exec.ExitError); err != nil && !ok {
+				t.Fatal(err)
+			}
+			if code != exitError || !strings.Contains(stderr.String(), host) {
+				t.Errorf("%v: exit %d, want %d naming %s:\n%s", args, code, exitError, host, stderr.String())
+			}
+			notice := "crypt4gh: no answer from " + host + " in 1s yet; each attempt waits 2s for an answer, 2 attempts in all"
+			if got := strings.Count(stderr.String(), notice); got != map[bool]int{false: 1, true: 0}[quiet] {
+				t.Errorf("the notice %d times:\n%s", got, stderr.String())
+			}
+			if took > 20*time.Second {
+				t.Errorf("the command waited %v", took)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+				t.Errorf("output left: %v", err)
+			}
+		})
 	}
 }
