@@ -19,8 +19,9 @@ import (
 // instead of the tests, so that a test can watch a real process.
 const childEnv = "CRYPT4GH_TEST_CHILD"
 
-// storeEnv sets a child's idle timeout and attempts for object stores
-// ("2s,2"), as shortIdle and storeAttempts do in process.
+// storeEnv sets a child's idle timeout for object stores, and its
+// attempts if given ("2s,2"), as shortIdle and storeAttempts do in
+// process.
 const storeEnv = "CRYPT4GH_TEST_STORE"
 
 // caughtEnv names a file that a child creates once its signal handler has
@@ -39,13 +40,17 @@ func TestMain(m *testing.M) {
 			}()
 		}
 		if v := os.Getenv(storeEnv); v != "" {
-			idle, attempts, _ := strings.Cut(v, ",")
+			idle, attempts, many := strings.Cut(v, ",")
 			d, err := time.ParseDuration(idle)
-			n, err2 := strconv.Atoi(attempts)
-			if err != nil || err2 != nil {
-				panic(storeEnv + "=" + v + ": want DURATION,ATTEMPTS")
+			if err != nil {
+				panic(storeEnv + "=" + v + ": want DURATION[,ATTEMPTS]")
 			}
-			storeIdleTimeout, storeAttempts = d, n
+			storeIdleTimeout = d
+			if many {
+				if storeAttempts, err = strconv.Atoi(attempts); err != nil {
+					panic(storeEnv + "=" + v + ": want DURATION[,ATTEMPTS]")
+				}
+			}
 		}
 		name := "crypt4gh"
 		if filepath.Base(os.Args[0]) == "crypt4gh-keygen" {

@@ -51,7 +51,7 @@ func regionCount(t *testing.T, dir, out, region string) {
 // are the index, the header and the planned segments, at most twice the
 // planned bytes and a bounded read-ahead, not the object.
 func TestRegionObject(t *testing.T) {
-	e := newS3Env(t)
+	e := newS3EnvParallel(t)
 	regionObjectFixture(t, e.dir)
 	for _, name := range []string{"big.bam.c4gh", "big.bam.bai.c4gh"} {
 		e.put(t, "runs/"+name, e.read(t, name))

@@ -87,8 +87,10 @@ func TestS3Rekey(t *testing.T) {
 	// under way finish, and no new one starts. The lines are printed in
 	// the order of the inputs, so the break shows when the first input's
 	// line is written: while that input ran, the other workers may have
-	// finished theirs and started one more each (2 × jobs − 1 in all).
-	for i := range 2 * rekeyJobs {
+	// finished several each (all of 2 × jobs once, on CI), but not the
+	// whole batch.
+	const gone = 16 * rekeyJobs
+	for i := range gone {
 		e.put(t, fmt.Sprintf("gone/f%d.c4gh", i), encryptBytes(t, []byte("for me"), e.sk))
 	}
 	t.Chdir(e.dir)
@@ -98,14 +100,15 @@ func TestS3Rekey(t *testing.T) {
 		t.Errorf("batch to a broken stdout: exit %d, stderr %q", code, errs.String())
 	}
 	rekeyed := 0
-	for i := range 2 * rekeyJobs {
+	for i := range gone {
 		if c, _, _ := e.run(t, "decrypt", "--sk", "bob.sec", "-i", url(fmt.Sprintf("gone/f%d.c4gh", i))); c == 0 {
 			rekeyed++
 		}
 	}
-	if rekeyed < 1 || rekeyed > 2*rekeyJobs-1 {
-		t.Errorf("%d of %d objects rekeyed after stdout broke; want 1 to %d (those under way)", rekeyed, 2*rekeyJobs, 2*rekeyJobs-1)
+	if rekeyed < 1 || rekeyed >= gone {
+		t.Errorf("%d of %d objects rekeyed after stdout broke; want the first and not all", rekeyed, gone)
 	}
+	t.Logf("%d of %d objects rekeyed after stdout broke", rekeyed, gone)
 	e.noUploads(t)
 }
 

@@ -47,6 +47,10 @@ type s3env struct {
 	dir  string
 	sk   *keys.SecretKey
 	conf string // an s3cmd configuration file for the proxy
+	// env, when set, holds the variables that point the command at the
+	// proxy, and the commands run as processes of their own with them
+	// (newS3EnvParallel); else they are the test's (newS3Env).
+	env []string
 }
 
 func newS3Env(t *testing.T, opts ...s3test.Option) *s3env {
@@ -66,8 +70,64 @@ func newS3Env(t *testing.T, opts ...s3test.Option) *s3env {
 	return e
 }
 
+// newS3EnvParallel is newS3Env for a test that runs in parallel with
+// others: the variables are not the test process's but each command's,
+// which runs as a child process (run, must, child). The test must not
+// run the command in process.
+func newS3EnvParallel(t *testing.T, opts ...s3test.Option) *s3env {
+	t.Helper()
+	t.Parallel()
+	srv := s3test.Start(t, opts...)
+	srv.Bucket(t, testBucket)
+	px := s3test.NewProxy(t, srv.Addr)
+	e := &s3env{srv: srv, px: px, sdk: srv.SDK(), dir: t.TempDir(), conf: srv.S3Config(t, px.Addr)}
+	aws := t.TempDir()
+	e.env = []string{
+		"AWS_CONFIG_FILE=" + filepath.Join(aws, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(aws, "credentials"),
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ACCESS_KEY_ID=" + srv.AccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + srv.SecretKey,
+		"AWS_ENDPOINT_URL_S3=" + px.Endpoint(),
+		"AWS_REGION=us-east-1",
+		secretKeyEnv + "=",
+		passphraseEnv + "=",
+	}
+	e.sk = e.keygen(t, "me")
+	return e
+}
+
+// environ is the environment of a child command: the test process's
+// without its AWS settings, then e.env.
+func (e *s3env) environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	return append(append(env, childEnv+"=1"), e.env...)
+}
+
+// shortIdle makes the commands give up on a request after 2 s without
+// an answer (shortIdle for the test's own process).
+func (e *s3env) shortIdle(t *testing.T) {
+	if e.env == nil {
+		shortIdle(t)
+		return
+	}
+	e.env = append(e.env, storeEnv+"=2s")
+}
+
 // keygen makes the key pair NAME.sec, NAME.pub in the folder.
-func (e *s3env) keygen(t *testing.T, name string) *keys.SecretKey { return keygenIn(t, e.dir, name) }
+func (e *s3env) keygen(t *testing.T, name string) *keys.SecretKey {
+	t.Helper()
+	if e.env == nil {
+		return keygenIn(t, e.dir, name)
+	}
+	mustRun(t, e.dir, "keygen", "--sk", name+".sec", "--pk", name+".pub", "--nocrypt")
+	return readKey(t, e.dir, name)
+}
 
 // keygenIn makes the key pair NAME.sec, NAME.pub, without passphrase, in
 // dir and returns the secret key.
@@ -82,7 +142,16 @@ func keygenIn(t *testing.T, dir, name string) *keys.SecretKey {
 // run runs the command in the folder.
 func (e *s3env) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	return runIn(t, e.dir, args...)
+	if e.env == nil {
+		return runIn(t, e.dir, args...)
+	}
+	cmd := e.child(args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return exitOf(t, cmd), stdout.String(), stderr.String()
 }
 
 // must runs the command and fails the test unless it succeeds.
@@ -345,6 +414,9 @@ func (e *s3env) child(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), childEnv+"=1")
+	if e.env != nil {
+		cmd.Env = e.environ()
+	}
 	return cmd
 }
 

@@ -38,8 +38,8 @@ func shortIdle(t *testing.T) {
 // that resets a connection in the middle of a part, stalls a response and
 // answers a burst of 503s: the command succeeds and the bytes are right.
 func TestS3Faults(t *testing.T) {
-	e := newS3Env(t)
-	shortIdle(t)
+	e := newS3EnvParallel(t)
+	e.shortIdle(t)
 	plain := randomData(17*MiB, 11)
 	e.write(t, "p", plain)
 	check := func(t *testing.T, key string) {
@@ -178,7 +178,7 @@ func TestS3Costs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and uploads a 256 MiB object")
 	}
-	e := newS3Env(t)
+	e := newS3EnvParallel(t)
 	e.keygen(t, "bob")
 	const size = 256 * MiB
 	hsize := e.putBig(t, "big.c4gh", size, e.sk)

@@ -74,7 +74,7 @@ func exitOf(t *testing.T, cmd *exec.Cmd) int {
 // and when a part is being sent and its answer does not come. Either way
 // it exits 130 and leaves no object and no pending upload.
 func TestS3InterruptUpload(t *testing.T) {
-	e := newS3Env(t)
+	e := newS3EnvParallel(t)
 	data := randomData(40*MiB, 21)
 	for _, tc := range []struct {
 		name  string
@@ -180,7 +180,7 @@ func (e *s3env) killedDownload(t *testing.T, key, out string, stallAt int64) int
 // replaced between the two runs is detected by its ETag and decrypted
 // from the start.
 func TestS3Resume(t *testing.T) {
-	e := newS3Env(t)
+	e := newS3EnvParallel(t)
 	plain := randomData(40*MiB+777, 31)
 	enc := encryptBytes(t, plain, e.sk)
 	e.put(t, "r.c4gh", enc)
@@ -311,7 +311,7 @@ func TestS3InterruptRekey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("uploads a 256 MiB object")
 	}
-	e := newS3Env(t)
+	e := newS3EnvParallel(t)
 	e.keygen(t, "bob")
 	e.putBig(t, "k.c4gh", 256*MiB, e.sk)
 	before, err := e.sdk.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String("k.c4gh")})

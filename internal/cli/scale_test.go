@@ -444,6 +444,9 @@ func rekeyShards(t *testing.T, e *s3env, prefix, journals string) []int64 {
 			c := exec.Command(bin, "reencrypt", "--sk", "me.sec", "--recipient_pk", "me.pub", "--recipient_pk", "new.pub",
 				"--force", "-q", "--shard", fmt.Sprintf("%d/4", i), "--journal", fmt.Sprintf("%s%d", journals, i), url(prefix))
 			c.Dir = e.dir
+			if e.env != nil {
+				c.Env = e.environ()
+			}
 			var out bytes.Buffer
 			c.Stdout, c.Stderr = &out, &out
 			if err := c.Start(); err != nil {
@@ -501,7 +504,7 @@ func checkRekeyed(t *testing.T, e *s3env, newSK *keys.SecretKey, plain map[strin
 // nothing is rekeyed.
 func TestShardsS3(t *testing.T) {
 	n := clitest.Size(2000, 200)
-	e := newS3Env(t) // not with -short
+	e := newS3EnvParallel(t) // not with -short
 	newSK := e.keygen(t, "new")
 	plain := putMany(t, e, "p/", n)
 	rekeyShards(t, e, "p/", "j")
@@ -531,7 +534,7 @@ func TestRekeyPrefixRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("thousands of objects: not with -short")
 	}
-	e := newS3Env(t)
+	e := newS3EnvParallel(t)
 	newSK := e.keygen(t, "new")
 	small := putMany(t, e, "small/", 100)
 	rssSmall := rekeyShards(t, e, "small/", "js")
