@@ -210,7 +210,7 @@ func TestS3PendingWarning(t *testing.T) {
 // --force, to copy an object onto itself, or a file that is not
 // crypt4gh; and with --verify writes nothing of a tampered file.
 func TestS3Cp(t *testing.T) {
-	e := newS3Env(t)
+	e := newS3EnvParallel(t)
 	enc := encryptBytes(t, randomData(12*MiB, 3), e.sk)
 	e.write(t, "f.c4gh", enc)
 

@@ -271,7 +271,7 @@ func sha256Hex(b []byte) string {
 // 200 MiB runs only without -race and -short: the race detector makes it
 // take minutes on the 2 cores of CI.
 func TestS3RoundTrip(t *testing.T) {
-	e := newS3Env(t)
+	e := newS3EnvParallel(t)
 	sizes := []int{0, 1, 65536, 65537, 5*MiB - 1, 5 * MiB, 5*MiB + 1, 17 * MiB}
 	if !raceEnabled && clitest.AtScale() {
 		sizes = append(sizes, 200*MiB)

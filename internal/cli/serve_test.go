@@ -882,8 +882,7 @@ func TestServeLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a load test: 2 GiB over loopback")
 	}
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	smallBAM(t, dir)
 	_, pub := themKey(t, dir)
@@ -982,8 +981,7 @@ func TestServeSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("downloads of 16 MiB at a few MiB a second")
 	}
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	smallBAM(t, dir)
 	plain := bigBAM(t, dir, 16<<20)
@@ -1040,8 +1038,7 @@ func TestServeSecondSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a download of 16 MiB at 1 MiB a second, cut off")
 	}
-	t.Setenv(secretKeyEnv, "")
-	t.Setenv(passphraseEnv, "")
+	t.Parallel()
 	dir := t.TempDir()
 	smallBAM(t, dir)
 	bigBAM(t, dir, 16<<20)
