@@ -72,14 +72,22 @@ mkdir src
 bam=$(stat -c %s reads.bam)
 rm reads.bam reads.bam.bai
 
+# address NAME: the http://HOST:PORT that the server NAME, started with
+# its stderr in NAME.log, says it serves at, once it says so.
+address() {
+	local a=
+	for _ in $(seq 100); do
+		a=$(sed -n 's/.* at \(http:\/\/[^ ,]*\).*/\1/p' "$1.log" | head -1)
+		[[ -n $a ]] && break
+		sleep 0.05
+	done
+	[[ -n $a ]] || { echo "bench-serve: $1 did not start:" >&2; cat "$1.log" >&2; exit 1; }
+	echo "$a"
+}
+
 "$c4gh" serve --sk me.sec --plaintext --listen 127.0.0.1:0 src 2>serve.log &
 pid=$!
-for _ in $(seq 100); do
-	grep -q ' at http://' serve.log && break
-	sleep 0.05
-done
-base=$(sed -n 's/.* at \(http:\/\/[^,]*\),.*/\1/p' serve.log | head -1)
-[[ -n $base ]] || { echo "bench-serve: serve did not start:" >&2; cat serve.log >&2; exit 1; }
+base=$(address serve)
 pub=$(base64 -w0 them.pub)
 
 # A region of about 1 MiB of BAM (samgen's references: 1e8 bases each).
@@ -150,12 +158,7 @@ clen=$(awk -F'[=-]' '{ print $3 - $2 + 1 }' <<<"$crange")
 # servers, to the same client.
 ./fileserve src 2>fileserve.log &
 others+=($!)
-for _ in $(seq 100); do
-	grep -q ' at http://' fileserve.log && break
-	sleep 0.05
-done
-fbase=$(sed -n 's/.* at \(http:\/\/.*\)/\1/p' fileserve.log | head -1)
-[[ -n $fbase ]] || { echo "bench-serve: fileserve did not start:" >&2; cat fileserve.log >&2; exit 1; }
+fbase=$(address fileserve)
 nurl=
 if command -v nginx >/dev/null; then
 	mkdir ngx
