@@ -45,10 +45,11 @@
 # scripts/bench-s3.sh (object storage against a local versitygw); with
 # REGION=1, scripts/bench-region.sh (a region of a 1 GiB BAM; needs
 # samtools and 3 GiB in $TMPDIR); with SERVE=1, scripts/bench-serve.sh (a
-# Crypt4GH ticket's time and the data endpoint's speed; needs samtools,
-# curl and jq). Unless BATCH=0, scripts/bench-batch.sh (with PREV too)
-# (batch decrypt of 1,000 x 1 MiB and 10,000 x 1 KB files against one file,
-# and a finished --journal). Unless OTHER=0, the other Go
+# Crypt4GH ticket's time and the data endpoint's speed, with plain static
+# servers as the ceiling; needs samtools, curl and jq). Unless BATCH=0,
+# scripts/bench-batch.sh (with PREV too) (batch decrypt of 1,000 x 1 MiB
+# and 10,000 x 1 KB files against one file, and a finished --journal).
+# Unless OTHER=0, the other Go
 # implementation's command (github.com/neicnordic/crypt4gh v1.15.0, built
 # from the module cache or the proxy) is timed on the same files: its
 # start-up, a 1 KB decrypt, and encrypt and decrypt of the 1 GiB file,
