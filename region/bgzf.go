@@ -213,7 +213,14 @@ type stream struct {
 // window before, up to four, so that reading a header block by block
 // reads (and, from a Crypt4GH file, decrypts) each segment at most twice
 // and mostly once.
+//
+// A [File]'s cache (which keeps the chunks that reads take part of) needs
+// no window over it: that would be a second copy of the same segments,
+// new memory for nothing.
 func newStream(src io.ReaderAt, size int64) *stream {
+	if c, ok := src.(*cache); ok {
+		return &stream{src: c, size: size}
+	}
 	return &stream{src: &window{src: src, size: size}, size: size}
 }
 
