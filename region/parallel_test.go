@@ -93,12 +93,13 @@ func TestWriteDecryptsOnce(t *testing.T) {
 }
 
 // BenchmarkWrite writes 1.4 MiB of an encrypted file, as decrypt
-// --region does for a region of about 1 MiB: in parallel parts, and one
-// segment after the other (c4gh.ReaderAt.CopyRange) for comparison.
+// --region does for a region of about 1 MiB: with Write (on one
+// goroutine: less than parallelMin), and one segment after the other
+// (c4gh.ReaderAt.CopyRange) for comparison.
 func BenchmarkWrite(b *testing.B) {
 	_, ra, _ := encrypted(b, 4<<20)
 	start, end := int64(100_000), int64(100_000+1_450_000)
-	b.Run("parallel", func(b *testing.B) {
+	b.Run("Write", func(b *testing.B) {
 		b.SetBytes(end - start)
 		for b.Loop() {
 			if _, err := Write(io.Discard, ra, []Piece{{Start: start, End: end}}); err != nil {
