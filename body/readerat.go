@@ -29,8 +29,11 @@ type ReaderAt struct {
 // segmentBuffer is the working memory of one ReadAt call. It remembers the
 // segment whose plaintext it holds.
 type segmentBuffer struct {
-	enc   [EncryptedSegmentSize]byte
-	plain [SegmentSize]byte
+	enc [EncryptedSegmentSize]byte
+	// plain is made by the first read of part of a segment: reads of
+	// whole segments decrypt into the caller's memory, and a new process
+	// pays for new memory by the page.
+	plain []byte
 	index int64 // segment held in plain[:n], -1 for none
 	n     int
 }
@@ -116,6 +119,9 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 				continue
 			}
 			b.index = -1
+			if b.plain == nil {
+				b.plain = make([]byte, SegmentSize)
+			}
 			out, err = r.open(b.plain[:0], seg, index)
 			if err != nil {
 				return total, err

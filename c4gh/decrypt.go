@@ -357,12 +357,14 @@ type ReaderAt struct {
 var _ io.ReaderAt = (*ReaderAt)(nil)
 
 // headerBuffer is how much is read at once while the header is parsed: a
-// header of a few recipients takes one read.
-const headerBuffer = 64 << 10
+// header of up to about 70 recipients takes one read. It was 64 KiB: new
+// memory that a new process pays for by the page (see region's
+// parallelMin), for a header that is most often one packet of 108 bytes.
+const headerBuffer = 8 << 10
 
 // NewReaderAt opens the Crypt4GH file of size bytes stored in src with
 // key, and returns a ReaderAt of the plaintext that the file stands for
-// (after its edit list). It reads the header (in reads of up to 64 KiB)
+// (after its edit list). It reads the header (in reads of up to 8 KiB)
 // and nothing of the body but, when the body ends with an empty segment,
 // that segment. opts may be nil; opts.Jobs is not used.
 //

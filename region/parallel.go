@@ -34,6 +34,17 @@ func jobs(src io.ReaderAt) int {
 // partSize is how much one goroutine reads at once: four segments.
 const partSize = 4 << 16
 
+// parallelMin is the least that is read in parallel parts; less is read
+// on one goroutine. Each goroutine that reads at once needs memory of its
+// own (a part, and the segment buffers of a c4gh.ReaderAt), and a command
+// runs in a new process, whose memory is new: the kernel maps it a page
+// at a time as it is first written, at 14 µs a page of 4 KiB on the
+// development machine (a virtual machine), against about 3 µs to decrypt
+// those 4 KiB. For the 1.3 MB that a region of about 1 MiB reads, two
+// cores saved less than their pages and the waking of a thread cost
+// (docs/performance.md, Regions); from 8 MiB on they save more.
+const parallelMin = 8 << 20
+
 // parts splits [off, off+n) at multiples of partSize.
 func parts(off, n int64) [][2]int64 {
 	var out [][2]int64
@@ -46,11 +57,11 @@ func parts(off, n int64) [][2]int64 {
 }
 
 // readAt fills p with the bytes of r from off, as io.ReaderAt does, in
-// parts read at once.
+// parts read at once when p is of parallelMin bytes or more.
 func readAt(r io.ReaderAt, p []byte, off int64) (int, error) {
 	ps := parts(off, int64(len(p)))
 	workers := min(len(ps), jobs(r))
-	if workers < 2 {
+	if workers < 2 || len(p) < parallelMin {
 		return r.ReadAt(p, off)
 	}
 	ns := make([]int, len(ps))

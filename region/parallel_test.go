@@ -31,10 +31,11 @@ func (f *failingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // TestParallelReads checks readAt and copyParallel against the bytes,
-// for ranges that start and end anywhere, and what they do on a source
-// that fails or is short.
+// for ranges that start and end anywhere (readAt reads those shorter than
+// parallelMin at once), and what they do on a source that fails or is
+// short.
 func TestParallelReads(t *testing.T) {
-	data := make([]byte, 3<<20+12345)
+	data := make([]byte, 2*parallelMin+12345)
 	rand.Read(data)
 	src := bytes.NewReader(data)
 	rng := mrand.New(mrand.NewPCG(7, 8))
@@ -56,7 +57,7 @@ func TestParallelReads(t *testing.T) {
 	if n, err := copyParallel(&out, bad, 0, 5*partSize); err != errBroken || n != 2*partSize || !bytes.Equal(out.Bytes(), data[:n]) {
 		t.Errorf("copyParallel of a failing source: %d, %v", n, err)
 	}
-	if n, err := readAt(bad, make([]byte, 5*partSize), 0); err != errBroken || n != 2*partSize {
+	if n, err := readAt(bad, make([]byte, parallelMin), 0); err != errBroken || n != 2*partSize {
 		t.Errorf("readAt of a failing source: %d, %v", n, err)
 	}
 	// Past the end of the source.
@@ -92,12 +93,13 @@ func TestWriteDecryptsOnce(t *testing.T) {
 }
 
 // BenchmarkWrite writes 1.4 MiB of an encrypted file, as decrypt
-// --region does for a region of about 1 MiB: in parallel parts, and one
-// segment after the other (c4gh.ReaderAt.CopyRange) for comparison.
+// --region does for a region of about 1 MiB: with Write (on one
+// goroutine: less than parallelMin), and one segment after the other
+// (c4gh.ReaderAt.CopyRange) for comparison.
 func BenchmarkWrite(b *testing.B) {
 	_, ra, _ := encrypted(b, 4<<20)
 	start, end := int64(100_000), int64(100_000+1_450_000)
-	b.Run("parallel", func(b *testing.B) {
+	b.Run("Write", func(b *testing.B) {
 		b.SetBytes(end - start)
 		for b.Loop() {
 			if _, err := Write(io.Discard, ra, []Piece{{Start: start, End: end}}); err != nil {
@@ -135,13 +137,17 @@ func (c *concurrentReaderAt) ReadAt(p []byte, off int64) (int, error) {
 func (c *concurrentReaderAt) Serial() bool { return c.serial }
 
 // TestSerial: Write and ReadIndex read a Serial source one read at a
-// time, and another in parallel parts where there are cores for them.
+// time, and another in parallel parts where there are cores for them and
+// there is enough to read (parallelMin).
 func TestSerial(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("one core: nothing is read in parallel")
 	}
-	data := make([]byte, 2<<20)
-	bai := largeBAI(2, 100_000_000)
+	data := make([]byte, parallelMin)
+	bai := largeBAI(40, 100_000_000)
+	if len(bai) < parallelMin {
+		t.Fatalf("a BAI of %d bytes: too small to be read in parallel", len(bai))
+	}
 	for _, serial := range []bool{true, false} {
 		c := &concurrentReaderAt{r: bytes.NewReader(data), serial: serial, sleepEvery: 2 * time.Millisecond}
 		if _, err := Write(io.Discard, c, []Piece{{Start: 0, End: int64(len(data))}}); err != nil {

@@ -224,15 +224,25 @@ func (p *Plan) edge(e edge) {
 	p.Pieces = append(p.Pieces, Piece{Data: []byte{}})
 }
 
+// parallelEdges is the fewest edges that makeEdges makes on several
+// cores. A core decompresses and compresses in buffers of its own, new
+// memory for a new process (see parallelMin), and its thread must be
+// woken: for the two edges of a region, one core was faster.
+const parallelEdges = 8
+
 // makeEdges decompresses the edge blocks of p, cuts them and compresses
-// them again, on as many cores as there are (the work of a region of a
-// few MiB is mostly this) unless the source is [Serial], and then drops
-// the pieces that came out empty. It returns the error of the first edge that fails.
+// them again, on as many cores as there are when there are parallelEdges
+// or more, unless the source is [Serial], and then drops the pieces that
+// came out empty. It returns the error of the first edge that fails.
 func (f *File) makeEdges(p *Plan) error {
 	errs := make([]error, len(p.edges))
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range min(len(p.edges), jobs(f.src)) {
+	workers := 1
+	if len(p.edges) >= parallelEdges {
+		workers = min(len(p.edges), jobs(f.src))
+	}
+	for range workers {
 		wg.Go(func() {
 			for i := range next {
 				e := p.edges[i]
@@ -426,13 +436,14 @@ func (f *File) Write(dst io.Writer, p *Plan) (int64, error) {
 
 // Write writes the output of pieces, copying their ranges from src (the
 // plaintext the plan was made for), and returns how many bytes it wrote.
-// A range of 512 KiB or more is read in parts of 256 KiB that start at
+// A range of 8 MiB or more is read in parts of 256 KiB that start at
 // multiples of 256 KiB, as many at once as GOMAXPROCS (one at a time from
 // a [Serial] source), and a shorter range in reads that start at
 // multiples of 64 KiB, so that from a [c4gh.ReaderAt] of a file without
 // an edit list no segment is decrypted twice.
 func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
 	var written int64
+	var buf []byte // the chunk of the shorter ranges, one for them all
 	for _, pc := range pieces {
 		var n int64
 		var err error
@@ -444,7 +455,7 @@ func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
 			m, err = dst.Write(pc.Data)
 			n = int64(m)
 		} else {
-			n, err = copyRange(dst, src, pc.Start, pc.End)
+			n, err = copyRange(dst, src, pc.Start, pc.End, &buf)
 		}
 		written += n
 		if err != nil {
@@ -454,13 +465,17 @@ func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
 	return written, nil
 }
 
-// copyRange writes [start, end) of src to dst: a range of several parts
-// in parallel (copyParallel), a shorter one a chunk at a time.
-func copyRange(dst io.Writer, src io.ReaderAt, start, end int64) (int64, error) {
-	if end-start >= 2*partSize && jobs(src) > 1 {
+// copyRange writes [start, end) of src to dst: a range of parallelMin
+// bytes or more in parallel (copyParallel), a shorter one a chunk at a
+// time through *buf, made when it is nil.
+func copyRange(dst io.Writer, src io.ReaderAt, start, end int64, bufp *[]byte) (int64, error) {
+	if end-start >= parallelMin && jobs(src) > 1 {
 		return copyParallel(dst, src, start, end)
 	}
-	buf := make([]byte, chunkSize)
+	if *bufp == nil {
+		*bufp = make([]byte, chunkSize)
+	}
+	buf := *bufp
 	var written int64
 	for off := start; off < end; {
 		next := min(end, off&^(chunkSize-1)+chunkSize)

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -180,6 +181,29 @@ func TestBlocks(t *testing.T) {
 	bad[30] ^= 0xff
 	if _, err := readBlockPrefix(bytes.NewReader(bad), int64(len(bad)), 0, maxBlock); err == nil {
 		t.Errorf("a damaged block reads")
+	}
+}
+
+// TestBlocksIncompressible: random bytes, which deflate cannot make
+// shorter, still make blocks of at most maxBlock bytes that read back.
+func TestBlocksIncompressible(t *testing.T) {
+	data := make([]byte, 3*blockPayload+17)
+	rand.NewChaCha8([32]byte{1}).Read(data)
+	b := compressBlocks(data)
+	var got []byte
+	for off := int64(0); off < int64(len(b)); {
+		blk, err := readBlock(bytes.NewReader(b), int64(len(b)), off)
+		if err != nil {
+			t.Fatalf("block at %d: %v", off, err)
+		}
+		if blk.size > maxBlock {
+			t.Errorf("block at %d: %d bytes", off, blk.size)
+		}
+		got = append(got, blk.data...)
+		off += int64(blk.size)
+	}
+	if !bytes.Equal(got, data) {
+		t.Errorf("read back %d bytes of %d", len(got), len(data))
 	}
 }
 

@@ -121,3 +121,38 @@ func TestChecksumStdoutFails(t *testing.T) {
 		}
 	}
 }
+
+// --force replaces no secret key file, and what it does replace it reads
+// only as far as a key file may be long: a file larger than that is no
+// key file and is replaced unread.
+func TestForceKeepsSecretKeys(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runAt(t, dir, "keygen", "--sk", filepath.Join(dir, "me.sec"), "--pk", filepath.Join(dir, "me.pub"), "--nocrypt"); code != 0 {
+		t.Fatalf("keygen: %s", stderr)
+	}
+	in := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(in, []byte("plaintext"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := os.ReadFile(filepath.Join(dir, "me.sec"))
+	// A key, and a key with more after it, but no larger than a key file.
+	padded := append(bytes.Clone(key), bytes.Repeat([]byte("\n"), outfile.MaxKeyFile-len(key))...)
+	large := append(bytes.Clone(key), make([]byte, outfile.MaxKeyFile)...)
+	for name, data := range map[string][]byte{"key.sec": key, "padded.sec": padded, "large.sec": large} {
+		out := filepath.Join(dir, name)
+		if err := os.WriteFile(out, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runAt(t, dir, "encrypt", "--recipient_pk", filepath.Join(dir, "me.pub"), "-i", in, "-o", out, "--force")
+		b, _ := os.ReadFile(out)
+		if name == "large.sec" {
+			if code != 0 || bytes.Equal(b, data) {
+				t.Errorf("%s, larger than a key file: exit %d (%s), replaced %v", name, code, stderr, !bytes.Equal(b, data))
+			}
+			continue
+		}
+		if code != exitUsage || !strings.Contains(stderr, "holds a secret key") || !bytes.Equal(b, data) {
+			t.Errorf("%s: exit %d (%s), kept %v", name, code, strings.TrimSpace(stderr), bytes.Equal(b, data))
+		}
+	}
+}

@@ -15,12 +15,15 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
 // MaxSize is the most that is read of a key file or a passphrase file:
-// far more than any key, so that --sk /dev/zero fails at once.
-const MaxSize = 1 << 20
+// far more than any key, so that --sk /dev/zero fails at once. An output
+// larger than that is replaced with --force without being read: it is no
+// key file.
+const MaxSize = outfile.MaxKeyFile
 
 // The variables that the other Crypt4GH tools read.
 const (

@@ -4,9 +4,10 @@ import (
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
-// maxKeyFile is the most that is read of a file to tell whether it holds
-// a secret key: far more than any key.
-const maxKeyFile = 1 << 20
+// MaxKeyFile is the largest file that is read as a key file
+// (keyfile.MaxSize): far more than any key. A larger file is no key file
+// to this tool.
+const MaxKeyFile = 1 << 20
 
 // usagef returns a usage error (exit 2).
 func usagef(format string, args ...any) error {

@@ -356,11 +356,13 @@ func holdsSecretKey(path string) bool {
 	defer f.Close()
 	// One read of what there is: io.ReadAll's growing buffer took more
 	// time than the rest of a splice --region over an output of 1 MiB.
+	// A file larger than a key file may be is not read at all: reading
+	// its first MiB cost a new process a quarter of a splice --region.
 	fi, err := f.Stat()
-	if err != nil {
+	if err != nil || fi.Size() > MaxKeyFile {
 		return false
 	}
-	data := make([]byte, min(max(fi.Size(), 0), maxKeyFile))
+	data := make([]byte, max(fi.Size(), 0))
 	n, _ := io.ReadFull(f, data)
 	data = data[:n]
 	defer clear(data)

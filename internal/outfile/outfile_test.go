@@ -76,7 +76,7 @@ func TestOutputStartsWriteback(t *testing.T) {
 }
 
 // BenchmarkCheckForce checks an existing output of 1.5 MB that --force
-// replaces: Check reads its first MiB to make sure it is not a key.
+// replaces: larger than a key file may be, it is not read.
 func BenchmarkCheckForce(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "out.c4gh")
 	if err := os.WriteFile(path, make([]byte, 1500_000), 0o600); err != nil {
