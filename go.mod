@@ -12,7 +12,6 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/biogo/hts v1.4.5
 	github.com/hanwen/go-fuse/v2 v2.12.1
-	github.com/klauspost/compress v1.19.2
 	github.com/neicnordic/crypt4gh v1.15.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -35,13 +35,11 @@ func bamRecords(n int) []byte {
 }
 
 // BenchmarkCompressBlocks compresses a BGZF block's worth of BAM records
-// as an edge block is compressed again (compressBlocks), and with the
-// standard library's flate.Writer at BestSpeed (what it did before) and
-// at the default level, kept between blocks, for comparison;
-// bytes/block is the compressed size. The time of a block here is that
-// of a process whose memory is its own already: in a new one
-// compressBlocks took 0.7 ms, and the first block of a new flate.Writer
-// 3 to 8 ms.
+// as an edge block is compressed again (compressBlocks, BestSpeed), and
+// with a flate.Writer at BestSpeed and at the default level, kept between
+// blocks, for comparison; bytes/block is the compressed size. The time of
+// a block here is that of a process whose memory is its own already: in
+// a new one the first block of a new flate.Writer took 3 to 8 ms.
 func BenchmarkCompressBlocks(b *testing.B) {
 	data := bamRecords(blockPayload)
 	b.Run("compressBlocks", func(b *testing.B) {

@@ -9,8 +9,6 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
-
-	kflate "github.com/klauspost/compress/flate"
 )
 
 // eofBlock is the empty BGZF block that ends a BGZF file.
@@ -142,34 +140,47 @@ func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 }
 
 // compressBlocks returns data as BGZF blocks of at most blockPayload bytes
-// each; nothing for no data.
+// each, compressed at flate.BestSpeed; nothing for no data.
 func compressBlocks(data []byte) []byte {
 	var out bytes.Buffer
+	fw := deflaters.Get().(*flate.Writer)
+	defer deflaters.Put(fw)
 	for len(data) > 0 {
 		n := min(len(data), blockPayload)
-		appendBlock(&out, data[:n])
+		appendBlock(&out, fw, data[:n])
 		data = data[n:]
 	}
 	return out.Bytes()
 }
 
-// The inflaters of blocks, kept between blocks.
-var inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
-
-// appendBlock appends data, at most blockPayload bytes, as one BGZF block.
+// The compressors and decompressors of blocks, kept between blocks: a
+// flate.Writer holds about a MiB of state, which would cost more to
+// clear than a block costs to compress.
 //
-// It is compressed by klauspost/compress's StatelessDeflate: a fast
-// level's matching with a table of 16 KiB and no state kept. A
-// flate.Writer of the standard library, even at BestSpeed, holds about a
-// MiB that a new process must first be given by the kernel, page by page
-// (see parallelMin): in a new process it took 3 to 8 ms for the first
-// block of BAM records, against 0.7 ms here, for a block 2 % smaller
-// (12.3 against 12.5 kB of 65,200 bytes). BenchmarkCompressBlocks
-// compares the two once their memory is the process's.
-func appendBlock(out *bytes.Buffer, data []byte) {
+// Blocks are compressed at flate.BestSpeed: a region has at most two
+// edge blocks of its own, and on BAM reads the fastest level made them
+// about 5% larger than the default level (12.0 against 11.4 kB a block
+// of 65,280 bytes) for half the CPU time (BenchmarkCompressBlocks). In a
+// new process the first block costs more (3 to 8 ms, most of it the
+// kernel giving the writer's memory page by page); a compressor that
+// keeps no state (klauspost/compress's StatelessDeflate: 0.7 ms) was
+// measured, and not taken: it is a dependency more, for a few ms of a
+// region decrypt whose target it would not meet either.
+var (
+	deflaters = sync.Pool{New: func() any {
+		fw, _ := flate.NewWriter(nil, flate.BestSpeed) // the level is valid
+		return fw
+	}}
+	inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+)
+
+// appendBlock appends data, at most blockPayload bytes, as one BGZF block
+// compressed with fw.
+func appendBlock(out *bytes.Buffer, fw *flate.Writer, data []byte) {
 	var comp bytes.Buffer
-	comp.Grow(len(data)/4 + 64)
-	kflate.StatelessDeflate(&comp, data, true, nil) // a bytes.Buffer does not fail
+	fw.Reset(&comp)
+	fw.Write(data) // a bytes.Buffer does not fail
+	fw.Close()
 	head := []byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0}
 	binary.LittleEndian.PutUint16(head[16:], uint16(len(head)+comp.Len()+8-1))
 	out.Write(head)
