@@ -585,3 +585,58 @@ func TestSegmentErrorMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestDecryptSerial: DecryptSerial writes what Decrypt writes, fails as
+// it fails, and does it all in the calling goroutine.
+func TestDecryptSerial(t *testing.T) {
+	for _, n := range []int{0, 1, 65536, 1<<20 - 1, 1 << 20, 1<<20 + 1, 5<<20 + 123} {
+		pt := plaintext(n)
+		seq := writeChunks(t, keyA, pt, 65537)
+		before := runtime.NumGoroutine()
+		w := &goroutineWriter{}
+		m, err := DecryptSerial(w, bytes.NewReader(seq), keys(keyA))
+		if err != nil || m != int64(n) || !bytes.Equal(w.buf.Bytes(), pt) {
+			t.Fatalf("DecryptSerial(%d bytes) = %d, %v", n, m, err)
+		}
+		if w.most > before {
+			t.Errorf("DecryptSerial(%d bytes): %d goroutines while writing, %d before", n, w.most, before)
+		}
+	}
+
+	const segments = 40
+	pt := plaintext(segments*SegmentSize - 10)
+	enc := sealBody(t, keyA, pt)
+	for _, k := range []int{0, 7, 8, 9, 39} {
+		bad := bytes.Clone(enc)
+		bad[k*EncryptedSegmentSize+100] ^= 1
+		var out bytes.Buffer
+		n, err := DecryptSerial(&out, bytes.NewReader(bad), keys(keyA))
+		wantSegmentError(t, err, int64(k), ErrAuth)
+		if n != int64(k)*SegmentSize || !bytes.Equal(out.Bytes(), pt[:k*SegmentSize]) {
+			t.Fatalf("segment %d bad: wrote %d bytes, returned %d; want %d", k, out.Len(), n, k*SegmentSize)
+		}
+	}
+	if _, err := DecryptSerial(io.Discard, bytes.NewReader(enc[:20*EncryptedSegmentSize+20]), keys(keyA)); !errors.Is(err, ErrTruncated) {
+		t.Errorf("DecryptSerial of a truncated body = %v", err)
+	}
+	errBroken := errors.New("broken")
+	if _, err := DecryptSerial(&failWriter{n: 1 << 20, err: errBroken}, bytes.NewReader(enc), keys(keyA)); !errors.Is(err, errBroken) {
+		t.Errorf("DecryptSerial to a failing writer = %v", err)
+	}
+	var c counter
+	n, err := DecryptSerial(&c, iotest.TimeoutReader(bytes.NewReader(enc)), keys(keyA))
+	if !errors.Is(err, iotest.ErrTimeout) || int64(c.n) != n {
+		t.Errorf("DecryptSerial from a failing reader = %d, %v; wrote %d", n, err, c.n)
+	}
+}
+
+// goroutineWriter records the most goroutines seen while it is written.
+type goroutineWriter struct {
+	buf  bytes.Buffer
+	most int
+}
+
+func (w *goroutineWriter) Write(p []byte) (int, error) {
+	w.most = max(w.most, runtime.NumGoroutine())
+	return w.buf.Write(p)
+}

@@ -35,6 +35,11 @@ type DecryptOptions struct {
 	// [Reader] is copied with WriteTo (as io.Copy does); 0 means one per
 	// CPU.
 	Jobs int
+	// Serial makes WriteTo decrypt in the calling goroutine, one batch of
+	// segments after the other ([body.DecryptSerial]; Jobs is then of no
+	// use): for a caller that decrypts many files at once, each in a
+	// goroutine of its own.
+	Serial bool
 	// Strict makes an edit list that keeps bytes past the end of the
 	// body an error, [ErrMissingData], where a read reaches them.
 	// Without it the file stands for what the body holds of the list
@@ -131,11 +136,12 @@ func (o *opened) close() { o.contents.Zero() }
 // Reader decrypts a Crypt4GH stream. Create it with [NewReader].
 type Reader struct {
 	opened
-	src   io.Reader
-	jobs  int
-	whole bool            // DecryptOptions.Whole
-	sel   []edit.Interval // what to yield, of the body plaintext; nil: everything
-	rng   *edit.Range     // the range given to Select, if any
+	src    io.Reader
+	jobs   int
+	serial bool            // DecryptOptions.Serial
+	whole  bool            // DecryptOptions.Whole
+	sel    []edit.Interval // what to yield, of the body plaintext; nil: everything
+	rng    *edit.Range     // the range given to Select, if any
 	// first is the index of the body's segment that src starts with:
 	// not 0 for a Reader made by Resumable.From.
 	first int64
@@ -167,7 +173,7 @@ func NewReader(src io.Reader, key keys.Opener, opts *DecryptOptions) (*Reader, e
 	}
 	r := &Reader{opened: o, src: src, sel: o.kept()}
 	if opts != nil {
-		r.jobs, r.whole = opts.Jobs, opts.Whole
+		r.jobs, r.serial, r.whole = opts.Jobs, opts.Serial, opts.Whole
 	}
 	return r, nil
 }
@@ -265,7 +271,15 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 			dst = &drainAfter{w: dst}
 		}
 	}
-	plain, err := body.Decrypt(dst, r.src, r.contents.DataKeys, r.jobs)
+	var (
+		plain int64
+		err   error
+	)
+	if r.serial {
+		plain, err = body.DecryptSerial(dst, r.src, r.contents.DataKeys)
+	} else {
+		plain, err = body.Decrypt(dst, r.src, r.contents.DataKeys, r.jobs)
+	}
 	r.out = cw.n
 	switch {
 	case errors.Is(err, edit.ErrDone):

@@ -362,7 +362,10 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 		return fail(err)
 	}
 	defer in.Close()
-	outSize := max(in.size(), 0)
+	// The input as it is opened: what it is made into must be of it (see
+	// unchanged below), and the output's size follows from it.
+	at := in.snap()
+	outSize := max(at.size, 0)
 	switch {
 	case srcIsPlain:
 		outSize = encryptedSize(in)
@@ -379,9 +382,11 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	// made, so that a run killed in between leaves nothing that the next
 	// does not remove; unless it exists already (opening it fails then,
 	// without --force): it is not this run's.
-	if _, err := os.Lstat(it.out); local && (b.force || err != nil) {
-		if err := begin(); err != nil {
-			return fail(err)
+	if local && b.scale.Journal != "" {
+		if _, err := os.Lstat(it.out); b.force || err != nil {
+			if err := begin(); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: b.force || resume, Mode: mode, Input: in.file, Folders: b.folders})
@@ -397,14 +402,15 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	// Reserve room for the output, as single-file mode does: the body's
 	// size when encrypting, and the input's size (an upper bound, which
 	// commit trims) when decrypting.
-	if size := in.reservable(); srcIsPlain {
+	if size := at.reservable(); srcIsPlain {
 		out.Preallocate(c4gh.EncryptedSize(size))
 	} else {
 		out.Preallocate(size)
 	}
-	keepTime(out, in)
+	if at.regular {
+		out.SetModTime(at.mtime) // as keepTime
+	}
 	sums := newFileSums(b.checksum || b.scale.JSON || b.scale.Journal != "")
-	at := in.snap()
 	src := &countedReader{r: in.Reader}
 	dst := &outCounter{w: out}
 	warning, err := sums.run(dst, prog.Reader(src), at.size, jobs, op)
@@ -439,6 +445,20 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 		o.Text = sums.lines(it.in, it.out, srcIsPlain)
 	}
 	return o
+}
+
+// serialMax is the largest file that a batch decrypts in the goroutine
+// of the file, when it runs one job a file.
+const serialMax = 8 << 20
+
+// serial says whether a file of a batch, of size bytes (-1 when unknown),
+// given jobs segment workers, is decrypted in its own goroutine
+// (c4gh.DecryptOptions.Serial): with one job a file, the files at once
+// keep the cores busy, and the hand-offs between the reader, worker and
+// writer goroutines of a small file only cost CPU time. A large file
+// keeps them, for its reads and writes overlap its decryption.
+func serial(size int64, jobs int) bool {
+	return jobs == 1 && size >= 0 && size <= serialMax
 }
 
 // fileSums hashes what one operation reads and what it writes, on the
@@ -576,7 +596,7 @@ func decryptBatch(e *env, o *decryptOptions, files []string) error {
 	b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyInputs(o.keyOptions),
 		scale: o.scale, bind: secretNames(sk)}
 	return runBatch(e, b, items, "decrypting", outfile.ModeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) (string, error) {
-		r, err := c4gh.NewReader(src, opener, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict})
+		r, err := c4gh.NewReader(src, opener, &c4gh.DecryptOptions{Sender: sender, Jobs: jobs, Strict: strict, Serial: serial(size, jobs)})
 		if err != nil {
 			return "", noPacketHint(err, sk, sender)
 		}

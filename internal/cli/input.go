@@ -135,17 +135,35 @@ func openStreams(e *env, s streamOptions, keyFiles []string, opts outfile.Option
 type snapshot struct {
 	size  int64 // left to read; -1 for what is not a regular file
 	mtime time.Time
+	// regular: the input is a regular file; sparse: one whose size says
+	// little about what it holds (outfile.Sparse).
+	regular, sparse bool
 }
 
-// snap returns the snapshot of in as it is now.
+// snap returns the snapshot of in as it is now: for a file, what one
+// fstat says (and its offset), as size and reservable would.
 func (in *input) snap() snapshot {
-	s := snapshot{size: in.size()}
-	if s.size >= 0 && in.obj == nil && in.file != nil {
-		if fi, err := in.file.Stat(); err == nil {
-			s.mtime = fi.ModTime()
-		}
+	if in.obj != nil || in.file == nil {
+		return snapshot{size: in.size()}
+	}
+	fi, err := in.file.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return snapshot{size: -1}
+	}
+	s := snapshot{size: -1, regular: true, sparse: outfile.Sparse(fi)}
+	if off, err := in.file.Seek(0, io.SeekCurrent); err == nil && off <= fi.Size() {
+		s.size, s.mtime = fi.Size()-off, fi.ModTime()
 	}
 	return s
+}
+
+// reservable is the size to reserve an output for, as in.reservable() was
+// when s was taken.
+func (s snapshot) reservable() int64 {
+	if s.sparse {
+		return -1
+	}
+	return s.size
 }
 
 // unchanged fails when the regular file in, as at was when it was opened,
@@ -153,11 +171,13 @@ func (in *input) snap() snapshot {
 // it), or now holds more, or was written to meanwhile (another mtime):
 // what was made of it is of no file that ever was. Other inputs pass.
 func (in *input) unchanged(at snapshot, want, n int64) error {
-	if at.size < 0 || in.obj != nil || !in.regular() {
+	if at.size < 0 || in.obj != nil {
 		return nil
 	}
 	now := in.snap()
 	switch {
+	case !now.regular:
+		return nil
 	case n != want || want == at.size && now.size > 0:
 		return fmt.Errorf("%s changed while it was read: %d bytes when opened, %d read, %d more now",
 			quoteName(in.name), at.size, n, max(now.size, 0))

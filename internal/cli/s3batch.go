@@ -186,14 +186,14 @@ func batchItems(e *env, files []string, s scaleOptions, keep func(string) bool, 
 		if fi, err := os.Stat(s.FilesFrom); s.FilesFrom != "-" && err == nil && fi.Mode().IsRegular() {
 			in := e.inputs(files, s, keep)
 			in.Objects = nil
-			outs := outputSet{}
+			outs := newOutputSet()
 			for it := range items(in, false) {
 				if err := outs.add(it); err != nil {
 					return batchList{}, err
 				}
 			}
 		}
-		outs := outputSet{}
+		outs := newOutputSet()
 		return batchList{stream: func(yield func(batchItem) bool) {
 			for it := range seq {
 				if it.err == nil {
@@ -217,23 +217,33 @@ func batchItems(e *env, files []string, s scaleOptions, keep func(string) bool, 
 
 // outputSet is the outputs of a stream of items, by place, each with the
 // input written there.
-type outputSet map[string]string
+type outputSet struct {
+	in  map[string]string
+	cwd string // the working folder, once: filepath.Abs asks for it each time
+}
+
+func newOutputSet() *outputSet {
+	cwd, _ := os.Getwd()
+	return &outputSet{in: map[string]string{}, cwd: cwd}
+}
 
 // add refuses the item it when another input is written to its output.
-func (s outputSet) add(it batchItem) error {
+func (s *outputSet) add(it batchItem) error {
 	if it.err != nil {
 		return nil
 	}
 	place := it.out
 	if !objstore.IsURL(place) {
-		if abs, err := filepath.Abs(place); err == nil {
-			place = abs
+		if filepath.IsAbs(place) || s.cwd == "" {
+			place = filepath.Clean(place)
+		} else {
+			place = filepath.Join(s.cwd, place)
 		}
 	}
-	if prev, ok := s[place]; ok {
+	if prev, ok := s.in[place]; ok {
 		return usagef("%s and %s would both be written to %s", quoteName(prev), quoteName(it.in), quoteName(it.out))
 	}
-	s[place] = it.in
+	s.in[place] = it.in
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -45,47 +46,77 @@ func newFolder(path string, d *os.File, id os.FileInfo) *folder {
 }
 
 // beneath is the package's beneath (see Options.Beneath) through the
-// folders held: the folder of path, held, and the path of the output
-// through it. The folder already held is taken again when path's folder
-// is still that folder.
-func (fs *Folders) beneath(root, path string) (*folder, string, error) {
-	if err := CheckBelow(root, path); err != nil {
-		return nil, "", err
-	}
+// folders held: the folder of path, held, the path of the output through
+// it, and whether nothing is there yet. The folder already held is taken
+// again when path's folder is still that folder.
+func (fs *Folders) beneath(root, path string) (f *folder, at string, absent bool, err error) {
 	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
+	fi, err := folderBelow(root, dir, path)
 	if err != nil {
-		return nil, "", fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
+		return nil, "", false, err
 	}
-	f := fs.take(dir, fi)
-	if f == nil {
+	if f = fs.take(dir, fi); f == nil {
 		d, err := openBeneath(root, dir)
 		switch {
 		case errors.Is(err, errors.ErrUnsupported):
 			d = nil
 		case errors.Is(err, errLinkBelow):
-			return nil, "", linkBelow(dir, root)
+			return nil, "", false, linkBelow(dir, root)
 		case err != nil:
-			return nil, "", fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
+			return nil, "", false, fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
 		}
 		id := fi
 		if d != nil {
 			if id, err = d.Stat(); err != nil {
 				d.Close()
-				return nil, "", fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
+				return nil, "", false, fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
 			}
 		}
 		f = fs.add(newFolder(dir, d, id))
 	}
-	if f.d == nil {
-		return f, path, nil
+	at = path
+	if f.d != nil {
+		at = dirPath(f.d, filepath.Base(path))
 	}
-	at := dirPath(f.d, filepath.Base(path))
-	if li, err := os.Lstat(at); err == nil && li.Mode()&os.ModeSymlink != 0 {
+	li, err := os.Lstat(at)
+	switch {
+	case err == nil && li.Mode()&os.ModeSymlink != 0:
 		fs.release(f)
-		return nil, "", linkBelow(path, root)
+		return nil, "", false, linkBelow(path, root)
+	case errors.Is(err, os.ErrNotExist):
+		absent = true
 	}
-	return f, at, nil
+	return f, at, absent, nil
+}
+
+// folderBelow is CheckBelow of the folder dir of the output path, which
+// must exist: it returns what dir is, to find the folder held for it.
+// The output's own name is checked through the folder held.
+func folderBelow(root, dir, path string) (os.FileInfo, error) {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, usagef("output %s is not in the output folder %s", QuoteName(path), QuoteName(root))
+	}
+	if rel == "." {
+		// The output folder itself may be a link: the user named it.
+		fi, err := os.Stat(root)
+		if err != nil {
+			return nil, fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
+		}
+		return fi, nil
+	}
+	var fi os.FileInfo
+	p := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		if fi, err = os.Lstat(p); err != nil {
+			return nil, fmt.Errorf("failed to open the folder of output %s: %w", QuoteName(path), PathErr(err))
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return nil, linkBelow(p, root)
+		}
+	}
+	return fi, nil
 }
 
 // byPath is the folder of an output that is not made below an output

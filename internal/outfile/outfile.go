@@ -166,7 +166,7 @@ func Open(path string, stdout io.Writer, opts Options) (*Output, error) {
 			return nil, err
 		}
 	}
-	o, err := open(path, at, opts, true)
+	o, err := open(path, at, opts, true, false)
 	if below != nil {
 		if err != nil || o.tmp == nil {
 			below.Close()
@@ -180,18 +180,19 @@ func Open(path string, stdout io.Writer, opts Options) (*Output, error) {
 // openIn is Open of a file in a folder of folders.
 func openIn(folders *Folders, path string, opts Options) (*Output, error) {
 	var (
-		f   *folder
-		at  = path
-		err error
+		f      *folder
+		at     = path
+		absent bool
+		err    error
 	)
 	if opts.Beneath != "" {
-		if f, at, err = folders.beneath(opts.Beneath, path); err != nil {
+		if f, at, absent, err = folders.beneath(opts.Beneath, path); err != nil {
 			return nil, err
 		}
 	} else {
 		f = folders.byPath(path)
 	}
-	o, err := open(path, at, opts, f.warnOnce())
+	o, err := open(path, at, opts, f.warnOnce(), absent)
 	if err != nil || o.tmp == nil {
 		folders.release(f)
 		return o, err
@@ -260,11 +261,15 @@ func linkBelow(p, dir string) error {
 }
 
 // open is Open of the file at, named path in messages; warn says to look
-// for old temporary files in its folder (warnStale).
-func open(path, at string, opts Options, warn bool) (*Output, error) {
-	final, err := check(at, path, opts)
-	if err != nil {
-		return nil, err
+// for old temporary files in its folder (warnStale); absent, that nothing
+// was found at at (by Lstat), which needs no other check.
+func open(path, at string, opts Options, warn, absent bool) (*Output, error) {
+	final := at
+	if !absent {
+		var err error
+		if final, err = check(at, path, opts); err != nil {
+			return nil, err
+		}
 	}
 	if final == "" {
 		// An existing device or named pipe: written in place.
@@ -387,6 +392,16 @@ type writeNamer struct {
 
 // writebackChunk is how many written bytes are handed to the disk at once.
 const writebackChunk = 8 << 20
+
+// preallocateMin is the smallest output that Preallocate reserves room
+// for. A smaller one is written to disk in one go by the fsync of its
+// commit, whose delayed allocation then allocates it at once; reserving
+// it first costs more than it saves: two more system calls at its start
+// (fstatfs, fallocate) and two at its commit (fstat, ftruncate), on ext4
+// unwritten extents to convert when it is written, and on tmpfs pages
+// zeroed only to be overwritten (a batch of 1 MiB files, see
+// docs/performance.md).
+const preallocateMin = writebackChunk
 
 func (w *writeNamer) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
@@ -763,11 +778,12 @@ func QuoteName(name string) string {
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 // Preallocate reserves room for n bytes when the output is a new file and
-// n > 0, so that the writes cost less (see preallocate_linux.go). The size
-// of the file still grows only as it is written; commit releases whatever
-// was reserved and not written, if n was an overestimate.
+// n is at least preallocateMin, so that the writes cost less (see
+// preallocate_linux.go). The size of the file still grows only as it is
+// written; commit releases whatever was reserved and not written, if n
+// was an overestimate.
 func (o *Output) Preallocate(n int64) {
-	if o.tmp != nil && n > 0 && preallocate(o.tmp, n) {
+	if o.tmp != nil && n >= preallocateMin && preallocate(o.tmp, n) {
 		o.reserved = true
 	}
 }

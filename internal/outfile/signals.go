@@ -70,15 +70,15 @@ func (t *Interrupts) Arm() {
 	})
 }
 
-// Create makes a new file with os.OpenFile(name, O_CREATE|O_EXCL|O_RDWR,
-// perm) and records it for removal. The handler is installed first and
+// Create makes a new file as os.OpenFile(name, O_CREATE|O_EXCL|O_RDWR,
+// perm) does and records it for removal. The handler is installed first and
 // the file is created under the lock the handler takes, so that a signal
 // that arrives at any moment finds the file in the set.
 func (t *Interrupts) Create(name string, perm os.FileMode) (*os.File, error) {
 	t.Arm()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, perm)
+	f, err := createNew(name, perm)
 	if err != nil {
 		return nil, err
 	}
