@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -110,9 +111,9 @@ func (e *safetyEnv) run(t *testing.T, stdin io.Reader, env []string, args ...str
 	// ProcessState only gives an upper bound. GNU time forks from its own
 	// small process and reports the command's own peak.
 	var timeOut string
-	if gnuTime != "" {
+	if gnuTime() != "" {
 		timeOut = filepath.Join(t.TempDir(), "rss")
-		cmd = exec.Command(gnuTime, append([]string{"-q", "-f", "%M", "-o", timeOut, e.bin}, args...)...)
+		cmd = exec.Command(gnuTime(), append([]string{"-q", "-f", "%M", "-o", timeOut, e.bin}, args...)...)
 	}
 	cmd.Env = cleanEnv(env...)
 	if stdin == nil {
@@ -134,15 +135,17 @@ func (e *safetyEnv) run(t *testing.T, stdin io.Reader, env []string, args ...str
 		out, err := os.ReadFile(timeOut)
 		var kib int64
 		if _, serr := fmt.Sscan(string(out), &kib); err != nil || serr != nil {
-			t.Fatalf("%s: %q %v %v", gnuTime, out, err, serr)
+			t.Fatalf("%s: %q %v %v", gnuTime(), out, err, serr)
 		}
 		r.maxRSS = kib << 10
 	}
 	return r
 }
 
-// gnuTime is the path of GNU time, when it is installed and works.
-var gnuTime = func() string {
+// gnuTime is the path of GNU time, when it is installed and works. It is
+// looked for when first asked: the scripts' every command is this test
+// binary, which would otherwise start GNU time (and true) each time.
+var gnuTime = sync.OnceValue(func() string {
 	path, err := exec.LookPath("/usr/bin/time")
 	if err != nil {
 		return ""
@@ -151,7 +154,7 @@ var gnuTime = func() string {
 		return ""
 	}
 	return path
-}()
+})
 
 func rss(ps *os.ProcessState) int64 {
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
@@ -433,7 +436,7 @@ func safetyHostileHeaders(t *testing.T, e *safetyEnv) {
 			}
 			// Inputs of at most 2 MiB claim far more than they hold; the
 			// process must not grow beyond a small Go program (8 MiB).
-			if gnuTime != "" && len(tc.input) <= 2<<20 && r.maxRSS > 16<<20 {
+			if gnuTime() != "" && len(tc.input) <= 2<<20 && r.maxRSS > 16<<20 {
 				t.Errorf("max RSS %d MiB for %d bytes of input", r.maxRSS>>20, len(tc.input))
 			}
 			clitest.EmptyDir(t, outDir)

@@ -316,6 +316,7 @@ func FuzzParseRange(f *testing.F) {
 // TestIdleTimeout: an attempt that stalls in the middle of a body is
 // ended and the part resumed from where it stopped.
 func TestIdleTimeout(t *testing.T) {
+	t.Parallel()
 	data := bytes.Repeat([]byte("abcdefgh"), 10000)
 	var first atomic.Bool
 	stop := make(chan struct{})
@@ -415,6 +416,7 @@ func TestRangeIgnored(t *testing.T) {
 // TestTicketIdleTimeout: a ticket whose body stops coming is given up
 // after the idle timeout, as a part is, and tried again.
 func TestTicketIdleTimeout(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	stop := make(chan struct{})
 	defer close(stop)

@@ -188,6 +188,7 @@ func (o slowObject) Stream(w io.Writer, off, n int64) (int64, error) {
 // ReadTimeout: the deadline for reading the request does not end the
 // request's context, which an object store's reads depend on.
 func TestLongDownload(t *testing.T) {
+	t.Parallel()
 	sk, err := keys.Generate(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +219,7 @@ func TestLongDownload(t *testing.T) {
 // its connection after WriteIdle, so that it gives back its place among
 // MaxStreams and does not hold up a shutdown; a slow reader keeps going.
 func TestStalledReader(t *testing.T) {
+	t.Parallel()
 	const size = 32 << 20 // more than the socket buffers of loopback
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -290,6 +292,7 @@ func TestStalledReader(t *testing.T) {
 // answers: the deadline of one response is not left to the next, which
 // may send no body at all.
 func TestIdleKeepAlive(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, addr, _ := listening(t, ctx, "x.bam.c4gh", 1000, Config{WriteIdle: 200 * time.Millisecond})

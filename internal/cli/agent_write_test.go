@@ -133,7 +133,7 @@ func TestAgentRewritesFiles(t *testing.T) {
 	const region = "chr1:20000-120000"
 	mustRun(t, dir, "splice", "--recipient_pk", "them.pub", "--region", region, "-i", "reads.bam.c4gh", "-o", "reg.bam.c4gh")
 	mustRun(t, dir, "decrypt", "--sk", "them.sec", "--sender_pk", "me.pub", "-i", "reg.bam.c4gh", "-o", "reg.bam")
-	checkRegionFile(t, dir, regionCase{"reads.bam", "reads.bam.bai", samCount, samHeader, samIndex}, "reg.bam", region)
+	checkRegionFile(t, dir, regionCase{name: "reads.bam", index: "reads.bam.bai", count: samCount, head: samHeader, index2: samIndex}, "reg.bam", region)
 }
 
 // TestAgentRekeyInPlace: the in-place rules of reencrypt and splice hold
@@ -202,7 +202,7 @@ func TestServeAgent(t *testing.T) {
 	b := startServe(t, dir, "--plaintext", ".")
 	f := startServe(t, dir, "--sk", kept, "--plaintext", ".")
 	const region = "chr1:20000-120000"
-	c := regionCase{"reads.bam", "reads.bam.bai", samCount, samHeader, samIndex}
+	c := regionCase{name: "reads.bam", index: "reads.bam.bai", count: samCount, head: samHeader, index2: samIndex}
 	q := htsgetQuery(region, "encryptionScheme", "C4GH")
 	tk := c4ghTicket(t, dir, http.MethodGet, a.base+"/reads/reads?"+q, nil, pub, sk, "agent.bam")
 	checkRegionFile(t, dir, c, "agent.bam", region)

@@ -247,10 +247,10 @@ func checkRegionFile(t *testing.T, dir string, c regionCase, got, region string)
 	t.Helper()
 	plainIndex(t, dir, c)
 	c.index2(t, dir, got)
-	if h, want := c.head(t, dir, got), c.head(t, dir, c.name); h != want {
+	if h, want := c.head(t, dir, got), c.wantHead(t, dir); h != want {
 		t.Errorf("%s %s: the header differs:\n%s\nwant\n%s", got, region, h, want)
 	}
-	if n, want := c.count(t, dir, got, region), c.count(t, dir, c.name, region); n != want {
+	if n, want := c.count(t, dir, got, region), c.wantCount(t, dir, region); n != want {
 		t.Errorf("%s: %d records in %s, want %d", got, n, region, want)
 	}
 }
@@ -342,7 +342,7 @@ func servePlaintextHtslib(t *testing.T, dir string, cases []regionCase, s *serve
 				checkRegionFile(t, dir, c.regionCase, out, "*")
 				out = "header-" + c.name
 				tool(t, dir, c.write[0], append(c.write[1:], out, fmt.Sprintf("%s/%s/%s?format=%s&class=header", s.base, c.endpoint, c.id, c.format))...)
-				if h, want := c.head(t, dir, out), c.head(t, dir, c.name); h != want {
+				if h, want := c.head(t, dir, out), c.wantHead(t, dir); h != want {
 					t.Errorf("class=header: the header differs:\n%s\nwant\n%s", h, want)
 				}
 				if n := strings.Count(tool(t, dir, "samtools", "view", "-T", "ref.fa", out), "\n"); n != 0 {
@@ -727,7 +727,7 @@ func TestServeS3(t *testing.T) {
 	sk, pub := themKey(t, e.dir)
 	s := startServe(t, e.dir, "--sk", "me.sec", "--plaintext", "s3://"+testBucket+"/archive/")
 	const region = "chr1:100000-150000"
-	c := regionCase{"reads.bam", "reads.bam.bai", samCount, samHeader, samIndex}
+	c := regionCase{name: "reads.bam", index: "reads.bam.bai", count: samCount, head: samHeader, index2: samIndex}
 	tool(t, e.dir, "samtools", "view", "--no-PG", "-b", "-o", "s3.bam", s.base+"/reads/runs/reads?"+htsgetQuery(region))
 	checkRegionFile(t, e.dir, c, "s3.bam", region)
 	c4ghTicket(t, e.dir, http.MethodGet, s.base+"/reads/runs/reads?"+htsgetQuery(region, "encryptionScheme", "C4GH"), nil, pub, sk, "s3c4gh.bam")
@@ -1121,7 +1121,7 @@ func TestServeTLS(t *testing.T) {
 			t.Errorf("a data URL of an HTTPS server: %s", u.URL)
 		}
 	}
-	checkRegionFile(t, dir, regionCase{"reads.bam", "reads.bam.bai", samCount, samHeader, samIndex}, "tls.bam", region)
+	checkRegionFile(t, dir, regionCase{name: "reads.bam", index: "reads.bam.bai", count: samCount, head: samHeader, index2: samIndex}, "tls.bam", region)
 	// Plain HTTP gets nothing.
 	if resp, err := http.Get("http" + strings.TrimPrefix(s.base, "https") + "/reads/service-info"); err == nil {
 		if resp.StatusCode == 200 {
@@ -1145,7 +1145,7 @@ func TestServeInstances(t *testing.T) {
 	b := startServe(t, dir, "--sk", "me.sec", "--plaintext", ".")
 	other := startServe(t, dir, "--sk", "other.sec", "--plaintext", ".")
 	const region = "chr1:20000-120000"
-	c := regionCase{"reads.bam", "reads.bam.bai", samCount, samHeader, samIndex}
+	c := regionCase{name: "reads.bam", index: "reads.bam.bai", count: samCount, head: samHeader, index2: samIndex}
 	for _, q := range []string{htsgetQuery(region, "encryptionScheme", "C4GH"), htsgetQuery(region)} {
 		tk, he := getTicket(t, http.MethodGet, a.base+"/reads/reads?"+q, nil, map[string]string{htsget.PublicKeyHeader: string(pub)})
 		if he != nil {
