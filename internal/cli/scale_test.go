@@ -68,8 +68,15 @@ func newScaleEnv(t *testing.T, n, size int) *scaleEnv {
 	return e
 }
 
-// cmd is the built command with args, in the folder.
+// cmd is the command with args, in the folder: this test binary, or
+// under -race the built command, which the detector does not slow down.
 func (e *scaleEnv) cmd(t *testing.T, args ...string) *exec.Cmd {
+	if !raceEnabled {
+		c := exec.Command(os.Args[0], args...)
+		c.Dir = e.dir
+		c.Env = append(os.Environ(), childEnv+"=1")
+		return c
+	}
 	c := exec.Command(clitest.Binary(t), args...)
 	c.Dir = e.dir
 	return c
