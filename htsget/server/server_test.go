@@ -219,6 +219,9 @@ func TestLongDownload(t *testing.T) {
 // its connection after WriteIdle, so that it gives back its place among
 // MaxStreams and does not hold up a shutdown; a slow reader keeps going.
 func TestStalledReader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits for the write deadlines, about 4 s")
+	}
 	t.Parallel()
 	const size = 32 << 20 // more than the socket buffers of loopback
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,7 +16,13 @@ import (
 // folder of e, both encrypted for me.pub.
 func regionObjectFixture(t *testing.T, dir string) {
 	t.Helper()
-	writeSAM(t, dir, 200000)
+	regionObjectFixtureOf(t, dir, 200000)
+}
+
+// regionObjectFixtureOf is regionObjectFixture with reads records.
+func regionObjectFixtureOf(t *testing.T, dir string, reads int) {
+	t.Helper()
+	writeSAM(t, dir, reads)
 	tool(t, dir, "samtools", "sort", "-o", "big.bam", "reads.sam")
 	tool(t, dir, "samtools", "index", "big.bam")
 	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "big.bam", "-o", "big.bam.c4gh")
@@ -98,7 +104,11 @@ func TestRegionHTTPS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
-	regionObjectFixture(t, dir)
+	reads := 200000
+	if testing.Short() {
+		reads = 50000 // 1.9 MB, of which the region reads 0.3
+	}
+	regionObjectFixtureOf(t, dir, reads)
 	web := t.TempDir()
 	for _, name := range []string{"big.bam.c4gh", "big.bam.bai.c4gh"} {
 		if err := os.Rename(filepath.Join(dir, name), filepath.Join(web, name)); err != nil {
