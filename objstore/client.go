@@ -1,10 +1,13 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/aws/smithy-go/logging"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
@@ -110,6 +114,13 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		if sc.region != "" {
 			opts = append(opts, config.WithRegion(sc.region))
 		}
+		if sc.caFile != "" {
+			pemCerts, err := readCABundle(sc.caFile)
+			if err != nil {
+				return nil, &Error{Op: "read", Location: "ca_certs_file of s3cmd configuration file " + cfg.S3Config, Err: err}
+			}
+			opts = append(opts, config.WithCustomCABundle(bytes.NewReader(pemCerts)))
+		}
 		c.endpoint = sc.endpoint
 		s3opts = append(s3opts, func(o *s3.Options) {
 			o.BaseEndpoint = aws.String(sc.endpoint)
@@ -118,22 +129,41 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	} else if cfg.Profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
 	}
-	hc := newHTTPClient(c.idle)
-	c.slow = newHTTPClient(10 * c.idle)
-	var watched config.HTTPClient = hc
-	nt := newNotifier(cfg.Notice, c.idle, 0) // its attempts are known below
-	if nt != nil {
-		watched = watchedClient{c: hc, n: nt}
-	}
-	opts = append(opts, config.WithHTTPClient(watched),
+	// The configuration is given the SDK's own kind of client, which it
+	// can add a CA bundle to (AWS_CA_BUNDLE, ca_bundle in a profile): it
+	// then returns a copy with the bundle's roots.
+	opts = append(opts, config.WithHTTPClient(newHTTPClient(c.idle)),
 		// The SDK's own log lines (such as its warnings about
 		// checksums) never reach the user's stderr: errors do.
 		config.WithLogger(logging.Nop{}), config.WithClientLogMode(0))
 
 	awscfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, &Error{Op: "load", Location: "the AWS configuration", Err: errkind.Wrap(errkind.Key, err),
-			hint: "check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE"}
+		kind, hint := errkind.Key, "check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE"
+		if bundle := os.Getenv("AWS_CA_BUNDLE"); strings.Contains(err.Error(), "CA bundle") || bundle != "" && strings.Contains(err.Error(), bundle) {
+			kind, hint = errkind.Usage, "check AWS_CA_BUNDLE, or ca_bundle in the profile: a file of PEM certificates"
+		}
+		return nil, &Error{Op: "load", Location: "the AWS configuration", Err: errkind.Wrap(kind, err), hint: hint}
+	}
+	hc, ok := awscfg.HTTPClient.(*awshttp.BuildableClient)
+	if !ok {
+		return nil, &Error{Op: "load", Location: "the AWS configuration", Err: fmt.Errorf("unexpected HTTP client %T", awscfg.HTTPClient)}
+	}
+	// Copies and completions wait longer for an answer, from the same
+	// roots.
+	c.slow = newHTTPClient(10 * c.idle)
+	if tc := hc.GetTransport().TLSClientConfig; tc != nil && tc.RootCAs != nil {
+		roots := tc.RootCAs
+		c.slow = newHTTPClient(10 * c.idle).WithTransportOptions(func(tr *http.Transport) {
+			if tr.TLSClientConfig == nil {
+				tr.TLSClientConfig = &tls.Config{}
+			}
+			tr.TLSClientConfig.RootCAs = roots
+		})
+	}
+	nt := newNotifier(cfg.Notice, c.idle, 0) // its attempts are known below
+	if nt != nil {
+		awscfg.HTTPClient = watchedClient{c: hc, n: nt}
 	}
 	if awscfg.Region == "" {
 		awscfg.Region = defaultRegion
@@ -155,6 +185,13 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			// The token bucket would fail requests outright after a burst
 			// of errors across parallel parts; backoff alone paces them.
 			o.RateLimiter = ratelimit.None
+			// A certificate that is not trusted stays so: no retry.
+			o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+				if untrusted(err) {
+					return aws.FalseTernary
+				}
+				return aws.UnknownTernary
+			})}, o.Retryables...)
 		})
 	}
 	c.checksum = awscfg.RequestChecksumCalculation != aws.RequestChecksumCalculationWhenRequired
@@ -191,6 +228,27 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // Endpoint returns the URL of the S3 endpoint the client uses, "" for
 // AWS's own.
 func (c *Client) Endpoint() string { return c.endpoint }
+
+// maxCABundle bounds a CA bundle read: a system's whole bundle is a few
+// hundred kB.
+const maxCABundle = 16 << 20
+
+// readCABundle reads a file of PEM certificates.
+func readCABundle(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errkind.Wrap(errkind.Usage, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCABundle+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxCABundle {
+		return nil, errkind.Errorf(errkind.Usage, "%s is larger than %d bytes", path, maxCABundle)
+	}
+	return b, nil
+}
 
 // newHTTPClient returns the SDK's HTTP client with room for parallel
 // transfers, a limit on the wait for an answer, and a limit on how long a
@@ -284,11 +342,22 @@ func (c *Client) hint(err error) string {
 		return "credentials from " + c.source + ", endpoint " + endpoint
 	case errors.Is(err, ErrNoBucket):
 		return "endpoint " + endpoint
+	case untrusted(err):
+		return "the server's certificate is not trusted here: name the certificate of its authority in AWS_CA_BUNDLE (or ca_bundle in the profile; ca_certs_file with --s3-config)"
 	case c.endpoint == "" && unreached(err):
 		// The usual cause: a store of one's own, and no word of it.
 		return "no endpoint was given, so this went to AWS S3; for another store set AWS_ENDPOINT_URL_S3 (or use --s3-config)"
 	}
 	return ""
+}
+
+// untrusted reports whether err is a TLS certificate that does not verify.
+func untrusted(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
 }
 
 // unreached reports whether err is a failure to reach the server at all:

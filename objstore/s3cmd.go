@@ -16,6 +16,7 @@ type s3cmdConfig struct {
 	endpoint                    string // scheme://host[:port]
 	pathStyle                   bool
 	region                      string
+	caFile                      string // ca_certs_file: PEM roots for https
 }
 
 // maxS3cmdConfig bounds the file read: real ones are a few hundred bytes.
@@ -73,6 +74,7 @@ func readS3cmdConfig(path string) (*s3cmdConfig, error) {
 	if !https {
 		c.endpoint = "http://" + host
 	}
+	c.caFile = values["ca_certs_file"]
 	c.pathStyle = !strings.Contains(values["host_bucket"], "%(bucket)s")
 	switch r := values["bucket_location"]; r {
 	case "", "US", "us":

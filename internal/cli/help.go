@@ -69,10 +69,11 @@ var envDoc = []clidoc.Entry{
 	{Name: "AWS_PROFILE", Doc: "s3:// paths: the profile of ~/.aws/config and ~/.aws/credentials to use"},
 	{Name: "AWS_REGION", Doc: "s3:// paths: the region (default us-east-1 for an endpoint of AWS_ENDPOINT_URL_S3)"},
 	{Name: "AWS_SHARED_CREDENTIALS_FILE", Doc: "s3:// paths: another file for ~/.aws/credentials (AWS_CONFIG_FILE for ~/.aws/config)"},
+	{Name: "AWS_CA_BUNDLE", Doc: "s3:// paths: a file of PEM certificates, the authorities of an endpoint whose certificate the system does not trust (ca_bundle in a profile; ca_certs_file in an s3cmd file)"},
 }
 
 // awsEnv are the variables of the commands that read or write objects.
-var awsEnv = []string{"AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_REGION", "AWS_SHARED_CREDENTIALS_FILE"}
+var awsEnv = []string{"AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_REGION", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CA_BUNDLE"}
 
 // withAWS is the variables env of a command that takes s3:// paths.
 func withAWS(env ...string) []string { return append(env, awsEnv...) }

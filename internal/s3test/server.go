@@ -17,12 +17,20 @@ package s3test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"debug/buildinfo"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +59,10 @@ type Server struct {
 	AccessKey string
 	SecretKey string
 	Dir       string // the directory served: one subdirectory per bucket
+	// CAFile, with the TLS option, is the PEM certificate of the
+	// server's own authority (for AWS_CA_BUNDLE): the Endpoint is then
+	// https://.
+	CAFile string
 
 	sdkOnce sync.Once
 	sdk     *s3.Client
@@ -195,6 +207,16 @@ func Start(t testing.TB, opts ...Option) *Server {
 			t.Fatal(err)
 		}
 	}
+	var tlsArgs []string
+	scheme := "http://"
+	if o.tls {
+		cert, key, err := writeCertificate(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.CAFile, scheme = cert, "https://"
+		tlsArgs = []string{"--cert", cert, "--key", key}
+	}
 	var lastErr error
 	for try := 0; try < 5; try++ {
 		addr, err := freeAddr()
@@ -203,7 +225,8 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		log := &clitest.SyncBuffer{}
 		args := append([]string{"--port", addr, "--access", s.AccessKey, "--secret", s.SecretKey,
-			"--quiet", "--keep-alive"}, posix...)
+			"--quiet", "--keep-alive"}, tlsArgs...)
+		args = append(args, posix...)
 		cmd := exec.Command(bin, append(args, s.Dir)...)
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
@@ -217,7 +240,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 			// process (another package's versitygw) may have taken it
 			// since, and this one failed to listen while that one
 			// answers. Only this server knows these keys.
-			s.Addr, s.Endpoint = addr, "http://"+addr
+			s.Addr, s.Endpoint = addr, scheme+addr
 			err = s.answers()
 		}
 		if err != nil {
@@ -242,11 +265,53 @@ func Start(t testing.TB, opts ...Option) *Server {
 // An Option changes how Start runs the server.
 type Option func(*options)
 
-type options struct{ versioning bool }
+type options struct{ versioning, tls bool }
 
 // Versioning lets the server's buckets keep versions (a bucket has them
 // once versioning is enabled on it).
 func Versioning() Option { return func(o *options) { o.versioning = true } }
+
+// TLS serves https with a certificate for 127.0.0.1 from an authority of
+// the test's own, whose certificate is in the Server's CAFile.
+func TLS() Option { return func(o *options) { o.tls = true } }
+
+// writeCertificate writes a self-signed certificate for 127.0.0.1 and
+// its key into dir, and returns their paths: the certificate is its own
+// authority.
+func writeCertificate(dir string) (cert, key string, err error) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "s3test authority"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		return "", "", err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return "", "", err
+	}
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return "", "", err
+	}
+	return cert, key, nil
+}
 
 // freeAddr returns a loopback address with a port that was free a moment
 // ago.
@@ -323,12 +388,20 @@ func (s *Server) SDK() *s3.Client {
 }
 
 func (s *Server) newSDK() *s3.Client {
-	return s3.New(s3.Options{
+	o := s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
-	})
+	}
+	if s.CAFile != "" {
+		if pemCert, err := os.ReadFile(s.CAFile); err == nil {
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(pemCert)
+			o.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+		}
+	}
+	return s3.New(o)
 }
 
 // Put stores data at bucket/key with the plain SDK and returns its ETag.
