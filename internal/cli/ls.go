@@ -117,7 +117,9 @@ func list(e *env, o *lsOptions) error {
 			if errors.Is(err, errWriteOutput) {
 				return err
 			}
-			// A target that cannot be listed keeps its own exit code.
+			// A target that cannot be listed keeps its own exit code,
+			// and counts as one of the files of the summary.
+			l.total++
 			l.fail(fmt.Errorf("%s: %w", quoteName(shownName(t)), err))
 			l.code = max(l.code, exitCode(err))
 		}
