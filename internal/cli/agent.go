@@ -77,7 +77,7 @@ func agentCommand(e *env) command {
 		},
 		Action: func(c *cli.Context) error { return runAgent(e.start(c, o.Quiet, nil), o) },
 	}, page: page{
-		env: []string{secretKeyEnv, passphraseEnv, agent.SocketEnv, agent.PKEnv},
+		env: []string{secretKeyEnv, passphraseEnv, agent.SocketEnv, agent.PKEnv, agent.SecretEnv},
 		examples: []string{
 			"crypt4gh agent --sk ~/.c4gh/key -t 8h -- $SHELL",
 			"crypt4gh decrypt -i reads.bam.c4gh -o reads.bam",

@@ -63,6 +63,7 @@ var envDoc = []clidoc.Entry{
 	{Name: tokenEnv, Doc: "htsget: the bearer token, when --token-file is not given"},
 	{Name: agent.SocketEnv, Doc: "the socket of the key agent (crypt4gh agent): a command given no --sk, nor C4GH_SECRET_KEY, opens header packets through it"},
 	{Name: agent.PKEnv, Doc: "the key agent's public key, set with CRYPT4GH_AGENT"},
+	{Name: agent.SecretEnv, Doc: "inside crypt4gh agent: the one of its keys to use (its path as given to --sk, its file name, or its public key); unset, any of them opens packets and the first seals"},
 	{Name: "C4GH_LOG", Doc: "accepted for the reference tool's logging configuration; not read (messages go to stderr)"},
 	{Name: "AWS_ENDPOINT_URL_S3", Doc: "s3:// paths: the S3 endpoint of a store that is not AWS (http://127.0.0.1:7070, https://s3.example.org), path-style; or --s3-config"},
 	{Name: "AWS_ACCESS_KEY_ID", Doc: "s3:// paths: the access key, with AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); else ~/.aws/credentials and the rest of the AWS chain"},
