@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		kind, hint := errkind.Key, "check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE"
 		if bundle := os.Getenv("AWS_CA_BUNDLE"); strings.Contains(err.Error(), "CA bundle") || bundle != "" && strings.Contains(err.Error(), bundle) {
-			kind, hint = errkind.Usage, "check AWS_CA_BUNDLE, or ca_bundle in the profile: a file of PEM certificates"
+			kind, hint = errkind.Usage, "check AWS_CA_BUNDLE, ca_bundle in the profile, or ca_certs_file of --s3-config: a file of PEM certificates"
 		}
 		return nil, &Error{Op: "load", Location: "the AWS configuration", Err: errkind.Wrap(kind, err), hint: hint}
 	}

@@ -196,6 +196,9 @@ func (s *httpSource) do(ctx context.Context, off, n int64, opening bool) (*http.
 			if errors.As(err, &refused) {
 				return nil, refused // on principle: asking again changes nothing
 			}
+			if untrusted(err) {
+				return nil, err // a certificate stays untrusted
+			}
 			lastErr = err
 			continue
 		}
@@ -318,8 +321,11 @@ func urlFail(op string, loc Location, err error) error {
 		return err
 	}
 	hint := ""
-	if errors.Is(err, ErrAccessDenied) {
+	switch {
+	case errors.Is(err, ErrAccessDenied):
 		hint = "a presigned URL may have expired; ask for a new one"
+	case untrusted(err):
+		hint = "the server's certificate is not trusted here: https:// inputs trust the system's authorities; name its authority's certificate in SSL_CERT_FILE"
 	}
 	return &Error{Op: op, Location: loc.String(), Err: err, hint: hint}
 }

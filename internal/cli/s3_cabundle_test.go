@@ -57,6 +57,20 @@ func TestCABundle(t *testing.T) {
 	e.must(t, "decrypt", "--s3-config", "s3cmd.conf", "--sk", "me.sec", "-i", url("copy.c4gh"), "-o", "back2")
 	sameBytes(t, "decrypted with ca_certs_file", e.read(t, "back2"), plain)
 
+	// An https:// input trusts the system's authorities, and
+	// SSL_CERT_FILE's (Go's variable): refused at once without it, with
+	// the hint; with it, the store answers (403: the URL is not
+	// presigned).
+	u := e.srv.Endpoint + "/" + testBucket + "/plain.c4gh"
+	code, _, stderr = e.run(t, "inspect", u)
+	if code != exitError || !strings.Contains(stderr, "SSL_CERT_FILE") || strings.Contains(stderr, "attempts") {
+		t.Errorf("an https:// input of an authority not trusted: exit %d\n%s", code, stderr)
+	}
+	e.env = append(env, "SSL_CERT_FILE="+e.srv.CAFile)
+	if code, _, stderr = e.run(t, "inspect", u); code != exitKey || strings.Contains(stderr, "certificate") {
+		t.Errorf("an https:// input with SSL_CERT_FILE: exit %d, want %d (403)\n%s", code, exitKey, stderr)
+	}
+
 	// A bundle that holds no certificate, or is not there: a one-line
 	// error that names it, before any request.
 	e.write(t, "empty.pem", []byte("no certificate here\n"))
