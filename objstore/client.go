@@ -149,18 +149,18 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if !ok {
 		return nil, &Error{Op: "load", Location: "the AWS configuration", Err: fmt.Errorf("unexpected HTTP client %T", awscfg.HTTPClient)}
 	}
-	// Copies and completions wait longer for an answer, from the same
-	// roots.
-	c.slow = newHTTPClient(10 * c.idle)
-	if tc := hc.GetTransport().TLSClientConfig; tc != nil && tc.RootCAs != nil {
-		roots := tc.RootCAs
-		c.slow = newHTTPClient(10 * c.idle).WithTransportOptions(func(tr *http.Transport) {
-			if tr.TLSClientConfig == nil {
-				tr.TLSClientConfig = &tls.Config{}
-			}
-			tr.TLSClientConfig.RootCAs = roots
-		})
+	// Copies and completions wait longer for an answer, trusting the
+	// same roots (nil: the system's).
+	var roots *x509.CertPool
+	if tc := hc.GetTransport().TLSClientConfig; tc != nil {
+		roots = tc.RootCAs
 	}
+	c.slow = newHTTPClient(10 * c.idle).WithTransportOptions(func(tr *http.Transport) {
+		if tr.TLSClientConfig == nil {
+			tr.TLSClientConfig = &tls.Config{}
+		}
+		tr.TLSClientConfig.RootCAs = roots
+	})
 	nt := newNotifier(cfg.Notice, c.idle, 0) // its attempts are known below
 	if nt != nil {
 		awscfg.HTTPClient = watchedClient{c: hc, n: nt}
