@@ -38,7 +38,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// otherwise dump the goroutines).
 	outfile.Signals.Arm()
 	e := newEnv(stdin, stdout, stderr)
-	app := newApp(e)
+	args = dropLog(args)
+	app := newApp(e, args)
 	args, err := prepare(e, app, args)
 	if err == nil {
 		err = app.Run(args)
@@ -58,7 +59,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitCode(err)
 }
 
-func newApp(e *env) *cli.App {
+// newApp is the app that runs args: see [commandsFor].
+func newApp(e *env, args []string) *cli.App {
 	app := &cli.App{
 		Name:                      "crypt4gh",
 		Usage:                     "encrypt and decrypt files in the GA4GH Crypt4GH format",
@@ -73,7 +75,7 @@ func newApp(e *env) *cli.App {
 			return usage(flagError(e, c, err))
 		},
 	}
-	for _, c := range commands(e) {
+	for _, c := range commandsFor(e, args) {
 		app.Commands = append(app.Commands, c.Command)
 	}
 	for _, cmd := range app.Commands {

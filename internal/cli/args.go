@@ -30,15 +30,6 @@ const completeFlag = "--generate-bash-completion"
 // prepare checks and rewrites args for app. It returns the arguments to
 // run, or an error to report.
 func prepare(e *env, app *cli.App, args []string) ([]string, error) {
-	// The reference's global --log PATH, before the command: accepted
-	// (and not read) as on every command.
-	for len(args) > 1 && (args[1] == "--log" || strings.HasPrefix(args[1], "--log=")) {
-		n := 1
-		if args[1] == "--log" {
-			n = 2
-		}
-		args = append(args[:1:1], args[min(1+n, len(args)):]...)
-	}
 	if len(args) < 2 {
 		fmt.Fprint(e.stderr, shortUsage(app))
 		return nil, quietExit(exitUsage)
@@ -195,4 +186,17 @@ func shortUsage(app *cli.App) string {
 	return textfmt.Wrap("Usage: crypt4gh COMMAND [flags] [ARGUMENTS], where COMMAND is one of "+
 		strings.Join(commandNames(app), ", ")+".", helpWidth, "", "       ") +
 		"Run 'crypt4gh --help' for more, 'crypt4gh COMMAND --help' for a command.\n"
+}
+
+// dropLog drops the reference's global --log PATH before the command:
+// accepted (and not read) as on every command.
+func dropLog(args []string) []string {
+	for len(args) > 1 && (args[1] == "--log" || strings.HasPrefix(args[1], "--log=")) {
+		n := 1
+		if args[1] == "--log" {
+			n = 2
+		}
+		args = append(args[:1:1], args[min(1+n, len(args)):]...)
+	}
+	return args
 }

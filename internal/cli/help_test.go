@@ -16,7 +16,7 @@ import (
 // "(default: false)", names the variables the command reads and ends with
 // examples and the exit codes.
 func TestHelpPages(t *testing.T) {
-	app := newApp(newEnv(nil, nil, nil))
+	app := newApp(newEnv(nil, nil, nil), nil)
 	helpArgs := map[string][]string{"": {"--help"}}
 	for _, c := range app.Commands {
 		helpArgs[c.Name] = []string{c.Name, "--help"}
@@ -65,7 +65,7 @@ func TestManPage(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	page := stdout.String()
-	app := newApp(newEnv(nil, nil, nil))
+	app := newApp(newEnv(nil, nil, nil), nil)
 	for _, c := range app.Commands {
 		if !strings.Contains(page, ".SS "+c.Name+"\n") {
 			t.Errorf("the page has no section for %s", c.Name)
@@ -137,5 +137,28 @@ func TestShellLines(t *testing.T) {
 	}
 	if joined != cmd {
 		t.Errorf("pasted back:\n%s\nwant\n%s", joined, cmd)
+	}
+}
+
+// TestRegistry checks that each name of the registry is that of the
+// command it builds, and that a run builds only the command it names.
+func TestRegistry(t *testing.T) {
+	e := newEnv(nil, nil, nil)
+	for _, r := range registry() {
+		if c := r.build(e); c.Name != r.name {
+			t.Errorf("registry: %q builds the command %q", r.name, c.Name)
+		}
+		cmds := commandsFor(e, []string{"crypt4gh", r.name, "x.c4gh"})
+		if want := 1; r.whole {
+			want = len(registry())
+			if len(cmds) != want {
+				t.Errorf("%s: %d commands built, want %d", r.name, len(cmds), want)
+			}
+		} else if len(cmds) != want || cmds[0].Name != r.name {
+			t.Errorf("%s: %d commands built, want only it", r.name, len(cmds))
+		}
+	}
+	if n := len(commandsFor(e, []string{"crypt4gh", "--help"})); n != len(registry()) {
+		t.Errorf("--help: %d commands built, want all %d", n, len(registry()))
 	}
 }
