@@ -140,55 +140,29 @@ func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 }
 
 // compressBlocks returns data as BGZF blocks of at most blockPayload bytes
-// each, compressed at flate.BestSpeed; nothing for no data.
+// each, compressed by [deflate]; nothing for no data.
 func compressBlocks(data []byte) []byte {
-	var out bytes.Buffer
-	fw := deflaters.Get().(*flate.Writer)
-	defer deflaters.Put(fw)
+	var out []byte
 	for len(data) > 0 {
 		n := min(len(data), blockPayload)
-		appendBlock(&out, fw, data[:n])
+		out = appendBlock(out, data[:n])
 		data = data[n:]
 	}
-	return out.Bytes()
+	return out
 }
 
-// The compressors and decompressors of blocks, kept between blocks: a
-// flate.Writer holds about a MiB of state, which would cost more to
-// clear than a block costs to compress.
-//
-// Blocks are compressed at flate.BestSpeed: a region has at most two
-// edge blocks of its own, and on BAM reads the fastest level made them
-// about 5% larger than the default level (12.0 against 11.4 kB a block
-// of 65,280 bytes) for half the CPU time (BenchmarkCompressBlocks). In a
-// new process the first block costs more (3 to 8 ms, most of it the
-// kernel giving the writer's memory page by page); a compressor that
-// keeps no state (klauspost/compress's StatelessDeflate: 0.7 ms) was
-// measured, and not taken: it is a dependency more, for a few ms of a
-// region decrypt whose target it would not meet either.
-var (
-	deflaters = sync.Pool{New: func() any {
-		fw, _ := flate.NewWriter(nil, flate.BestSpeed) // the level is valid
-		return fw
-	}}
-	inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
-)
+// inflaters are the decompressors of blocks, kept between blocks.
+var inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
 
-// appendBlock appends data, at most blockPayload bytes, as one BGZF block
-// compressed with fw.
-func appendBlock(out *bytes.Buffer, fw *flate.Writer, data []byte) {
-	var comp bytes.Buffer
-	fw.Reset(&comp)
-	fw.Write(data) // a bytes.Buffer does not fail
-	fw.Close()
-	head := []byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0}
-	binary.LittleEndian.PutUint16(head[16:], uint16(len(head)+comp.Len()+8-1))
-	out.Write(head)
-	out.Write(comp.Bytes())
-	var tail [8]byte
-	binary.LittleEndian.PutUint32(tail[:], crc32.ChecksumIEEE(data))
-	binary.LittleEndian.PutUint32(tail[4:], uint32(len(data)))
-	out.Write(tail[:])
+// appendBlock appends data, at most blockPayload bytes, as one BGZF block.
+func appendBlock(out, data []byte) []byte {
+	start := len(out)
+	out = append(out, 0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0)
+	out = deflate(out, data)
+	out = binary.LittleEndian.AppendUint32(out, crc32.ChecksumIEEE(data))
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(data)))
+	binary.LittleEndian.PutUint16(out[start+16:], uint16(len(out)-start-1))
+	return out
 }
 
 // voffset is a BGZF virtual offset: the file offset of a block and an
