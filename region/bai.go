@@ -27,10 +27,16 @@ import (
 // baiPseudoBin is the bin of a reference's statistics in BAI and TBI.
 const baiPseudoBin = 37450
 
+// baiLimit is the end of the positions a BAI indexes.
+const baiLimit = 1 << 29
+
 // baiIndex is a BAI index, its references located but not decoded.
 type baiIndex struct {
 	b    []byte
 	refs []baiRef
+	// answers, when not nil, are all that an index read for some
+	// targets holds (readBAIFor): b and refs are empty.
+	answers []baiAnswer
 }
 
 // baiRef is where one reference's part of the index is, in offsets of
@@ -124,7 +130,8 @@ var (
 var errNoChunks = errors.New("no records there")
 
 // chunks returns the chunks that may hold records of reference ref that
-// overlap [beg, end), 0 ≤ beg < end ≤ 2^29, sorted by their start.
+// overlap [beg, end), 0 ≤ beg < end ≤ 2^29, sorted by their start (in
+// the order of the index where two start together).
 func (x *baiIndex) chunks(ref int, beg, end int64) ([]bgzf.Chunk, error) {
 	if ref < 0 || ref >= len(x.refs) {
 		return nil, errNoChunks
@@ -158,7 +165,7 @@ func (x *baiIndex) chunks(ref int, beg, end int64) ([]bgzf.Chunk, error) {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b bgzf.Chunk) int {
+	slices.SortStableFunc(out, func(a, b bgzf.Chunk) int {
 		return compareVoffsets(a.Begin, b.Begin)
 	})
 	return out, nil

@@ -249,6 +249,7 @@ func FuzzBAI(f *testing.F) {
 			q = append(q, baiQuery{ref, q[0].beg, q[0].end})
 		}
 		got, _ := leanChunks(t, b, q)
+		checkWindowed(t, "fuzz", b, q)
 		// biogo/hts compares offsets as signed numbers: above 2^63
 		// the two differ, and no file is that large.
 		if hasHugeOffset(b) {
@@ -417,5 +418,59 @@ func TestAfterKeepsRecords(t *testing.T) {
 	}
 	if smaller == 0 {
 		t.Errorf("no plan left out a chunk past its region")
+	}
+}
+
+// fullAnswer is what File.chunks gives for q from a BAI read whole:
+// baiIndex.chunks less the chunks at or after baiIndex.after.
+func fullAnswer(x *baiIndex, q baiQuery) ([]bgzf.Chunk, error) {
+	cs, err := x.chunks(q.ref, q.beg, q.end)
+	bound := x.after(q.ref, q.end)
+	return slices.DeleteFunc(cs, func(c bgzf.Chunk) bool { return uint64(c.Begin.File)<<16|uint64(c.Begin.Block) >= bound }), err
+}
+
+// checkWindowed checks that readBAIFor, reading b in windows and keeping
+// the answers for qs only, fails where parseBAI fails and otherwise
+// learns the same offsets and gives the same chunks.
+func checkWindowed(t *testing.T, name string, b []byte, qs []baiQuery) {
+	t.Helper()
+	full, st, err := parseBAI(b)
+	var ts []target
+	for _, q := range qs {
+		ts = append(ts, target{ref: q.ref, start: q.beg, end: q.end})
+	}
+	x, werr := readBAIFor(bytes.NewReader(b), int64(len(b)), ts)
+	if (err == nil) != (werr == nil) {
+		t.Fatalf("%s: parseBAI: %v; readBAIFor: %v", name, err, werr)
+	}
+	if err != nil {
+		return
+	}
+	if x.stats != st {
+		t.Errorf("%s: readBAIFor learnt %+v, parseBAI %+v", name, x.stats, st)
+	}
+	for _, q := range qs {
+		want, wantErr := fullAnswer(full, q)
+		got, ok, gotErr := x.bai.answer(q.ref, q.beg, q.end)
+		if !ok || gotErr != wantErr || !slices.Equal(got, want) {
+			t.Errorf("%s, reference %d [%d, %d): windowed %v (%v, %v), whole %v (%v)", name, q.ref, q.beg, q.end, got, ok, gotErr, want, wantErr)
+		}
+	}
+}
+
+// TestBAIWindowed compares the BAI read in windows for some regions
+// (readBAIFor) with the BAI read whole, on random indexes, a large one
+// (600 kB: many windows, bins across their edges) and the fixtures'.
+func TestBAIWindowed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 7))
+	for i := range 200 {
+		nref := rng.IntN(4)
+		checkWindowed(t, fmt.Sprint("random ", i), randomBAI(rng, nref, i%2 == 0), randomQueries(rng, nref, 20))
+	}
+	large := largeBAI(2, 100_000_000)
+	qs := append(randomQueries(rng, 2, 50), baiQuery{0, 50_000_000, 50_200_000}, baiQuery{1, 0, 1 << 29}, baiQuery{1, 99_000_000, 100_000_000})
+	checkWindowed(t, "large", large, qs)
+	for _, cut := range []int{len(large) - 1, len(large) / 2, 1 << 16, 1<<16 + 3} {
+		checkWindowed(t, fmt.Sprint("large cut at ", cut), large[:cut], qs)
 	}
 }

@@ -248,7 +248,7 @@ func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
 		}
 		return []bgzf.Chunk{{Begin: bgzf.Offset{File: from.file, Block: uint16(from.block)}, End: bgzf.Offset{File: f.eof}}}, nil
 	}
-	limit := int64(1 << 29)
+	limit := int64(baiLimit)
 	if x.kind == kindCSI {
 		limit = 1 << (x.minShift + 3*x.depth)
 	}
@@ -262,6 +262,13 @@ func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
 	}
 	switch x.kind {
 	case kindBAI:
+		if x.bai.answers != nil {
+			var ok bool
+			if cs, ok, err = x.bai.answer(t.ref, start, end); !ok {
+				return nil, fmt.Errorf("index %s was read for other regions", x.name)
+			}
+			break
+		}
 		cs, err = x.bai.chunks(t.ref, start, end)
 		bound := x.bai.after(t.ref, end)
 		cs = slices.DeleteFunc(cs, func(c bgzf.Chunk) bool { return uint64(c.Begin.File)<<16|uint64(c.Begin.Block) >= bound })

@@ -131,7 +131,7 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 		}
 		return nil, fmt.Errorf("%s: %w", quoteName(shownName(name)), errors.Unwrap(err))
 	}
-	idx, err := e.readIndex(ro, name, sk, opts)
+	idx, err := e.readIndex(ro, name, sk, opts, f, regions)
 	if err == nil {
 		err = f.UseIndex(idx)
 	}
@@ -156,8 +156,9 @@ func (e *env) planRegions(ro *regionOptions, name string, src io.ReaderAt, size 
 	return &regionPlan{plain: plain, file: f, plan: plan}, nil
 }
 
-// readIndex finds and reads the index of the data at name.
-func (e *env) readIndex(ro *regionOptions, name string, sk keys.Opener, opts *c4gh.DecryptOptions) (*region.Index, error) {
+// readIndex finds and reads the index of the data at name, for planning
+// regions of f.
+func (e *env) readIndex(ro *regionOptions, name string, sk keys.Opener, opts *c4gh.DecryptOptions, f *region.File, regions []region.Region) (*region.Index, error) {
 	var opened []io.Closer
 	defer func() {
 		for _, c := range opened {
@@ -175,7 +176,7 @@ func (e *env) readIndex(ro *regionOptions, name string, sk keys.Opener, opts *c4
 	if err != nil {
 		return nil, err
 	}
-	return region.ReadIndex(ra, size, shownName(idxName))
+	return region.ReadIndexFor(ra, size, shownName(idxName), f, regions)
 }
 
 // openIndexFile opens the index at p: a local file, an object or a URL;
