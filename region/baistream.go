@@ -45,9 +45,13 @@ func (w *windowWalker) need(n int) {
 	for len(w.b) < n && w.next < w.size && w.err == nil {
 		keep := len(w.b)
 		if cap(w.buf) < keep+chunkSize {
-			w.buf = make([]byte, 0, max(2*cap(w.buf), keep+chunkSize))
+			buf := getBuf(max(2*cap(w.buf), keep+chunkSize))
+			copy(buf, w.b)
+			putBuf(w.buf)
+			w.buf = buf[:keep]
+		} else {
+			w.buf = append(w.buf[:0], w.b...)
 		}
-		w.buf = append(w.buf[:0], w.b...)
 		m := int(min(chunkSize, w.size-w.next))
 		got, err := w.src.ReadAt(w.buf[keep:keep+m], w.next)
 		if got < m {
@@ -98,6 +102,7 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 		return nil, fmt.Errorf("a BAI index of %d bytes, more than %d", size, maxIndex)
 	}
 	w := &windowWalker{src: r, size: size}
+	defer func() { putBuf(w.buf) }()
 	if string(w.take(4)) != "BAI\x01" && w.err == nil {
 		w.err = fmt.Errorf("not a BAI index")
 	}

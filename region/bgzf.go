@@ -92,7 +92,8 @@ func readBlockPrefix(src io.ReaderAt, size, off int64, limit int) (block, error)
 	if n > size-off || n < 12+xlen+8 {
 		return block{}, fmt.Errorf("offset %d: truncated BGZF block", off)
 	}
-	raw := make([]byte, n)
+	raw := getBuf(int(n))
+	defer putBuf(raw)
 	if m, err := src.ReadAt(raw, off); m < len(raw) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -117,11 +118,12 @@ func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 	if isize > maxBlock {
 		return nil, 0, fmt.Errorf("BGZF block of %d bytes", isize)
 	}
-	out := make([]byte, min(int(isize), max(limit, 0)))
+	out := getBuf(min(int(isize), max(limit, 0)))
 	fr := inflaters.Get().(io.ReadCloser)
 	defer inflaters.Put(fr)
 	fr.(flate.Resetter).Reset(bytes.NewReader(comp), nil)
 	if _, err := io.ReadFull(fr, out); err != nil {
+		putBuf(out)
 		return nil, 0, fmt.Errorf("bad BGZF block: %w", err)
 	}
 	sum := crc32.NewIEEE()
@@ -132,8 +134,10 @@ func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 		if err == nil {
 			err = errors.New("longer than its size")
 		}
+		putBuf(out)
 		return nil, 0, fmt.Errorf("bad BGZF block: %w", err)
 	} else if n != int64(isize)-int64(len(out)) {
+		putBuf(out)
 		return nil, 0, fmt.Errorf("bad BGZF block: %w", io.ErrUnexpectedEOF)
 	}
 	return out, sum.Sum32(), nil
@@ -149,6 +153,31 @@ func compressBlocks(data []byte) []byte {
 		data = data[n:]
 	}
 	return out
+}
+
+// A region's work needs buffers of a block's size for a moment each: the
+// stored block, its data, the window an index is read through, the
+// chunk a plan is copied through. In a new process each would be new
+// memory, a page fault for every 4 KiB of it; those given back with
+// putBuf are handed out again by getBuf.
+const bufSize = maxBlock + 256 // a window: a chunk and what is left of the one before
+
+var bufs = sync.Pool{New: func() any { return new([bufSize]byte) }}
+
+// getBuf returns a buffer of n bytes, not zeroed.
+func getBuf(n int) []byte {
+	if n > bufSize {
+		return make([]byte, n)
+	}
+	return bufs.Get().(*[bufSize]byte)[:n]
+}
+
+// putBuf gives back b, which getBuf returned (other buffers are left to
+// the collector); nothing may use it afterwards.
+func putBuf(b []byte) {
+	if cap(b) == bufSize {
+		bufs.Put((*[bufSize]byte)(b[:bufSize]))
+	}
 }
 
 // inflaters are the decompressors of blocks, kept between blocks.

@@ -70,6 +70,7 @@ func Detect(src io.ReaderAt, size int64) (Format, error) {
 	if err != nil { // BGZF, damaged
 		return 0, fmt.Errorf("%w: %v", ErrData, err)
 	}
+	defer putBuf(b.data)
 	switch d := b.data; {
 	case bytes.HasPrefix(d, []byte("BAM\x01")):
 		return BAM, nil

@@ -246,10 +246,11 @@ func (f *File) makeEdges(p *Plan) error {
 		wg.Go(func() {
 			for i := range next {
 				e := p.edges[i]
-				data, err := f.cut(e)
+				data, buf, err := f.cut(e)
 				errs[i] = err
 				if err == nil {
 					p.Pieces[e.at].Data = compressBlocks(data)
+					putBuf(buf)
 				}
 			}
 		})
@@ -282,15 +283,16 @@ func (f *File) makeEdges(p *Plan) error {
 	return nil
 }
 
-// cut reads the block of e and returns the data it wants.
-func (f *File) cut(e edge) ([]byte, error) {
+// cut reads the block of e and returns the data it wants, and the
+// buffer that holds it, for putBuf.
+func (f *File) cut(e edge) (data, buf []byte, err error) {
 	limit := maxBlock
 	if e.hi >= 0 {
 		limit = int(min(e.hi, maxBlock))
 	}
 	b, err := readBlockPrefix(f.src, f.size, e.off, limit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hi := e.hi
 	if hi < 0 {
@@ -298,11 +300,11 @@ func (f *File) cut(e edge) ([]byte, error) {
 	}
 	switch {
 	case e.lo > int64(len(b.data)):
-		return nil, fmt.Errorf("offset %d in a block of %d bytes", e.lo, len(b.data))
+		return nil, nil, fmt.Errorf("offset %d in a block of %d bytes", e.lo, len(b.data))
 	case hi > int64(len(b.data)), hi < e.lo:
-		return nil, fmt.Errorf("offset %d in a block of %d bytes", hi, len(b.data))
+		return nil, nil, fmt.Errorf("offset %d in a block of %d bytes", hi, len(b.data))
 	}
-	return b.data[e.lo:hi], nil
+	return b.data[e.lo:hi], b.data, nil
 }
 
 // blockSize returns the stored length of the BGZF block at off, and
@@ -444,6 +446,7 @@ func (f *File) Write(dst io.Writer, p *Plan) (int64, error) {
 func Write(dst io.Writer, src io.ReaderAt, pieces []Piece) (int64, error) {
 	var written int64
 	var buf []byte // the chunk of the shorter ranges, one for them all
+	defer func() { putBuf(buf) }()
 	for _, pc := range pieces {
 		var n int64
 		var err error
@@ -473,7 +476,7 @@ func copyRange(dst io.Writer, src io.ReaderAt, start, end int64, bufp *[]byte) (
 		return copyParallel(dst, src, start, end)
 	}
 	if *bufp == nil {
-		*bufp = make([]byte, chunkSize)
+		*bufp = getBuf(chunkSize)
 	}
 	buf := *bufp
 	var written int64
