@@ -1,6 +1,7 @@
 package region
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -96,29 +97,40 @@ func (w *windowWalker) count(size int) int {
 }
 
 // readBAIFor reads a BAI index of size bytes from r, keeping only the
-// answers for ts (targets on references, start < end ≤ 2^29).
+// answers for ts: targets on references, start < end ≤ 2^29, sorted by
+// reference and start and not overlapping (as mergeTargets leaves them).
+// Like parseBAI it does not check the magic number.
 func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 	if size > maxIndex {
 		return nil, fmt.Errorf("a BAI index of %d bytes, more than %d", size, maxIndex)
 	}
 	w := &windowWalker{src: r, size: size}
 	defer func() { putBuf(w.buf) }()
-	if string(w.take(4)) != "BAI\x01" && w.err == nil {
-		w.err = fmt.Errorf("not a BAI index")
-	}
+	w.take(4)
 	nref := w.count(8)
 	answers := make([]baiAnswer, len(ts))
-	bounds := make([]uint64, len(ts)) // baiIndex.after of each target
 	for i, t := range ts {
 		answers[i] = baiAnswer{ref: t.ref, start: t.start, end: t.end}
-		bounds[i] = math.MaxUint64
+	}
+	// cuts[j] is a bound (see baiIndex.after) for the targets before j
+	// on the same reference.
+	cuts := make([]uint64, len(ts)+1)
+	for i := range cuts {
+		cuts[i] = math.MaxUint64
 	}
 	for ref := range nref {
-		mine := slices.IndexFunc(ts, func(t target) bool { return t.ref == ref }) >= 0
+		lo, _ := slices.BinarySearchFunc(answers, ref, func(a baiAnswer, ref int) int { return cmp.Compare(a.ref, ref) })
+		hi := lo
+		for hi < len(answers) && answers[hi].ref == ref {
+			hi++
+		}
+		// The last of myCuts is the first of the next reference's,
+		// which no answer reads: answerLinear reads cuts[i+1].
+		mine, myCuts := answers[lo:hi], cuts[lo:hi+1]
 		for range w.count(8) {
 			bin := w.u32()
 			nchunk := w.count(16)
-			if bin == baiPseudoBin && nchunk != 2 && w.err == nil {
+			if bin == baiPseudoBin && nchunk != 2 {
 				return nil, fmt.Errorf("statistics bin with %d chunks, not 2", nchunk)
 			}
 			for c := range nchunk {
@@ -130,8 +142,8 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 					continue // the second holds counts
 				}
 				w.walker.chunks(chunk)
-				if mine {
-					keepChunk(answers, bounds, ref, bin, chunk)
+				if len(mine) > 0 {
+					keepChunk(mine, myCuts, bin, chunk)
 				}
 			}
 		}
@@ -140,7 +152,7 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 			return nil, w.err
 		}
 		var offs []uint64 // the linear index of a reference of ts
-		if mine {
+		if len(mine) > 0 {
 			offs = make([]uint64, 0, nintv)
 		}
 		sorted, prev := true, uint64(0)
@@ -153,15 +165,15 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 			w.offset(u)
 			sorted = sorted && u >= prev
 			prev = u
-			if mine {
+			if len(mine) > 0 {
 				offs = append(offs, u)
 			}
 		}
-		if mine {
+		if len(mine) > 0 {
 			if !sorted {
 				slices.Sort(offs) // as biogo/hts does: see baiIndex.chunks
 			}
-			answerLinear(answers, bounds, ref, offs)
+			answerLinear(mine, myCuts, offs)
 		}
 	}
 	if w.err != nil {
@@ -176,39 +188,46 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 	return &Index{kind: kindBAI, bai: &baiIndex{answers: answers}, stats: w.st}, nil
 }
 
-// keepChunk adds a chunk of bin on ref to the answers of the targets on
-// ref whose bins it is in, and lowers the bound of those it lies past.
-func keepChunk(answers []baiAnswer, bounds []uint64, ref int, bin uint32, chunk []byte) {
+// keepChunk adds a chunk of bin to the answers as (of one reference, in
+// the order of readBAIFor) whose positions the bin holds, and notes in
+// cuts the bound it sets for those that end before a leaf bin.
+func keepChunk(as []baiAnswer, cuts []uint64, bin uint32, chunk []byte) {
 	cb, ce := binary.LittleEndian.Uint64(chunk), binary.LittleEndian.Uint64(chunk[8:])
-	leaf := bin >= baiFirst[5] && bin < baiFirst[5]+1<<15
-	for i := range answers {
-		a := &answers[i]
-		if a.ref != ref {
-			continue
-		}
-		if baiOverlaps(bin, a.start, a.end) {
-			a.chunks = append(a.chunks, bgzf.Chunk{Begin: toOffset(cb), End: toOffset(ce)})
-		}
-		if leaf && int64(bin-baiFirst[5]) > (a.end-1)>>baiShift[5] {
-			bounds[i] = min(bounds[i], cb)
-		}
+	l := len(baiFirst) - 1
+	for bin < baiFirst[l] {
+		l--
+	}
+	k := int64(bin - baiFirst[l])
+	// The targets end in order: those the bin holds follow the first
+	// that ends past the bin's start, while they start before its end.
+	for j, _ := slices.BinarySearchFunc(as, k<<baiShift[l], func(a baiAnswer, pos int64) int {
+		return cmp.Compare(a.end-1, pos)
+	}); j < len(as) && baiOverlaps(bin, as[j].start, as[j].end); j++ {
+		as[j].chunks = append(as[j].chunks, bgzf.Chunk{Begin: toOffset(cb), End: toOffset(ce)})
+	}
+	if l == len(baiFirst)-1 && k < 1<<15 {
+		// A leaf bin: a bound for the targets whose last tile is before
+		// it, those before the first whose last tile is not.
+		j, _ := slices.BinarySearchFunc(as, k, func(a baiAnswer, tile int64) int {
+			return cmp.Compare((a.end-1)>>baiShift[l], tile)
+		})
+		cuts[j] = min(cuts[j], cb)
 	}
 }
 
-// answerLinear finishes the answers of the targets on ref with its
-// linear index offs, in order.
-func answerLinear(answers []baiAnswer, bounds []uint64, ref int, offs []uint64) {
-	for i := range answers {
-		a := &answers[i]
-		if a.ref != ref {
-			continue
-		}
+// answerLinear finishes the answers as of one reference with its linear
+// index offs, in order, and the cuts that keepChunk noted.
+func answerLinear(as []baiAnswer, cuts []uint64, offs []uint64) {
+	bound := uint64(math.MaxUint64)
+	for i := len(as) - 1; i >= 0; i-- {
+		bound = min(bound, cuts[i+1])
+		a := &as[i]
 		tile := a.start >> 14
 		if tile >= int64(len(offs)) {
 			a.chunks, a.noChunks = nil, true
 			continue
 		}
-		lo, bound := offs[tile], bounds[i]
+		lo := offs[tile]
 		a.chunks = slices.DeleteFunc(a.chunks, func(c bgzf.Chunk) bool {
 			u, v := uint64(c.Begin.File)<<16|uint64(c.Begin.Block), uint64(c.End.File)<<16|uint64(c.End.Block)
 			return v <= lo || u >= bound
@@ -230,10 +249,14 @@ func ReadIndexFor(r io.ReaderAt, size int64, name string, f *File, regions []Reg
 	if n, _ := r.ReadAt(head[:], 0); n < len(head) || string(head[:]) != "BAI\x01" {
 		return ReadIndex(r, size, name)
 	}
-	all, err := f.resolve(regions)
-	if err != nil {
-		return nil, err
+	if s, ok := r.(Serial); ok && s.Serial() {
+		// An object: one read of the whole, not a request a window.
+		return ReadIndex(r, size, name)
 	}
+	// Regions that do not resolve fail the plan, after the index is
+	// read and checked, as for an index read whole: a damaged index or
+	// one of another file is reported first.
+	all, _ := f.resolve(regions)
 	var ts []target
 	for _, t := range all {
 		if t.ref >= 0 && t.start < min(t.end, baiLimit) {
@@ -251,13 +274,14 @@ func ReadIndexFor(r io.ReaderAt, size int64, name string, f *File, regions []Reg
 // answer returns the chunks kept for [start, end) of ref, as chunks and
 // after together give them, and whether the index was read for it.
 func (x *baiIndex) answer(ref int, start, end int64) ([]bgzf.Chunk, bool, error) {
-	for _, a := range x.answers {
-		if a.ref == ref && a.start == start && a.end == end {
-			if a.noChunks {
-				return nil, true, errNoChunks
-			}
-			return a.chunks, true, nil
-		}
+	i, found := slices.BinarySearchFunc(x.answers, target{ref: ref, start: start}, func(a baiAnswer, t target) int {
+		return cmp.Or(cmp.Compare(a.ref, t.ref), cmp.Compare(a.start, t.start))
+	})
+	if !found || x.answers[i].end != end {
+		return nil, false, nil
 	}
-	return nil, false, nil
+	if x.answers[i].noChunks {
+		return nil, true, errNoChunks
+	}
+	return x.answers[i].chunks, true, nil
 }

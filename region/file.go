@@ -265,7 +265,7 @@ func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
 		if x.bai.answers != nil {
 			var ok bool
 			if cs, ok, err = x.bai.answer(t.ref, start, end); !ok {
-				return nil, fmt.Errorf("index %s was read for other regions", x.name)
+				return nil, errkind.Errorf(errkind.Usage, "index %s was read for other regions of %s", x.name, f.name)
 			}
 			break
 		}

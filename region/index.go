@@ -263,7 +263,10 @@ type walker struct {
 }
 
 func (w *walker) take(n int) []byte {
-	if w.err != nil || n < 0 || n > len(w.b) {
+	if w.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(w.b) {
 		w.err = errShort
 		return nil
 	}
