@@ -15,7 +15,9 @@
 // looks for an index beside the data through an [Opener] of the caller's
 // (a local file, an object, a URL, a Crypt4GH index's plaintext);
 // [ReadIndex] reads a BAI, CSI, TBI or CRAI index, checking every count
-// against the index's size before it allocates. [Open] reads the file's
+// against the index's size before it allocates; [ReadIndexFor] reads one
+// for some regions of a file only (of a BAI it keeps just their chunks,
+// reading it in windows rather than whole). [Open] reads the file's
 // header and checks that the index fits it; [OpenData] and
 // [File.UseIndex] do the same in two steps, for a caller that wants the
 // file's format and header before it looks for the index. A [File] reads
