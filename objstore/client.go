@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -140,7 +142,14 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	awscfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		kind, hint := errkind.Key, "check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE"
-		if bundle := os.Getenv("AWS_CA_BUNDLE"); strings.Contains(err.Error(), "CA bundle") || bundle != "" && strings.Contains(err.Error(), bundle) {
+		var pe *fs.PathError
+		bundle := os.Getenv("AWS_CA_BUNDLE")
+		switch {
+		case strings.Contains(err.Error(), "CA bundle"), bundle != "" && strings.Contains(err.Error(), bundle),
+			// A file that cannot be opened while the configuration
+			// loads, other than the configuration's own (which may be
+			// missing): the profile's ca_bundle.
+			errors.As(err, &pe) && !isSharedConfigFile(pe.Path):
 			kind, hint = errkind.Usage, "check AWS_CA_BUNDLE, ca_bundle in the profile, or ca_certs_file of --s3-config: a file of PEM certificates"
 		}
 		return nil, &Error{Op: "load", Location: "the AWS configuration", Err: errkind.Wrap(kind, err), hint: hint}
@@ -228,6 +237,18 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // Endpoint returns the URL of the S3 endpoint the client uses, "" for
 // AWS's own.
 func (c *Client) Endpoint() string { return c.endpoint }
+
+// isSharedConfigFile reports whether path is the AWS configuration or
+// credentials file that the SDK reads.
+func isSharedConfigFile(path string) bool {
+	for _, f := range []string{os.Getenv("AWS_CONFIG_FILE"), os.Getenv("AWS_SHARED_CREDENTIALS_FILE"),
+		config.DefaultSharedConfigFilename(), config.DefaultSharedCredentialsFilename()} {
+		if f != "" && filepath.Clean(f) == filepath.Clean(path) {
+			return true
+		}
+	}
+	return false
+}
 
 // maxCABundle bounds a CA bundle read: a system's whole bundle is a few
 // hundred kB.

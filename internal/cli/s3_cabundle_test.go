@@ -84,4 +84,15 @@ func TestCABundle(t *testing.T) {
 			t.Errorf("AWS_CA_BUNDLE=%s: an output was written", bundle)
 		}
 	}
+	// The same named by ca_bundle in the profile: a usage error (exit
+	// 2) with the same hint, not one about keys.
+	config := filepath.Join(e.dir, "ca-config")
+	if err := os.WriteFile(config, []byte("[default]\nregion = us-east-1\nca_bundle = "+filepath.Join(e.dir, "missing.pem")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.env = append(env, "AWS_CONFIG_FILE="+config)
+	code, _, stderr = e.run(t, "decrypt", "--sk", "me.sec", "-i", url("plain.c4gh"), "-o", "never")
+	if code != exitUsage || !strings.Contains(stderr, "missing.pem") || !strings.Contains(stderr, "ca_bundle in the profile") {
+		t.Errorf("ca_bundle of a file that is not there: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
 }
