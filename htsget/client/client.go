@@ -227,7 +227,7 @@ func (c *Client) Ticket(ctx context.Context, rawURL string, req *htsget.Request)
 		c.authorize(hr, origin)
 		resp, err := hc.Do(hr)
 		if err != nil {
-			return transient(stalled(netError(err)))
+			return doError(err, stalled)
 		}
 		defer resp.Body.Close()
 		resp.Body = struct {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -456,5 +458,29 @@ func TestTicketIdleTimeout(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a stalled ticket was waited on for 10 s")
+	}
+}
+
+// TestUntrustedNotRetried: a server whose certificate does not verify
+// here is asked once, not Attempts times (another attempt meets the same
+// certificate), and the error says so.
+func TestUntrustedNotRetried(t *testing.T) {
+	var conns atomic.Int32
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes it refuses
+	ts.StartTLS()
+	defer ts.Close()
+	c := &Client{Attempts: 3, Backoff: time.Millisecond}
+	_, err := c.Ticket(context.Background(), ts.URL+"/reads/x", &htsget.Request{})
+	if !Untrusted(err) || strings.Contains(err.Error(), "attempts") {
+		t.Errorf("a certificate of an authority not trusted: %v", err)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
 	}
 }

@@ -257,7 +257,7 @@ func (r *Reader) attempt(ctx context.Context, p *part, got *int64) error {
 		if r.ctx.Err() != nil {
 			return permanent(r.ctx.Err())
 		}
-		return transient(stall(netError(err)))
+		return doError(err, stall)
 	}
 	defer resp.Body.Close()
 	left := int64(-1) // bytes to read, -1 for all

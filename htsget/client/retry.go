@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -129,6 +131,27 @@ func retryAfter(v string, now time.Time) time.Duration {
 
 // netError is err without the URL that *url.Error adds (its query may be
 // a credential).
+// doError is the failure of a request that got no response: worth
+// another attempt, unless the server's certificate does not verify,
+// which another attempt meets again.
+func doError(err error, stall func(error) error) error {
+	if Untrusted(err) {
+		return permanent(netError(err))
+	}
+	return transient(stall(netError(err)))
+}
+
+// Untrusted reports whether err is a server's TLS certificate that does
+// not verify here (an authority not trusted, another host's name, an
+// expired certificate).
+func Untrusted(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
+}
+
 func netError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -120,6 +120,9 @@ func htsgetAction(e *env, o *htsgetOptions) error {
 	} else {
 		err = htsgetEncrypted(e, o, c, req, out)
 	}
+	if client.Untrusted(err) {
+		err = withHint(err, "the server's certificate is not trusted here: name its authority's certificate in SSL_CERT_FILE")
+	}
 	return out.Finish(err)
 }
 

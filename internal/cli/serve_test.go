@@ -1142,6 +1142,15 @@ func TestServeTLS(t *testing.T) {
 		}
 	}
 	checkRegionFile(t, dir, regionCase{name: "reads.bam", index: "reads.bam.bai", count: samCount, head: samHeader, index2: samIndex}, "tls.bam", region)
+	// The htsget command, which trusts the system's authorities only:
+	// refused at once (not tried again), with a hint, and no output.
+	code, _, stderr := runAt(t, dir, "htsget", "--sk", "me.sec", "--region", region, "-o", "untrusted.bam", s.base+"/reads/reads")
+	if code != exitError || !strings.Contains(stderr, "certificate") || !strings.Contains(stderr, "SSL_CERT_FILE") || strings.Contains(stderr, "attempts") {
+		t.Errorf("htsget of a server not trusted: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "untrusted.bam")); err == nil {
+		t.Error("htsget of a server not trusted left an output")
+	}
 	// Plain HTTP gets nothing.
 	if resp, err := http.Get("http" + strings.TrimPrefix(s.base, "https") + "/reads/service-info"); err == nil {
 		if resp.StatusCode == 200 {
