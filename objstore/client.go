@@ -27,6 +27,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/tlserr"
 )
 
 // Config says where a Client finds its credentials and endpoint, and how
@@ -196,7 +197,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			o.RateLimiter = ratelimit.None
 			// A certificate that is not trusted stays so: no retry.
 			o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
-				if untrusted(err) {
+				if tlserr.Untrusted(err) {
 					return aws.FalseTernary
 				}
 				return aws.UnknownTernary
@@ -363,22 +364,13 @@ func (c *Client) hint(err error) string {
 		return "credentials from " + c.source + ", endpoint " + endpoint
 	case errors.Is(err, ErrNoBucket):
 		return "endpoint " + endpoint
-	case untrusted(err):
+	case tlserr.Untrusted(err):
 		return "the server's certificate is not trusted here: name the certificate of its authority in AWS_CA_BUNDLE (or ca_bundle in the profile; ca_certs_file with --s3-config)"
 	case c.endpoint == "" && unreached(err):
 		// The usual cause: a store of one's own, and no word of it.
 		return "no endpoint was given, so this went to AWS S3; for another store set AWS_ENDPOINT_URL_S3 (or use --s3-config)"
 	}
 	return ""
-}
-
-// untrusted reports whether err is a TLS certificate that does not verify.
-func untrusted(err error) bool {
-	var cv *tls.CertificateVerificationError
-	var ua x509.UnknownAuthorityError
-	var he x509.HostnameError
-	var ci x509.CertificateInvalidError
-	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
 }
 
 // unreached reports whether err is a failure to reach the server at all:

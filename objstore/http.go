@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/tlserr"
 )
 
 // OpenURL returns the resource at an https:// URL (or an http:// URL to a
@@ -196,7 +197,7 @@ func (s *httpSource) do(ctx context.Context, off, n int64, opening bool) (*http.
 			if errors.As(err, &refused) {
 				return nil, refused // on principle: asking again changes nothing
 			}
-			if untrusted(err) {
+			if tlserr.Untrusted(err) {
 				return nil, err // a certificate stays untrusted
 			}
 			lastErr = err
@@ -324,7 +325,7 @@ func urlFail(op string, loc Location, err error) error {
 	switch {
 	case errors.Is(err, ErrAccessDenied):
 		hint = "a presigned URL may have expired; ask for a new one"
-	case untrusted(err):
+	case tlserr.Untrusted(err):
 		hint = "the server's certificate is not trusted here: https:// inputs trust the system's authorities; name its authority's certificate in SSL_CERT_FILE"
 	}
 	return &Error{Op: op, Location: loc.String(), Err: err, hint: hint}

@@ -29,32 +29,40 @@ type baiAnswer struct {
 	noChunks   bool // chunks returns errNoChunks
 }
 
-// windowWalker is a walker over an index read from src in windows of
-// chunkSize bytes, each read at a multiple of chunkSize (from a
-// Crypt4GH file, each segment decrypted once, into the window).
-type windowWalker struct {
-	walker
+// indexWindow reads an index from src in windows of chunkSize bytes, each
+// read at a multiple of chunkSize (from a Crypt4GH file, each segment
+// decrypted once, into the window), for the walker w, whose fill it is.
+type indexWindow struct {
+	w    *walker
 	src  io.ReaderAt
 	buf  []byte
 	next int64 // where the window's next read starts
 	size int64
 }
 
-// need makes the window hold n bytes or more, unless the index ends
-// first.
-func (w *windowWalker) need(n int) {
-	for len(w.b) < n && w.next < w.size && w.err == nil {
+// newWindowWalker returns a walker over the index of size bytes in src,
+// and the window whose buffer to give back (putBuf) after the walk.
+func newWindowWalker(src io.ReaderAt, size int64) (*walker, *indexWindow) {
+	win := &indexWindow{w: &walker{more: int(size)}, src: src, size: size}
+	win.w.fill = win.fill
+	return win.w, win
+}
+
+// fill makes the walker's bytes n or more, unless the index ends first.
+func (win *indexWindow) fill(n int) {
+	w := win.w
+	for len(w.b) < n && win.next < win.size && w.err == nil {
 		keep := len(w.b)
-		if cap(w.buf) < keep+chunkSize {
-			buf := getBuf(max(2*cap(w.buf), keep+chunkSize))
+		if cap(win.buf) < keep+chunkSize {
+			buf := getBuf(max(2*cap(win.buf), keep+chunkSize))
 			copy(buf, w.b)
-			putBuf(w.buf)
-			w.buf = buf[:keep]
+			putBuf(win.buf)
+			win.buf = buf[:keep]
 		} else {
-			w.buf = append(w.buf[:0], w.b...)
+			win.buf = append(win.buf[:0], w.b...)
 		}
-		m := int(min(chunkSize, w.size-w.next))
-		got, err := w.src.ReadAt(w.buf[keep:keep+m], w.next)
+		m := int(min(chunkSize, win.size-win.next))
+		got, err := win.src.ReadAt(win.buf[keep:keep+m], win.next)
 		if got < m {
 			if err == nil || err == io.EOF {
 				err = io.ErrUnexpectedEOF
@@ -62,38 +70,9 @@ func (w *windowWalker) need(n int) {
 			w.err = err
 			return
 		}
-		w.next += int64(m)
-		w.b = w.buf[:keep+m]
+		win.next += int64(m)
+		w.b, w.more = win.buf[:keep+m], int(win.size-win.next)
 	}
-}
-
-// left is how many bytes of the index are not walked yet.
-func (w *windowWalker) left() int { return len(w.b) + int(w.size-w.next) }
-
-func (w *windowWalker) take(n int) []byte {
-	if n >= 0 && n <= w.left() {
-		w.need(n)
-	}
-	return w.walker.take(n)
-}
-
-func (w *windowWalker) u32() uint32 {
-	if p := w.take(4); p != nil {
-		return binary.LittleEndian.Uint32(p)
-	}
-	return 0
-}
-
-// count is walker.count against what is left of the whole index.
-func (w *windowWalker) count(size int) int {
-	n := int32(w.u32())
-	if n < 0 || int(n) > w.left()/size {
-		if w.err == nil {
-			w.err = fmt.Errorf("count %d larger than the index", n)
-		}
-		return 0
-	}
-	return int(n)
 }
 
 // readBAIFor reads a BAI index of size bytes from r, keeping only the
@@ -104,8 +83,8 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 	if size > maxIndex {
 		return nil, fmt.Errorf("a BAI index of %d bytes, more than %d", size, maxIndex)
 	}
-	w := &windowWalker{src: r, size: size}
-	defer func() { putBuf(w.buf) }()
+	w, win := newWindowWalker(r, size)
+	defer func() { putBuf(win.buf) }()
 	w.take(4)
 	nref := w.count(8)
 	answers := make([]baiAnswer, len(ts))
@@ -141,7 +120,7 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 				if bin == baiPseudoBin && c == 1 {
 					continue // the second holds counts
 				}
-				w.walker.chunks(chunk)
+				w.chunks(chunk)
 				if len(mine) > 0 {
 					keepChunk(mine, myCuts, bin, chunk)
 				}

@@ -255,16 +255,26 @@ type walked struct {
 }
 
 // walker reads an index's integers, checking every count against what
-// is left before anything is allocated.
+// is left before anything is allocated. It walks b, or an index read in
+// windows: then fill makes b at least n bytes long where the index has
+// them, and more is how many bytes of it come after b.
 type walker struct {
-	b   []byte
-	err error
-	st  walked
+	b    []byte
+	more int
+	fill func(n int)
+	err  error
+	st   walked
 }
 
 func (w *walker) take(n int) []byte {
 	if w.err != nil {
 		return nil
+	}
+	if n > len(w.b) && n <= len(w.b)+w.more && w.fill != nil {
+		w.fill(n)
+		if w.err != nil {
+			return nil
+		}
 	}
 	if n < 0 || n > len(w.b) {
 		w.err = errShort
@@ -293,7 +303,7 @@ func (w *walker) u64() uint64 {
 // when there cannot be that many in what is left.
 func (w *walker) count(size int) int {
 	n := int32(w.u32())
-	if n < 0 || int(n) > len(w.b)/size {
+	if n < 0 || int(n) > (len(w.b)+w.more)/size {
 		if w.err == nil {
 			w.err = fmt.Errorf("count %d larger than the index", n)
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/htsget"
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/tlserr"
 	"github.com/c4gh-go/crypt4gh/region"
 )
 
@@ -477,7 +478,7 @@ func TestUntrustedNotRetried(t *testing.T) {
 	defer ts.Close()
 	c := &Client{Attempts: 3, Backoff: time.Millisecond}
 	_, err := c.Ticket(context.Background(), ts.URL+"/reads/x", &htsget.Request{})
-	if !Untrusted(err) || strings.Contains(err.Error(), "attempts") {
+	if !tlserr.Untrusted(err) || strings.Contains(err.Error(), "attempts") {
 		t.Errorf("a certificate of an authority not trusted: %v", err)
 	}
 	if n := conns.Load(); n != 1 {

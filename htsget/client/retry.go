@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/htsget"
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/tlserr"
 )
 
 // attemptError is the failure of one attempt: whether another may
@@ -135,21 +134,10 @@ func retryAfter(v string, now time.Time) time.Duration {
 // another attempt, unless the server's certificate does not verify,
 // which another attempt meets again.
 func doError(err error, stall func(error) error) error {
-	if Untrusted(err) {
+	if tlserr.Untrusted(err) {
 		return permanent(netError(err))
 	}
 	return transient(stall(netError(err)))
-}
-
-// Untrusted reports whether err is a server's TLS certificate that does
-// not verify here (an authority not trusted, another host's name, an
-// expired certificate).
-func Untrusted(err error) bool {
-	var cv *tls.CertificateVerificationError
-	var ua x509.UnknownAuthorityError
-	var he x509.HostnameError
-	var ci x509.CertificateInvalidError
-	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
 }
 
 func netError(err error) error {

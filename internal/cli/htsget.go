@@ -11,6 +11,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/htsget"
 	"github.com/c4gh-go/crypt4gh/htsget/client"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/internal/tlserr"
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/c4gh-go/crypt4gh/region"
 	"github.com/urfave/cli/v2"
@@ -120,7 +121,7 @@ func htsgetAction(e *env, o *htsgetOptions) error {
 	} else {
 		err = htsgetEncrypted(e, o, c, req, out)
 	}
-	if client.Untrusted(err) {
+	if tlserr.Untrusted(err) {
 		err = withHint(err, "the server's certificate is not trusted here: name its authority's certificate in SSL_CERT_FILE")
 	}
 	return out.Finish(err)
