@@ -147,10 +147,6 @@ func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 // each, compressed by [deflate]; nothing for no data.
 func compressBlocks(data []byte) []byte {
 	var out []byte
-	if len(data) > 0 {
-		// At most a stored block's length a block: no growing.
-		out = make([]byte, 0, len(data)+(len(data)/blockPayload+1)*(18+5+8))
-	}
 	for len(data) > 0 {
 		n := min(len(data), blockPayload)
 		out = appendBlock(out, data[:n])

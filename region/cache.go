@@ -124,7 +124,7 @@ func (c *cache) load(base int64) error {
 	c.ring[slot] = chunk{off: -1}
 	c.mu.Unlock()
 	if cap(buf) < chunkSize {
-		buf = getBuf(chunkSize) // kept: not given back
+		buf = make([]byte, chunkSize)
 	}
 	n, err := c.src.ReadAt(buf[:chunkSize], base)
 	if n < chunkSize && err != io.EOF {
