@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -722,6 +723,17 @@ func TestAgentStaleSocket(t *testing.T) {
 		pid, _ := strconv.Atoi(envValue(env, "CRYPT4GH_AGENT_PID"))
 		syscall.Kill(pid, syscall.SIGKILL)
 		for i := 0; i < 100 && alive(pid); i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		// The leader can be a zombie while its other threads still
+		// exit, the listening socket open until the last one has: wait
+		// until it refuses, as a dead agent's does.
+		for i := 0; i < 100; i++ {
+			c, err := net.Dial("unix", sock)
+			if err != nil {
+				break
+			}
+			c.Close()
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
