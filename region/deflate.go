@@ -3,6 +3,7 @@ package region
 import (
 	"encoding/binary"
 	"math/bits"
+	"sync"
 )
 
 // The blocks that a region makes anew (at most two edges of its own) are
@@ -25,6 +26,8 @@ const (
 	maxStored     = 1<<16 - 1 // the longest stored block
 )
 
+var tables = sync.Pool{New: func() any { return new([1 << fixedHashBits]uint16) }}
+
 // deflate appends to dst the raw deflate stream (one final block) of src,
 // which is at most maxStored bytes.
 func deflate(dst, src []byte) []byte {
@@ -44,8 +47,12 @@ func deflateFixed(dst, src []byte) ([]byte, bool) {
 	w := bitWriter{out: dst}
 	w.put(0b011, 3) // BFINAL 1, BTYPE 01
 	// The table holds a position + 1 for each hash (0: none): positions
-	// of a block fit in 16 bits.
-	var table [1 << fixedHashBits]uint16
+	// of a block fit in 16 bits. It is kept between blocks, not on the
+	// stack: a server compressing many regions' blocks at once would
+	// grow each of their goroutines' stacks by it.
+	table := tables.Get().(*[1 << fixedHashBits]uint16)
+	defer tables.Put(table)
+	clear(table[:])
 	lit := 0 // the first byte not yet coded
 	for i := 0; i+fixedMinMatch <= len(src); {
 		if len(w.out) > limit {
