@@ -164,9 +164,11 @@ const bufSize = maxBlock + 256 // a window: a chunk and what is left of the one 
 
 var bufs = sync.Pool{New: func() any { return new([bufSize]byte) }}
 
-// getBuf returns a buffer of n bytes, not zeroed.
+// getBuf returns a buffer of n bytes, not zeroed. A short one (a stored
+// block is mostly a quarter of its data) is made to its size: a server
+// making many regions at once holds one for each.
 func getBuf(n int) []byte {
-	if n > bufSize {
+	if n > bufSize || n < bufSize/2 {
 		return make([]byte, n)
 	}
 	return bufs.Get().(*[bufSize]byte)[:n]
