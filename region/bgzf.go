@@ -144,15 +144,54 @@ func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 }
 
 // compressBlocks returns data as BGZF blocks of at most blockPayload bytes
-// each, compressed by [deflate]; nothing for no data.
+// each, compressed at flate.BestSpeed; nothing for no data.
 func compressBlocks(data []byte) []byte {
-	var out []byte
+	var out bytes.Buffer
+	fw := deflaters.Get().(*flate.Writer)
+	defer deflaters.Put(fw)
 	for len(data) > 0 {
 		n := min(len(data), blockPayload)
-		out = appendBlock(out, data[:n])
+		appendBlock(&out, fw, data[:n])
 		data = data[n:]
 	}
-	return out
+	return out.Bytes()
+}
+
+// The compressors of blocks, kept between blocks: a flate.Writer holds
+// about a MiB of state, which would cost more to clear than a block
+// costs to compress.
+//
+// Blocks are compressed at flate.BestSpeed: a region has at most two
+// edge blocks of its own, and on BAM reads the fastest level made them
+// about 5% larger than the default level (12.0 against 11.4 kB a block
+// of 65,280 bytes) for half the CPU time (BenchmarkCompressBlocks). In a
+// new process the first block costs more (the kernel gives the writer's
+// memory page by page: about 60 page faults). An encoder of the
+// package's own with fixed Huffman codes and a 16 KiB table took 20, but
+// its blocks were half as large again (18.3 kB), which a server planning
+// thousands of regions at once holds for each (docs/performance.md,
+// Regions); klauspost/compress's StatelessDeflate would be a dependency
+// more.
+var deflaters = sync.Pool{New: func() any {
+	fw, _ := flate.NewWriter(nil, flate.BestSpeed) // the level is valid
+	return fw
+}}
+
+// appendBlock appends data, at most blockPayload bytes, as one BGZF block
+// compressed with fw.
+func appendBlock(out *bytes.Buffer, fw *flate.Writer, data []byte) {
+	var comp bytes.Buffer
+	fw.Reset(&comp)
+	fw.Write(data) // a bytes.Buffer does not fail
+	fw.Close()
+	head := []byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0}
+	binary.LittleEndian.PutUint16(head[16:], uint16(len(head)+comp.Len()+8-1))
+	out.Write(head)
+	out.Write(comp.Bytes())
+	var tail [8]byte
+	binary.LittleEndian.PutUint32(tail[:], crc32.ChecksumIEEE(data))
+	binary.LittleEndian.PutUint32(tail[4:], uint32(len(data)))
+	out.Write(tail[:])
 }
 
 // A region's work needs buffers of a block's size for a moment each: the
@@ -184,17 +223,6 @@ func putBuf(b []byte) {
 
 // inflaters are the decompressors of blocks, kept between blocks.
 var inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
-
-// appendBlock appends data, at most blockPayload bytes, as one BGZF block.
-func appendBlock(out, data []byte) []byte {
-	start := len(out)
-	out = append(out, 0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0)
-	out = deflate(out, data)
-	out = binary.LittleEndian.AppendUint32(out, crc32.ChecksumIEEE(data))
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(data)))
-	binary.LittleEndian.PutUint16(out[start+16:], uint16(len(out)-start-1))
-	return out
-}
 
 // voffset is a BGZF virtual offset: the file offset of a block and an
 // offset in its data.
