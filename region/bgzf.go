@@ -146,7 +146,11 @@ func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 // compressBlocks returns data as BGZF blocks of at most blockPayload bytes
 // each, compressed at flate.BestSpeed; nothing for no data.
 func compressBlocks(data []byte) []byte {
+	if len(data) == 0 {
+		return nil
+	}
 	var out bytes.Buffer
+	out.Grow(len(data)/4 + 64) // a block of BAM reads compresses to a fifth
 	fw := deflaters.Get().(*flate.Writer)
 	defer deflaters.Put(fw)
 	for len(data) > 0 {
@@ -178,20 +182,19 @@ var deflaters = sync.Pool{New: func() any {
 }}
 
 // appendBlock appends data, at most blockPayload bytes, as one BGZF block
-// compressed with fw.
+// compressed with fw straight into out.
 func appendBlock(out *bytes.Buffer, fw *flate.Writer, data []byte) {
-	var comp bytes.Buffer
-	fw.Reset(&comp)
+	start := out.Len()
+	out.Write([]byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0})
+	fw.Reset(out)
 	fw.Write(data) // a bytes.Buffer does not fail
 	fw.Close()
-	head := []byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0}
-	binary.LittleEndian.PutUint16(head[16:], uint16(len(head)+comp.Len()+8-1))
-	out.Write(head)
-	out.Write(comp.Bytes())
 	var tail [8]byte
 	binary.LittleEndian.PutUint32(tail[:], crc32.ChecksumIEEE(data))
 	binary.LittleEndian.PutUint32(tail[4:], uint32(len(data)))
 	out.Write(tail[:])
+	// BSIZE: the block's length less one.
+	binary.LittleEndian.PutUint16(out.Bytes()[start+16:], uint16(out.Len()-start-1))
 }
 
 // A region's work needs buffers of a block's size for a moment each: the

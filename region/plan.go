@@ -236,30 +236,41 @@ const parallelEdges = 8
 // came out empty. It returns the error of the first edge that fails.
 func (f *File) makeEdges(p *Plan) error {
 	errs := make([]error, len(p.edges))
-	var wg sync.WaitGroup
-	next := make(chan int)
+	work := func(i int) {
+		e := p.edges[i]
+		data, buf, err := f.cut(e)
+		errs[i] = err
+		if err == nil {
+			p.Pieces[e.at].Data = compressBlocks(data)
+			putBuf(buf)
+		}
+	}
 	workers := 1
 	if len(p.edges) >= parallelEdges {
 		workers = min(len(p.edges), jobs(f.src))
 	}
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				e := p.edges[i]
-				data, buf, err := f.cut(e)
-				errs[i] = err
-				if err == nil {
-					p.Pieces[e.at].Data = compressBlocks(data)
-					putBuf(buf)
+	if workers == 1 {
+		// On this goroutine: the buffers it used already (sync.Pool
+		// keeps them by processor) are used again.
+		for i := range p.edges {
+			work(i)
+		}
+	} else {
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range workers {
+			wg.Go(func() {
+				for i := range next {
+					work(i)
 				}
-			}
-		})
+			})
+		}
+		for i := range p.edges {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
 	}
-	for i := range p.edges {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return err
