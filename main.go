@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/c4gh-go/crypt4gh/internal/cli"
+	_ "github.com/c4gh-go/crypt4gh/internal/prefault" // the heap's first pages in one system call
 )
 
 func main() {

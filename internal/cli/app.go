@@ -17,7 +17,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
-	_ "github.com/c4gh-go/crypt4gh/internal/prefault" // a new process's first heap pages in one system call
 )
 
 // Run runs the command line args (args[0] is the program name) with the

@@ -6,7 +6,11 @@ import (
 )
 
 const (
-	// populateWrite is MADV_POPULATE_WRITE (Linux 5.14).
+	// populateWrite is MADV_POPULATE_WRITE, the same on every Linux
+	// architecture (golang.org/x/sys/unix has it, but importing that
+	// package would initialise this one after the AWS SDK's: the
+	// runtime initialises packages in the order of their paths, once
+	// what each imports is initialised).
 	populateWrite = 23
 
 	// heapSize is how much of the heap is populated: about what the
@@ -14,29 +18,38 @@ const (
 	heapSize = 2 << 20
 
 	// chunk is the unit in which the Go runtime maps its heap (its
-	// pallocChunkBytes). The heap of a new process starts at a random
-	// page of its first chunk, and grows upwards; the next chunk is not
-	// mapped yet, so the range populated ends where the first one does.
+	// pallocChunkBytes, aligned to its size). The heap grows upwards
+	// from the chunk of its first allocations, and the next chunk may
+	// not be mapped yet, so the range populated ends where that one does.
 	chunk = 4 << 20
 )
 
-// first is the first heap object the package allocates: its page is
-// where the heap is being written now.
-var first *[16]byte
+// What init did, for the tests: the range it populated and what the
+// kernel answered.
+var (
+	first      *[16]byte // the first heap object the package allocates
+	start, end uintptr
+	populated  error
+)
 
 func init() {
 	first = new([16]byte)
-	start := uintptr(unsafe.Pointer(first)) &^ (pageSize - 1)
-	end := min(start+heapSize, (start+chunk)&^(chunk-1))
-	populate(start, end)
+	start, end = heapRange(uintptr(unsafe.Pointer(first)), uintptr(syscall.Getpagesize()))
+	populated = populate(start, end)
 }
 
-const pageSize = 4096
+// heapRange returns the range to populate for a heap object at p: from
+// its page, heapSize bytes at most, within its chunk.
+func heapRange(p, pageSize uintptr) (start, end uintptr) {
+	start = p &^ (pageSize - 1)
+	return start, min(start+heapSize, (start+chunk)&^(chunk-1))
+}
 
 // populate maps the pages of [start, end) of this process's memory
 // writable, as if each were written, in one system call. A range the
-// kernel refuses (not mapped, or the advice unknown to it) is left as it
-// is: the pages are mapped when they are written, as they would have been.
+// kernel refuses (not all mapped, or the advice unknown to it) may be
+// populated in part, and the rest is mapped when it is written, as it
+// would have been.
 func populate(start, end uintptr) error {
 	if end <= start {
 		return nil

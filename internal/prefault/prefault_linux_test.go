@@ -1,16 +1,28 @@
 package prefault
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// resident counts the pages of b that are in memory.
-func resident(t *testing.T, b []byte) int {
+var pageSize = syscall.Getpagesize()
+
+// The advice is golang.org/x/sys/unix's.
+const _ = uint(populateWrite-unix.MADV_POPULATE_WRITE) + uint(unix.MADV_POPULATE_WRITE-populateWrite)
+
+// resident counts the pages of [start, end) that are in memory.
+func resident(t *testing.T, start, end uintptr) int {
 	t.Helper()
-	vec := make([]byte, (len(b)+pageSize-1)/pageSize)
-	_, _, errno := syscall.Syscall(syscall.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
+	vec := make([]byte, (end-start+uintptr(pageSize)-1)/uintptr(pageSize))
+	_, _, errno := syscall.Syscall(syscall.SYS_MINCORE, start, end-start, uintptr(unsafe.Pointer(&vec[0])))
 	if errno != 0 {
 		t.Fatalf("mincore: %v", errno)
 	}
@@ -21,23 +33,42 @@ func resident(t *testing.T, b []byte) int {
 	return n
 }
 
-func TestPopulate(t *testing.T) {
-	const pages = 64
+// knowsPopulate reports whether the kernel is Linux 5.14 or later, which
+// knows MADV_POPULATE_WRITE.
+func knowsPopulate(t *testing.T) bool {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	return major > 5 || major == 5 && minor >= 14
+}
+
+func mapAnon(t *testing.T, pages int) (b []byte, start uintptr) {
+	t.Helper()
 	b, err := syscall.Mmap(-1, 0, pages*pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Munmap(b)
-	if n := resident(t, b); n != 0 {
+	t.Cleanup(func() { syscall.Munmap(b) })
+	return b, uintptr(unsafe.Pointer(&b[0]))
+}
+
+func TestPopulate(t *testing.T) {
+	if !knowsPopulate(t) {
+		t.Skip("the kernel is older than Linux 5.14, which brought MADV_POPULATE_WRITE")
+	}
+	const pages = 64
+	b, start := mapAnon(t, pages)
+	end := start + pages*uintptr(pageSize)
+	if n := resident(t, start, end); n != 0 {
 		t.Fatalf("%d pages of a new mapping are resident before populate", n)
 	}
-	start := uintptr(unsafe.Pointer(&b[0]))
-	if err := populate(start, start+pages*pageSize); err == syscall.EINVAL {
-		t.Skip("the kernel does not know MADV_POPULATE_WRITE (Linux 5.14)")
-	} else if err != nil {
+	if err := populate(start, end); err != nil {
 		t.Fatal(err)
 	}
-	if n := resident(t, b); n != pages {
+	if n := resident(t, start, end); n != pages {
 		t.Errorf("%d of %d pages resident after populate", n, pages)
 	}
 	for i, c := range b {
@@ -47,21 +78,78 @@ func TestPopulate(t *testing.T) {
 	}
 }
 
-// A range that is not all mapped is refused, and what is mapped stays
-// as it was.
+// A range that is not all mapped is refused.
 func TestPopulateUnmapped(t *testing.T) {
-	b, err := syscall.Mmap(-1, 0, 4*pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if !knowsPopulate(t) {
+		t.Skip("the kernel is older than Linux 5.14, which brought MADV_POPULATE_WRITE")
+	}
+	_, start := mapAnon(t, 4)
+	// A hole in the middle (syscall.Munmap unmaps only whole mappings).
+	if _, _, errno := syscall.Syscall(syscall.SYS_MUNMAP, start+uintptr(pageSize), 2*uintptr(pageSize), 0); errno != 0 {
+		t.Fatal(errno)
+	}
+	if err := populate(start, start+4*uintptr(pageSize)); !errors.Is(err, syscall.ENOMEM) {
+		t.Errorf("populate of a range with a hole: %v, not ENOMEM", err)
+	}
+}
+
+func TestHeapRangeBounds(t *testing.T) {
+	const base = 0x40000000 // a chunk's start
+	page := uintptr(pageSize)
+	for _, c := range []struct {
+		p, start, end uintptr
+	}{
+		{base + 16, base, base + heapSize},
+		{base + 5*page + 100, base + 5*page, base + 5*page + heapSize},
+		{base + chunk - heapSize, base + chunk - heapSize, base + chunk},
+		{base + chunk - page + 8, base + chunk - page, base + chunk},
+		{base + chunk, base + chunk, base + chunk + heapSize},
+	} {
+		start, end := heapRange(c.p, page)
+		if start != c.start || end != c.end {
+			t.Errorf("heapRange(%#x) = [%#x, %#x), want [%#x, %#x)", c.p, start, end, c.start, c.end)
+		}
+	}
+}
+
+// The range that init populated is of the heap: in one private,
+// writable, anonymous mapping, which holds the first object, and it is
+// resident. This is what to check again when Go is upgraded.
+func TestHeapRange(t *testing.T) {
+	p := uintptr(unsafe.Pointer(first))
+	if start > p || p >= end || end-start > heapSize {
+		t.Fatalf("populated [%#x, %#x), which does not hold the first object at %#x or is more than %d bytes", start, end, p, heapSize)
+	}
+	if knowsPopulate(t) && populated != nil {
+		t.Errorf("populating the heap: %v", populated)
+	}
+	f, err := os.Open("/proc/self/maps")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Munmap(b)
-	start := uintptr(unsafe.Pointer(&b[0]))
-	// A hole in the middle (syscall.Munmap unmaps only whole mappings).
-	if _, _, errno := syscall.Syscall(syscall.SYS_MUNMAP, start+pageSize, 2*pageSize, 0); errno != 0 {
-		t.Fatal(errno)
+	defer f.Close()
+	found := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var lo, hi uintptr
+		var perms string
+		var offset, inode uint64
+		var dev string
+		fmt.Sscanf(sc.Text(), "%x-%x %s %x %s %d", &lo, &hi, &perms, &offset, &dev, &inode)
+		if lo <= start && start < hi {
+			found = true
+			if end > hi || perms != "rw-p" || inode != 0 || strings.Contains(sc.Text(), "/") {
+				t.Errorf("populated [%#x, %#x) in the mapping %q", start, end, sc.Text())
+			}
+		}
 	}
-	if err := populate(start, start+4*pageSize); err == nil {
-		t.Error("populate of a range with a hole did not fail")
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
 	}
-	b[0], b[3*pageSize] = 1, 1 // still writable on both sides of the hole
+	if !found {
+		t.Fatalf("populated [%#x, %#x): in no mapping", start, end)
+	}
+	if n, want := resident(t, start, end), int(end-start)/pageSize; n != want && populated == nil {
+		t.Errorf("%d of the %d pages populated are resident", n, want)
+	}
 }
