@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 )
 
 var pageSize = syscall.Getpagesize()
@@ -57,7 +59,7 @@ func mapAnon(t *testing.T, pages int) (b []byte, start uintptr) {
 
 func TestPopulate(t *testing.T) {
 	if !knowsPopulate(t) {
-		t.Skip("the kernel is older than Linux 5.14, which brought MADV_POPULATE_WRITE")
+		clitest.Missing(t, "Linux 5.14 or later, which brought MADV_POPULATE_WRITE")
 	}
 	const pages = 64
 	b, start := mapAnon(t, pages)
@@ -81,7 +83,7 @@ func TestPopulate(t *testing.T) {
 // A range that is not all mapped is refused.
 func TestPopulateUnmapped(t *testing.T) {
 	if !knowsPopulate(t) {
-		t.Skip("the kernel is older than Linux 5.14, which brought MADV_POPULATE_WRITE")
+		clitest.Missing(t, "Linux 5.14 or later, which brought MADV_POPULATE_WRITE")
 	}
 	_, start := mapAnon(t, 4)
 	// A hole in the middle (syscall.Munmap unmaps only whole mappings).
