@@ -128,8 +128,6 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// netError is err without the URL that *url.Error adds (its query may be
-// a credential).
 // doError is the failure of a request that got no response: worth
 // another attempt, unless the server's certificate does not verify,
 // which another attempt meets again.
@@ -140,6 +138,8 @@ func doError(err error, stall func(error) error) error {
 	return transient(stall(netError(err)))
 }
 
+// netError is err without the URL that *url.Error adds (its query may be
+// a credential).
 func netError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
