@@ -157,7 +157,10 @@ func (o *Object) Validator() (string, bool) {
 // Head returns the first n bytes of the object (all of it when it is
 // smaller), read with one request of that size: a header costs one
 // request, where ReadAt at the start would fetch a read-ahead window
-// ([ReadAheadSize]) and a Reader would start its chunks.
+// ([ReadAheadSize]) and a Reader would start its chunks. When that was
+// the whole object, the Object keeps a copy in a read-ahead window, and
+// every later read of it, by ReadAt, a Reader or a Compose, costs no
+// request.
 func (o *Object) Head(n int) ([]byte, error) {
 	if n < 0 {
 		return nil, o.fail(errkind.Errorf(errkind.Usage, "negative length %d", n))
@@ -168,6 +171,9 @@ func (o *Object) Head(n int) ([]byte, error) {
 	}
 	if err := o.fetch(o.ctx, 0, p); err != nil {
 		return nil, err
+	}
+	if int64(len(p)) == o.size && len(p) <= ReadAheadSize {
+		o.store(0, append([]byte(nil), p...))
 	}
 	return p, nil
 }
@@ -241,6 +247,22 @@ func (o *Object) fromCache(pos int64, p []byte) int {
 	return 0
 }
 
+// cached fills p with the bytes at off if one window holds all of them.
+func (o *Object) cached(off int64, p []byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := range o.windows {
+		w := &o.windows[i]
+		if w.data != nil && off >= w.off && off+int64(len(p)) <= w.off+int64(len(w.data)) {
+			o.tick++
+			w.used = o.tick
+			copy(p, w.data[off-w.off:])
+			return true
+		}
+	}
+	return false
+}
+
 // store keeps data read at off in the least recently used window.
 func (o *Object) store(off int64, data []byte) {
 	o.mu.Lock()
@@ -259,6 +281,9 @@ func (o *Object) store(off int64, data []byte) {
 // requested again from the first byte not yet received, with backoff,
 // up to the attempts of the client; progress renews the attempts.
 func (o *Object) fetch(ctx context.Context, off int64, p []byte) error {
+	if o.cached(off, p) {
+		return nil
+	}
 	got := 0
 	failures := 0
 	for got < len(p) {

@@ -808,3 +808,65 @@ func TestNotImported(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallObjectOneGet: the Head of an object that holds all of it is
+// the last GET of it: ReadAt, a Reader and a Compose of its bytes are
+// served from what it fetched. An object larger than its head is read
+// again.
+func TestSmallObjectOneGet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, time.Minute)
+	ctx := context.Background()
+	data := random(3000, 40)
+	e.put(t, "small", data)
+	e.put(t, "large", random(3000, 41))
+	e.px.Zero()
+	o, err := e.c.Open(ctx, bucket, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := o.Head(64 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "head", head, data)
+	head[0] ^= 1 // the caller's to change: the copy kept is not
+	p := make([]byte, 100)
+	if _, err := o.ReadAt(p, 2900); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "ReadAt", p, data[2900:])
+	r, err := o.NewReader(10, 2000, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, "Reader", got, data[10:2010])
+	parts := []objstore.Part{objstore.Bytes([]byte("new head")), objstore.Range(o, 0, 3000)}
+	if err := e.c.Compose(ctx, bucket, "small", parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(e.px.Requests(), "GET "); n != 1 {
+		t.Errorf("%d GETs, want 1:\n%s", n, strings.Join(e.px.Requests(), "\n"))
+	}
+	same(t, "composed", e.get(t, "small"), append([]byte("new head"), data...))
+
+	e.px.Zero()
+	o, err = e.c.Open(ctx, bucket, "large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Head(1000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.ReadAt(p, 2900); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(e.px.Requests(), "GET "); n != 2 {
+		t.Errorf("large: %d GETs, want 2", n)
+	}
+}

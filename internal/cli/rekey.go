@@ -138,16 +138,16 @@ func (e *env) previousVersion(ctx context.Context, o *objstore.Object, del bool,
 		return err
 	}
 	v, ok := st.(objstore.Versioner)
-	if !ok {
-		return nil
+	prev := o.VersionID()
+	if !ok || prev == "" {
+		return nil // no version id: the bucket has never kept versions
 	}
 	kept, err := v.Versioned(ctx, loc)
 	if err != nil {
 		e.warnf("%s: could not tell whether the bucket keeps the previous version: %v", loc, err)
 		return nil
 	}
-	prev := o.VersionID()
-	if !kept || prev == "" {
+	if !kept {
 		return nil
 	}
 	if now, err := st.Open(ctx, loc); err == nil && now.VersionID() == prev {
