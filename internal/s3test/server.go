@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -188,7 +189,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		t.Skip("-short: an S3 end-to-end test (starts versitygw)")
 	}
 	bin := Binary(t)
-	root := t.TempDir()
+	root := serverRoot(t)
 	s := &Server{
 		AccessKey: "AK" + strings.ToUpper(randomHex(9)),
 		SecretKey: randomHex(20),
@@ -450,6 +451,23 @@ func (s *Server) Bucket(t testing.TB, name string) {
 	if _, err := s.SDK().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &name}); err != nil {
 		t.Fatalf("create bucket %s: %v", name, err)
 	}
+}
+
+// serverRoot returns a new folder for the server's buckets, removed when
+// the test ends: in /dev/shm where it is a writable folder (Linux), else
+// in the test's temporary folder. What the tests test is the client;
+// the server's store is not made to last, and on a disk the file system's
+// work for versitygw's many small files (an object, its sidecar, the
+// parts of an upload) was a seventh of the CPU of the CLI package's tests.
+func serverRoot(t testing.TB) string {
+	t.Helper()
+	if runtime.GOOS == "linux" {
+		if dir, err := os.MkdirTemp("/dev/shm", "s3test-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
 }
 
 // IsolateProcess clears the AWS settings of the environment for the
