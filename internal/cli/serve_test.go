@@ -253,9 +253,23 @@ func htsgetCases(cases []regionCase) []htsgetCase {
 var serveRegions = []string{"chr1:150000-150200", "chr2:20000-90000", "chr2:199000-200000", "chr2"}
 
 // checkRegionFile checks that the file got holds every record of region
-// and the header of the original.
+// and the header of the original. The tools read the bytes of a file once
+// for a region: another file of the same bytes (what the client, a
+// Crypt4GH ticket and a plaintext one give of a region) passes as it did.
 func checkRegionFile(t *testing.T, dir string, c regionCase, got, region string) {
 	t.Helper()
+	var seen string
+	if c.original != nil {
+		seen = fmt.Sprintf("\x01%s\x00%x", region, sha256.Sum256(mustRead(t, filepath.Join(dir, got))))
+		if _, ok := c.original.Load(seen); ok {
+			return
+		}
+		defer func() {
+			if !t.Failed() {
+				c.original.Store(seen, true)
+			}
+		}()
+	}
 	plainIndex(t, dir, c)
 	c.index2(t, dir, got)
 	if h, want := c.head(t, dir, got), c.wantHead(t, dir); h != want {
