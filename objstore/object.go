@@ -19,7 +19,11 @@ import (
 // An Object is one version of an object (or of a web resource), fixed
 // when it was opened: every request for its bytes is pinned to the ETag
 // seen then (If-Match), so that a replaced or modified object is an
-// error wrapping ErrChanged, never a mix of two versions.
+// error wrapping ErrChanged, never a mix of two versions. Bytes it holds
+// already are not asked for again: an object replaced after [Object.Head]
+// read all of it still reads as the version opened. A rewrite in place
+// ([Client.Compose]) is committed only if the object is still that
+// version, where the server supports conditional writes.
 //
 // Object implements io.ReaderAt, and ReadAt is safe for concurrent use.
 // Small reads that follow each other are served from a read-ahead cache of
@@ -166,7 +170,7 @@ func (o *Object) Head(n int) ([]byte, error) {
 		return nil, o.fail(errkind.Errorf(errkind.Usage, "negative length %d", n))
 	}
 	p := make([]byte, min(int64(n), o.size))
-	if len(p) == 0 {
+	if len(p) == 0 || o.cached(0, p) {
 		return p, nil
 	}
 	if err := o.fetch(o.ctx, 0, p); err != nil {

@@ -855,6 +855,27 @@ func TestSmallObjectOneGet(t *testing.T) {
 	}
 	same(t, "composed", e.get(t, "small"), append([]byte("new head"), data...))
 
+	// Replaced after its head was read, the object still reads as the
+	// version opened, and a rewrite in place of it is refused: the
+	// commit is conditional on that version.
+	o, err = e.c.Open(ctx, bucket, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := o.Head(64 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := random(2000, 42)
+	e.put(t, "small", newer)
+	if _, err := o.ReadAt(p, 100); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "ReadAt after the object was replaced", p, old[100:200])
+	err = e.c.Compose(ctx, bucket, "small", []objstore.Part{objstore.Bytes([]byte("x")), objstore.Range(o, 0, o.Size())}, nil)
+	isKind(t, err, objstore.ErrChanged, errkind.Other)
+	same(t, "after a refused rewrite", e.get(t, "small"), newer)
+
 	e.px.Zero()
 	o, err = e.c.Open(ctx, bucket, "large")
 	if err != nil {

@@ -140,7 +140,7 @@ func (e *env) previousVersion(ctx context.Context, o *objstore.Object, del bool,
 	v, ok := st.(objstore.Versioner)
 	prev := o.VersionID()
 	if !ok || prev == "" {
-		return nil // no version id: the bucket has never kept versions
+		return nil // no version id: no version of it that the bucket keeps (not asked)
 	}
 	kept, err := v.Versioned(ctx, loc)
 	if err != nil {
