@@ -258,6 +258,7 @@ var serveRegions = []string{"chr1:150000-150200", "chr2:20000-90000", "chr2:1990
 // Crypt4GH ticket and a plaintext one give of a region) passes as it did.
 func checkRegionFile(t *testing.T, dir string, c regionCase, got, region string) {
 	t.Helper()
+	plainIndex(t, dir, c)
 	var seen string
 	if c.original != nil {
 		seen = fmt.Sprintf("\x01%s\x00%x", region, sha256.Sum256(mustRead(t, filepath.Join(dir, got))))
@@ -265,12 +266,11 @@ func checkRegionFile(t *testing.T, dir string, c regionCase, got, region string)
 			return
 		}
 		defer func() {
-			if !t.Failed() {
+			if !t.Failed() && !t.Skipped() {
 				c.original.Store(seen, true)
 			}
 		}()
 	}
-	plainIndex(t, dir, c)
 	c.index2(t, dir, got)
 	if h, want := c.head(t, dir, got), c.wantHead(t, dir); h != want {
 		t.Errorf("%s %s: the header differs:\n%s\nwant\n%s", got, region, h, want)
