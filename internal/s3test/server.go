@@ -34,7 +34,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -454,20 +453,42 @@ func (s *Server) Bucket(t testing.TB, name string) {
 }
 
 // serverRoot returns a new folder for the server's buckets, removed when
-// the test ends: in /dev/shm where it is a writable folder (Linux), else
-// in the test's temporary folder. What the tests test is the client;
-// the server's store is not made to last, and on a disk the file system's
-// work for versitygw's many small files (an object, its sidecar, the
-// parts of an upload) was a seventh of the CPU of the CLI package's tests.
+// the test ends: in /dev/shm where that is a folder with room for the
+// tests' objects (Linux, not a container's 64 MiB), else in the test's
+// temporary folder. What the tests test is the client; the server's
+// store is not made to last, and on a disk the file system's work for
+// versitygw's many small files (an object, its sidecar, the parts of an
+// upload) was a seventh of the CPU of the CLI package's tests. A folder
+// is named after its test process, and those of processes that are gone
+// (killed by a timeout: no cleanup ran) are removed.
 func serverRoot(t testing.TB) string {
 	t.Helper()
-	if runtime.GOOS == "linux" {
-		if dir, err := os.MkdirTemp("/dev/shm", "s3test-"); err == nil {
+	const shm, room = "/dev/shm", 4 << 30
+	if shmRoom(shm) >= room {
+		removeStale.Do(func() { removeStaleRoots(shm) })
+		if dir, err := os.MkdirTemp(shm, fmt.Sprintf("s3test-%d-", os.Getpid())); err == nil {
 			t.Cleanup(func() { os.RemoveAll(dir) })
 			return dir
 		}
 	}
 	return t.TempDir()
+}
+
+var removeStale sync.Once
+
+// removeStaleRoots removes the folders of serverRoot in dir whose test
+// process is gone.
+func removeStaleRoots(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "s3test-%d-", &pid); err != nil || !e.IsDir() || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // IsolateProcess clears the AWS settings of the environment for the
