@@ -201,3 +201,19 @@ func sentAgain(t *testing.T, e *env, size int, partSize int64) {
 		t.Errorf("%d bytes up for %d bytes: no part was sent again", e.px.Up(), size)
 	}
 }
+
+// streamed returns what a Reader of o gives of n bytes at off (to the
+// end when n is negative).
+func streamed(t *testing.T, o *objstore.Object, off, n int64, opts *objstore.ReaderOptions) []byte {
+	t.Helper()
+	r, err := o.NewReader(off, n, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}

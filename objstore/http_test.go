@@ -75,15 +75,7 @@ func TestOpenURL(t *testing.T) {
 		t.Fatalf("Size %d, ETag %q", o.Size(), o.ETag())
 	}
 	f.fail.Store(2) // retried
-	r, err := o.NewReader(0, -1, &objstore.ReaderOptions{ChunkSize: MiB, Concurrency: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(r)
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := streamed(t, o, 0, -1, &objstore.ReaderOptions{ChunkSize: MiB, Concurrency: 2})
 	same(t, "Reader", got, data)
 	p := make([]byte, 100)
 	if _, err := o.ReadAt(p, 2*MiB); err != nil {

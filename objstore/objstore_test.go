@@ -484,15 +484,7 @@ func TestFaults(t *testing.T) {
 		}
 		e.px.Zero()
 		e.px.Fail503(4)
-		r, err := o.NewReader(0, -1, &objstore.ReaderOptions{ChunkSize: 4 * MiB, Concurrency: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := streamed(t, o, 0, -1, &objstore.ReaderOptions{ChunkSize: 4 * MiB, Concurrency: 2})
 		same(t, "read back", got, data)
 		if n := count(e.px.Requests(), "GET "); n < 5+4 {
 			t.Errorf("%d GETs for 5 chunks and 4 refusals", n)
@@ -836,15 +828,7 @@ func TestSmallObjectOneGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	same(t, "ReadAt", p, data[2900:])
-	r, err := o.NewReader(10, 2000, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(r)
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := streamed(t, o, 10, 2000, nil)
 	same(t, "Reader", got, data[10:2010])
 	parts := []objstore.Part{objstore.Bytes([]byte("new head")), objstore.Range(o, 0, 3000)}
 	if err := e.c.Compose(ctx, bucket, "small", parts, nil); err != nil {

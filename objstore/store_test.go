@@ -3,7 +3,6 @@ package objstore_test
 import (
 	"context"
 	"errors"
-	"io"
 	"iter"
 	"net/http/httptest"
 	"slices"
@@ -172,15 +171,7 @@ func TestRegister(t *testing.T) {
 		t.Fatal(err)
 	}
 	same(t, "head", head, data[:10])
-	r, err := o.NewReader(MiB, -1, &objstore.ReaderOptions{ChunkSize: 100000, Concurrency: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(r)
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := streamed(t, o, MiB, -1, &objstore.ReaderOptions{ChunkSize: 100000, Concurrency: 3})
 	same(t, "stream", got, data[MiB:])
 	mem.Put(loc, []byte("other"))
 	if _, err := o.ReadAt(make([]byte, 5), 0); !errors.Is(err, objstore.ErrChanged) {
