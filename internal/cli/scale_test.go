@@ -321,18 +321,25 @@ func TestJournalKilled(t *testing.T) {
 	e := newScaleEnv(t, n, 40000)
 	args := []string{"decrypt", "--sk", "me.sec", "--files-from", "list", "--journal", "j", "--jobs", "2"}
 	rng := rand.New(rand.NewPCG(1, 2))
+	lines := func() int {
+		b, _ := os.ReadFile(filepath.Join(e.dir, "j"))
+		return bytes.Count(b, []byte("\n"))
+	}
 	for k := range kills {
+		// Killed at a random point: once this run has written from 2 to
+		// 41 lines more to the journal (an input's start and its end),
+		// watched closely, so that a fast worker has inputs left for
+		// the kills after (the worst case: 10 kills of 20 inputs each,
+		// and what a millisecond does, of 400).
+		want := lines() + 2 + rng.IntN(40)
 		c := e.cmd(t, args...)
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Let it get going (a journal of a few lines at least), then
-		// kill it at a random point.
-		waitFor(t, "the journal", func() bool {
-			fi, err := os.Stat(filepath.Join(e.dir, "j"))
-			return err == nil && fi.Size() > int64(200*k)
-		})
-		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+		deadline := time.Now().Add(30 * time.Second)
+		for lines() < want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
 		c.Process.Kill()
 		c.Wait()
 		if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
