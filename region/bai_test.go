@@ -282,7 +282,8 @@ func hasHugeOffset(b []byte) bool {
 // BenchmarkBAI reads a BAI index of a large BAM (two references, a
 // chunk a 16 kbp bin over 10^8 bases each, as samtools writes for a
 // 1 GiB BAM) and finds the chunks of a 200 kbp region, by the lean
-// reader and by biogo/hts.
+// reader, by the walk a command makes for its regions (readBAIFor) and by
+// biogo/hts.
 func BenchmarkBAI(b *testing.B) {
 	idx := largeBAI(2, 100_000_000)
 	b.Run("lean", func(b *testing.B) {
@@ -294,6 +295,20 @@ func BenchmarkBAI(b *testing.B) {
 				b.Fatal(err)
 			}
 			if cs, _ := x.chunks(0, 50_000_000, 50_200_000); len(cs) == 0 {
+				b.Fatal("no chunks")
+			}
+		}
+	})
+	b.Run("for", func(b *testing.B) { // a command's walk, for one region
+		b.ReportAllocs()
+		b.SetBytes(int64(len(idx)))
+		ts := []target{{ref: 0, start: 50_000_000, end: 50_200_000}}
+		for b.Loop() {
+			x, err := readBAIFor(bytes.NewReader(idx), int64(len(idx)), ts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if cs, _, _ := x.bai.answer(0, 50_000_000, 50_200_000); len(cs) == 0 {
 				b.Fatal("no chunks")
 			}
 		}

@@ -106,24 +106,34 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 		// The last of myCuts is the first of the next reference's,
 		// which no answer reads: answerLinear reads cuts[i+1].
 		mine, myCuts := answers[lo:hi], cuts[lo:hi+1]
+		lasts := make([]int64, len(mine))
+		for i, a := range mine {
+			lasts[i] = a.end - 1
+		}
 		for range w.count(8) {
-			bin := w.u32()
-			nchunk := w.count(16)
-			if bin == baiPseudoBin && nchunk != 2 {
-				return nil, fmt.Errorf("statistics bin with %d chunks, not 2", nchunk)
+			bin, nchunk := w.bin()
+			if bin == baiPseudoBin {
+				if nchunk != 2 {
+					return nil, fmt.Errorf("statistics bin with %d chunks, not 2", nchunk)
+				}
+				if b := w.take(32); b != nil {
+					w.chunks(b[:16]) // the second holds counts
+				}
+				continue
 			}
-			for c := range nchunk {
-				chunk := w.take(16)
-				if chunk == nil {
+			// The chunks of a bin, as many at a time as the window
+			// holds (one when it holds none: take reads the next).
+			for nchunk > 0 {
+				n := min(nchunk, max(len(w.b)/16, 1))
+				b := w.take(16 * n)
+				if b == nil {
 					break
 				}
-				if bin == baiPseudoBin && c == 1 {
-					continue // the second holds counts
-				}
-				w.chunks(chunk)
+				w.chunks(b)
 				if len(mine) > 0 {
-					keepChunk(mine, myCuts, bin, chunk)
+					keepChunks(mine, lasts, myCuts, bin, b)
 				}
+				nchunk -= n
 			}
 		}
 		nintv := w.count(8)
@@ -135,18 +145,24 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 			offs = make([]uint64, 0, nintv)
 		}
 		sorted, prev := true, uint64(0)
-		for range nintv {
-			p := w.take(8)
-			if p == nil {
+		for nintv > 0 {
+			n := min(nintv, max(len(w.b)/8, 1))
+			b := w.take(8 * n)
+			if b == nil {
 				return nil, w.err
 			}
-			u := binary.LittleEndian.Uint64(p)
-			w.offset(u)
-			sorted = sorted && u >= prev
-			prev = u
-			if len(mine) > 0 {
-				offs = append(offs, u)
+			var hi uint64
+			for ; len(b) >= 8; b = b[8:] {
+				u := binary.LittleEndian.Uint64(b)
+				hi = max(hi, u)
+				sorted = sorted && u >= prev
+				prev = u
+				if len(mine) > 0 {
+					offs = append(offs, u)
+				}
 			}
+			w.offset(hi)
+			nintv -= n
 		}
 		if len(mine) > 0 {
 			if !sorted {
@@ -167,30 +183,40 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 	return &Index{kind: kindBAI, bai: &baiIndex{answers: answers}, stats: w.st}, nil
 }
 
-// keepChunk adds a chunk of bin to the answers as (of one reference, in
-// the order of readBAIFor) whose positions the bin holds, and notes in
-// cuts the bound it sets for those that end before a leaf bin.
-func keepChunk(as []baiAnswer, cuts []uint64, bin uint32, chunk []byte) {
-	cb, ce := binary.LittleEndian.Uint64(chunk), binary.LittleEndian.Uint64(chunk[8:])
+// keepChunks adds the chunks b (16 bytes each) of bin to the answers as
+// (of one reference, in the order of readBAIFor), whose last positions
+// are lasts, that the bin holds, and notes in cuts the bound the chunks
+// set for those that end before a leaf bin.
+func keepChunks(as []baiAnswer, lasts []int64, cuts []uint64, bin uint32, b []byte) {
 	l := len(baiFirst) - 1
 	for bin < baiFirst[l] {
 		l--
 	}
-	k := int64(bin - baiFirst[l])
+	k, shift := int64(bin-baiFirst[l]), baiShift[l]
 	// The targets end in order: those the bin holds follow the first
-	// that ends past the bin's start, while they start before its end.
-	for j, _ := slices.BinarySearchFunc(as, k<<baiShift[l], func(a baiAnswer, pos int64) int {
-		return cmp.Compare(a.end-1, pos)
-	}); j < len(as) && baiOverlaps(bin, as[j].start, as[j].end); j++ {
-		as[j].chunks = append(as[j].chunks, bgzf.Chunk{Begin: toOffset(cb), End: toOffset(ce)})
+	// that ends at or past the bin's start, while they start before
+	// its end.
+	first := k << shift
+	lo, hi := 0, len(lasts)
+	for lo < hi {
+		if m := int(uint(lo+hi) >> 1); lasts[m] < first {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	for j := lo; j < len(as) && as[j].start>>shift <= k; j++ {
+		for c := b; len(c) >= 16; c = c[16:] {
+			as[j].chunks = append(as[j].chunks, bgzf.Chunk{Begin: toOffset(binary.LittleEndian.Uint64(c)), End: toOffset(binary.LittleEndian.Uint64(c[8:]))})
+		}
 	}
 	if l == len(baiFirst)-1 && k < 1<<15 {
 		// A leaf bin: a bound for the targets whose last tile is before
-		// it, those before the first whose last tile is not.
-		j, _ := slices.BinarySearchFunc(as, k, func(a baiAnswer, tile int64) int {
-			return cmp.Compare((a.end-1)>>baiShift[l], tile)
-		})
-		cuts[j] = min(cuts[j], cb)
+		// it, those before the first whose last tile is not: the first
+		// that ends at or past the bin's start, as above.
+		for c := b; len(c) >= 16; c = c[16:] {
+			cuts[lo] = min(cuts[lo], binary.LittleEndian.Uint64(c))
+		}
 	}
 }
 

@@ -302,14 +302,30 @@ func (w *walker) u64() uint64 {
 // count reads a count of items of at least size bytes each, and fails
 // when there cannot be that many in what is left.
 func (w *walker) count(size int) int {
-	n := int32(w.u32())
-	if n < 0 || int(n) > (len(w.b)+w.more)/size {
+	return w.checkCount(w.u32(), size)
+}
+
+// checkCount returns u, a count of items of at least size bytes each,
+// and fails when there cannot be that many in what is left.
+func (w *walker) checkCount(u uint32, size int) int {
+	n := int32(u)
+	if n < 0 || int64(n)*int64(size) > int64(len(w.b)+w.more) {
 		if w.err == nil {
 			w.err = fmt.Errorf("count %d larger than the index", n)
 		}
 		return 0
 	}
 	return int(n)
+}
+
+// bin reads the head of a bin of a BAI or TBI index: its number and
+// the count of its chunks.
+func (w *walker) bin() (uint32, int) {
+	p := w.take(8)
+	if p == nil {
+		return 0, 0
+	}
+	return binary.LittleEndian.Uint32(p), w.checkCount(binary.LittleEndian.Uint32(p[4:]), 16)
 }
 
 // offset notes a virtual offset the index holds.
