@@ -92,7 +92,7 @@ func readBlockPrefix(src io.ReaderAt, size, off int64, limit int) (block, error)
 	if n > size-off || n < 12+xlen+8 {
 		return block{}, fmt.Errorf("offset %d: truncated BGZF block", off)
 	}
-	raw := getBuf(int(n))
+	raw := getScratch(int(n))
 	defer putBuf(raw)
 	if m, err := src.ReadAt(raw, off); m < len(raw) {
 		if err == nil || err == io.EOF {
@@ -112,13 +112,15 @@ func readBlockPrefix(src io.ReaderAt, size, off int64, limit int) (block, error)
 }
 
 // inflate decompresses a raw deflate stream that must hold isize bytes,
-// and returns its first limit bytes (all when there are fewer) and the
-// CRC-32 of all of them.
+// and returns its first limit bytes (all when there are fewer), in a
+// buffer for putBuf, and the CRC-32 of all of them. The whole is
+// decompressed into the buffer, which holds a block's maximum: for the
+// CRC only, the rest would need a buffer more.
 func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 	if isize > maxBlock {
 		return nil, 0, fmt.Errorf("BGZF block of %d bytes", isize)
 	}
-	out := getBuf(min(int(isize), max(limit, 0)))
+	out := getBuf(int(isize))
 	fr := inflaters.Get().(io.ReadCloser)
 	defer inflaters.Put(fr)
 	fr.(flate.Resetter).Reset(bytes.NewReader(comp), nil)
@@ -126,21 +128,17 @@ func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 		putBuf(out)
 		return nil, 0, fmt.Errorf("bad BGZF block: %w", err)
 	}
-	sum := crc32.NewIEEE()
-	sum.Write(out)
-	// The rest, for the CRC only; one byte more than it should hold
-	// shows a block longer than its size.
-	if n, err := io.CopyN(sum, fr, int64(isize)-int64(len(out))+1); err != io.EOF {
+	// One byte more than it should hold shows a block longer than its
+	// size.
+	var more [1]byte
+	if _, err := io.ReadFull(fr, more[:]); err != io.EOF {
 		if err == nil {
 			err = errors.New("longer than its size")
 		}
 		putBuf(out)
 		return nil, 0, fmt.Errorf("bad BGZF block: %w", err)
-	} else if n != int64(isize)-int64(len(out)) {
-		putBuf(out)
-		return nil, 0, fmt.Errorf("bad BGZF block: %w", io.ErrUnexpectedEOF)
 	}
-	return out, sum.Sum32(), nil
+	return out[:min(len(out), max(limit, 0))], crc32.ChecksumIEEE(out), nil
 }
 
 // compressBlocks returns data as BGZF blocks of at most blockPayload bytes
@@ -211,6 +209,15 @@ var bufs = sync.Pool{New: func() any { return new([bufSize]byte) }}
 // making many regions at once holds one for each.
 func getBuf(n int) []byte {
 	if n > bufSize || n < bufSize/2 {
+		return make([]byte, n)
+	}
+	return bufs.Get().(*[bufSize]byte)[:n]
+}
+
+// getScratch returns a buffer of n bytes, not zeroed, for a moment: one
+// of the pool's when n fits, however short.
+func getScratch(n int) []byte {
+	if n > bufSize {
 		return make([]byte, n)
 	}
 	return bufs.Get().(*[bufSize]byte)[:n]
