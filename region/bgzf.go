@@ -142,51 +142,33 @@ func inflate(comp []byte, isize uint32, limit int) ([]byte, uint32, error) {
 }
 
 // compressBlocks returns data as BGZF blocks of at most blockPayload bytes
-// each, compressed at flate.BestSpeed; nothing for no data.
+// each, compressed by the package's encoder (deflate.go); nothing for no
+// data.
 func compressBlocks(data []byte) []byte {
 	if len(data) == 0 {
 		return nil
 	}
 	var out bytes.Buffer
 	out.Grow(len(data)/4 + 64) // a block of BAM reads compresses to a fifth
-	fw := deflaters.Get().(*flate.Writer)
-	defer deflaters.Put(fw)
+	e := encoders.Get().(*encoder)
+	defer encoders.Put(e)
 	for len(data) > 0 {
 		n := min(len(data), blockPayload)
-		appendBlock(&out, fw, data[:n])
+		appendBlock(&out, e, data[:n])
 		data = data[n:]
 	}
 	return out.Bytes()
 }
 
-// The compressors of blocks, kept between blocks: a flate.Writer holds
-// about a MiB of state, which would cost more to clear than a block
-// costs to compress.
-//
-// Blocks are compressed at flate.BestSpeed: a region has at most two
-// edge blocks of its own, and on BAM reads the fastest level made them
-// about 5% larger than the default level (12.0 against 11.4 kB a block
-// of 65,280 bytes) for half the CPU time (BenchmarkCompressBlocks). In a
-// new process the first block costs more (the kernel gives the writer's
-// memory page by page: about 60 page faults). An encoder of the
-// package's own with fixed Huffman codes and a 16 KiB table took 20, but
-// its blocks were half as large again (18.3 kB), which a server planning
-// thousands of regions at once holds for each (docs/performance.md,
-// Regions); klauspost/compress's StatelessDeflate would be a dependency
-// more.
-var deflaters = sync.Pool{New: func() any {
-	fw, _ := flate.NewWriter(nil, flate.BestSpeed) // the level is valid
-	return fw
-}}
+// The encoders of blocks, kept between blocks.
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
 
 // appendBlock appends data, at most blockPayload bytes, as one BGZF block
-// compressed with fw straight into out.
-func appendBlock(out *bytes.Buffer, fw *flate.Writer, data []byte) {
+// compressed with e straight into out.
+func appendBlock(out *bytes.Buffer, e *encoder, data []byte) {
 	start := out.Len()
 	out.Write([]byte{0x1f, 0x8b, 0x08, 0x04, 0, 0, 0, 0, 0, 0xff, 0x06, 0, 'B', 'C', 0x02, 0, 0, 0})
-	fw.Reset(out)
-	fw.Write(data) // a bytes.Buffer does not fail
-	fw.Close()
+	out.Write(e.appendDeflate(out.AvailableBuffer(), data))
 	var tail [8]byte
 	binary.LittleEndian.PutUint32(tail[:], crc32.ChecksumIEEE(data))
 	binary.LittleEndian.PutUint32(tail[4:], uint32(len(data)))
