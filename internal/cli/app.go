@@ -80,9 +80,6 @@ func newApp(e *env, args []string) *cli.App {
 	}
 	for _, cmd := range app.Commands {
 		cmd.Flags = append(cmd.Flags, logFlag())
-		for i, f := range cmd.Flags {
-			cmd.Flags[i] = keepNames(f)
-		}
 		if cmd.Before == nil {
 			cmd.Before = checkFlags
 		}

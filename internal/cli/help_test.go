@@ -2,16 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"io"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/internal/textfmt"
-	"github.com/urfave/cli/v2"
 )
 
 // TestHelpPages renders the help page of every command and of the app, as
@@ -163,38 +160,5 @@ func TestRegistry(t *testing.T) {
 	}
 	if n := len(commandsFor(e, []string{"crypt4gh", "--help"})); n != len(registry()) {
 		t.Errorf("--help: %d commands built, want all %d", n, len(registry()))
-	}
-}
-
-// TestFlagsKeepNames checks that every flag of every command is kept in a
-// wrapper that answers Names without urfave/cli's regular expression (a
-// flag of a new type would otherwise cost every run of its command), and
-// that the wrapper answers as the flag does.
-func TestFlagsKeepNames(t *testing.T) {
-	e := newEnv(nil, nil, nil)
-	for _, r := range registry() {
-		app := newApp(e, []string{"crypt4gh", r.name})
-		cmd := app.Command(r.name)
-		for _, f := range cmd.Flags {
-			w, ok := f.(interface{ Unwrap() cli.Flag })
-			if !ok {
-				t.Errorf("%s: flag --%s (%T) is not kept in a wrapper (keepNames)", r.name, f.Names()[0], f)
-				continue
-			}
-			if got, want := f.Names(), w.Unwrap().Names(); !slices.Equal(got, want) {
-				t.Errorf("%s: the wrapper's names %q, the flag's %q", r.name, got, want)
-			}
-		}
-	}
-}
-
-// BenchmarkRunFlags is what a command costs before it works: the command
-// line parsed, the flags checked, up to the input that is not there.
-func BenchmarkRunFlags(b *testing.B) {
-	args := []string{"crypt4gh", "decrypt", "--sk", "me.sec", "--region", "chr1:1-1000", "-i", "/nonexistent/in.c4gh"}
-	for b.Loop() {
-		if code := Run(args, nil, io.Discard, io.Discard); code == 0 {
-			b.Fatal("a missing input succeeded")
-		}
 	}
 }

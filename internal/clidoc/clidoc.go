@@ -359,13 +359,7 @@ func (d *Doc) Complete(app *cli.App, shell string, words []string, cur string) [
 // in a flag's usage are dropped.
 func (d *Doc) FishCompletion(app *cli.App) (string, error) {
 	for _, cmd := range app.Commands {
-		for i, f := range cmd.Flags {
-			// A flag in a wrapper of the caller's: urfave/cli's
-			// script knows a flag's kind by its type.
-			if w, ok := f.(interface{ Unwrap() cli.Flag }); ok {
-				f = w.Unwrap()
-				cmd.Flags[i] = f
-			}
+		for _, f := range cmd.Flags {
 			switch f := f.(type) {
 			case *cli.StringFlag:
 				f.TakesFile = f.TakesFile || strings.Contains(f.Usage, "`PATH`")
