@@ -26,10 +26,12 @@ type ReaderAt struct {
 	bufs  sync.Pool    // of *segmentBuffer
 }
 
-// segmentBuffer is the working memory of one ReadAt call. It remembers the
-// segment whose plaintext it holds.
+// segmentBuffer is the plaintext a ReadAt call kept. It remembers the
+// segment whose plaintext it holds. The ciphertext a call reads is in a
+// buffer of segmentBuffers for the call only, shared with every other
+// ReaderAt and Reader: a command that opens a file and its index reads
+// both through the same memory, which in a new process is mapped once.
 type segmentBuffer struct {
-	enc [EncryptedSegmentSize]byte
 	// plain is made by the first read of part of a segment: reads of
 	// whole segments decrypt into the caller's memory, and a new process
 	// pays for new memory by the page.
@@ -93,6 +95,8 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	b := r.bufs.Get().(*segmentBuffer)
 	defer r.bufs.Put(b)
+	enc := segmentBuffers.Get().(*[EncryptedSegmentSize]byte)
+	defer segmentBuffers.Put(enc)
 	total := 0
 	for len(p) > 0 && off < r.plain {
 		index, skip := off/SegmentSize, int(off%SegmentSize)
@@ -100,7 +104,7 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		plainLen := segLen - Overhead
 		var out []byte
 		if b.index != index {
-			seg := b.enc[:segLen]
+			seg := enc[:segLen]
 			n, err := r.src.ReadAt(seg, index*EncryptedSegmentSize)
 			if n < segLen {
 				if err == nil || err == io.EOF {
