@@ -592,7 +592,8 @@ func decryptBatch(e *env, o *decryptOptions, files []string) error {
 	}
 	defer sk.Zero()
 	strict := o.Strict
-	opener := preparedOpener(sk) // sk.Zero, deferred, erases what it holds
+	opener := preparedOpener(sk)
+	defer opener.Zero() // a keys.Reader holds a copy of the key
 	b := batchOptions{output: o.Output, force: o.Force, jobs: o.Jobs, checksum: o.Checksum, keyFiles: keyInputs(o.keyOptions),
 		scale: o.scale, bind: secretNames(sk)}
 	return runBatch(e, b, items, "decrypting", outfile.ModeSecret, false, func(dst io.Writer, src io.Reader, size int64, jobs int) (string, error) {

@@ -132,7 +132,8 @@ func keyName(k keyOptions) string {
 
 // preparedOpener is k made ready to open the headers of many files: a
 // secret key with its public key computed once (keys.Reader), an agent's
-// client as it is.
+// client as it is. A keys.Reader holds a copy of the key: the caller
+// zeroes both (Zero), as it does k.
 func preparedOpener(k readerKey) readerKey {
 	if sk, ok := k.(*keys.SecretKey); ok {
 		return keys.NewReader(sk)

@@ -293,7 +293,11 @@ func decryptRegion(e *env, o *decryptOptions, in *input, out io.Writer) error {
 		return err
 	}
 	defer sk.Zero()
-	rp, err := e.planRegions(&o.region, inputPathOrStdin(o.Input), file, size, sk, &c4gh.DecryptOptions{Sender: sender, Strict: o.Strict})
+	// Two headers to open, the data's and the index's: the key's public
+	// half computed once.
+	opener := preparedOpener(sk)
+	defer opener.Zero()
+	rp, err := e.planRegions(&o.region, inputPathOrStdin(o.Input), file, size, opener, &c4gh.DecryptOptions{Sender: sender, Strict: o.Strict})
 	if err != nil {
 		return err
 	}

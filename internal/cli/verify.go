@@ -122,6 +122,7 @@ func verify(e *env, o *verifyOptions) error {
 		report(e.stderr, fmt.Errorf("%s: %s", inputName(it.In), err))
 	}
 	opener := preparedOpener(sk)
+	defer opener.Zero() // a keys.Reader holds a copy of the key
 	r.Do = func(it batch.Item, _ bool, _ func() error) batch.Outcome {
 		sums := newFileSums(o.Checksum || o.scale.JSON)
 		id, err := verifyFile(e, o, it.In, opener, sender, jobs, sums)
