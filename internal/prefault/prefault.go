@@ -12,8 +12,12 @@
 // MB before it does any work; faulting it in page by page was a quarter
 // of the time of `crypt4gh --version` (docs/performance.md, Start-up).
 //
-// The command imports the package (main.go); the library does not. The
-// memory's contents do not change: the pages are of the heap that the
+// A command that is about to write much new memory (a region's work:
+// its buffers, the index's window, an encoder) populates that too, with
+// Ahead, from where the heap's next large allocation goes.
+//
+// The command imports the package (main.go, internal/cli); the library
+// does not. The memory's contents do not change: the pages are of the heap that the
 // runtime has mapped already, private and writable, populated as the zero
 // pages they were. What a program can see is its resident memory: the
 // pages populated and not yet used (at most 2 MiB, about 0.6 MiB for
@@ -25,5 +29,5 @@
 // heap in chunks of 4 MiB, and starts it at a random page of the first
 // where it randomises the heap's base), not on a promise of it: were that
 // to change, the call would populate less or fail, and nothing else. It
-// is worth checking when Go is upgraded (TestHeapRange).
+// is worth checking when Go is upgraded (TestHeapRange, TestAhead).
 package prefault

@@ -60,3 +60,28 @@ func populate(start, end uintptr) error {
 	}
 	return nil
 }
+
+// Ahead populates n bytes of the heap past where its next large
+// allocation goes, as init populated its first pages: for a command about
+// to write that much new memory. The heap grows upwards within the memory
+// the runtime has mapped, so that is where its next allocations go; what
+// is not mapped yet is left to be mapped page by page when written. The
+// place is found with a probe, an allocation of 64 KiB that is neither
+// written nor populated, and left to the collector.
+func Ahead(n uintptr) {
+	probe := make([]byte, probeSize)
+	page := uintptr(syscall.Getpagesize())
+	s := (uintptr(unsafe.Pointer(&probe[0])) + probeSize + page - 1) &^ (page - 1)
+	aheadStart, aheadErr = s, populate(s, s+n)
+}
+
+// probeSize is the size of Ahead's probe: larger than the runtime's
+// small objects (32 KiB), so that it gets pages of its own, the lowest
+// free ones.
+const probeSize = 64 << 10
+
+// What Ahead did last, for the tests.
+var (
+	aheadStart uintptr
+	aheadErr   error
+)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,4 +155,44 @@ func TestHeapRange(t *testing.T) {
 	if n, want := resident(t, start, end), int(end-start)/pageSize; n != want && populated == nil {
 		t.Errorf("%d of the %d pages populated are resident", n, want)
 	}
+}
+
+// TestAhead checks, in a new process without garbage collection (as a
+// command is, whose heap has no holes yet), that what Ahead populates is
+// where the next large allocation goes, resident before it is written.
+// Like TestHeapRange, this is what to check again when Go is upgraded.
+func TestAhead(t *testing.T) {
+	if os.Getenv("PREFAULT_AHEAD_CHILD") == "1" {
+		aheadChild(t)
+		return
+	}
+	if !knowsPopulate(t) {
+		clitest.Missing(t, "Linux 5.14 or later, which brought MADV_POPULATE_WRITE")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAhead$", "-test.v")
+	cmd.Env = append(os.Environ(), "PREFAULT_AHEAD_CHILD=1", "GOGC=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the new process: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+func aheadChild(t *testing.T) {
+	const n = 512 << 10
+	Ahead(n)
+	b := make([]byte, 256<<10)
+	p := uintptr(unsafe.Pointer(&b[0]))
+	if p < aheadStart || p+uintptr(len(b)) > aheadStart+n {
+		t.Fatalf("the allocation after Ahead is at %#x, outside the range populated [%#x, %#x)", p, aheadStart, aheadStart+n)
+	}
+	if aheadErr != nil {
+		// The range ran past the heap's mapped memory: populated in part.
+		t.Logf("populate: %v", aheadErr)
+		return
+	}
+	if r, want := resident(t, p, p+uintptr(len(b))), len(b)/pageSize; r != want {
+		t.Errorf("%d of the %d pages of the allocation are resident before it is written", r, want)
+	}
+	b[0] = 1
 }
