@@ -12,9 +12,12 @@
 # index, and prints each figure as a ratio to something measured in the
 # same run:
 #
-#   decrypt --region   a region of about 1 MiB of the BAM to a file:
+#   decrypt --region   a region of about 1 MiB of the BAM to /dev/null:
 #                      its time against the start-up of the command
-#                      (crypt4gh --version), and the work beyond it in ms
+#                      (crypt4gh --version), and the work beyond it in
+#                      ms: the median over the rounds of a decrypt less
+#                      the start-up timed just before it (and the best
+#                      decrypt less the best start-up)
 #   splice --region    the same region as a crypt4gh file for another key:
 #                      its time against copying the bytes of the planned
 #                      segments (head -c of that many bytes to a file),
@@ -113,16 +116,24 @@ nosync_cmd() { sh -c "head -c $planned reads.bam.c4gh > '$tmp/copy'"; }
 prev=${PREV:+$tmp/crypt4gh-prev}
 runs=$RUNS
 RUNS=1
+# The work of each round, a decrypt less the start-up timed just before
+# it: their median is steadier than the difference of two bests, which a
+# single lucky start-up moves by a millisecond or more.
+works=() p_works=()
 for _ in $(seq "$runs"); do
 	for m in start dec spl; do
 		t=$(best "${m}_cmd" "$c4gh")
 		if [[ -z ${!m:-} || $t -lt ${!m} ]]; then printf -v "$m" %s "$t"; fi
+		printf -v "r_$m" %s "$t"
 		if [[ -n $prev ]]; then
 			t=$(best "${m}_cmd" "$prev")
 			v=p_$m
 			if [[ -z ${!v:-} || $t -lt ${!v} ]]; then printf -v "$v" %s "$t"; fi
+			printf -v "rp_$m" %s "$t"
 		fi
 	done
+	works+=($((r_dec - r_start)))
+	if [[ -n $prev ]]; then p_works+=($((rp_dec - rp_start))); fi
 	for m in copy nosync; do
 		t=$(best "${m}_cmd")
 		if [[ -z ${!m:-} || $t -lt ${!m} ]]; then printf -v "$m" %s "$t"; fi
@@ -133,14 +144,16 @@ out=$(stat -c %s "$tmp/r.bam")
 
 samtools quickcheck "$tmp/r.bam"
 printf 'region %s of a %d MiB BAM (%d bytes of BAM out)\n' "$region" "$((size >> 20))" "$out"
+# median N...: the median of the numbers given.
+median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 report() {
-	awk -v s="$1" -v d="$2" -v p="$3" -v c="$copy" -v n="$nosync" -v who="$4" 'BEGIN {
-	printf "  decrypt --region   %.2f x start-up (--version); %.1f ms of work beyond it%s\n", d / s, (d - s) / 1000, who
+	awk -v s="$1" -v d="$2" -v p="$3" -v c="$copy" -v n="$nosync" -v w="$4" -v who="$5" 'BEGIN {
+	printf "  decrypt --region   %.2f x start-up (--version); %.1f ms of work beyond it (median of the rounds; best against best: %.1f)%s\n", d / s, w / 1000, (d - s) / 1000, who
 	printf "  splice --region    %.2f x copying the planned segments to a committed file (fsync), %.2f x without fsync%s\n", p / c, p / n, who
 }'
 }
-report "$start" "$dec" "$spl" ""
+report "$start" "$dec" "$spl" "$(median "${works[@]}")" ""
 if [[ -n $prev ]]; then
-	report "$p_start" "$p_dec" "$p_spl" " ($PREV)"
+	report "$p_start" "$p_dec" "$p_spl" "$(median "${p_works[@]}")" " ($PREV)"
 fi
 awk -v pl="$planned" -v sz="$size" 'BEGIN { printf "  planned            %d bytes: %.4f of the file\n", pl, pl / sz }'
