@@ -1,6 +1,7 @@
 package prefault
 
 import (
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -65,14 +66,20 @@ func populate(start, end uintptr) error {
 // allocation goes, as init populated its first pages: for a command about
 // to write that much new memory. The heap grows upwards within the memory
 // the runtime has mapped, so that is where its next allocations go; what
-// is not mapped yet is left to be mapped page by page when written. The
-// place is found with a probe, an allocation of 64 KiB that is neither
-// written nor populated, and left to the collector.
-func Ahead(n uintptr) {
-	probe := make([]byte, probeSize)
+// is not mapped yet is left to be mapped page by page when written.
+func Ahead(n uintptr) { ahead(n) }
+
+// ahead is Ahead, and returns where the range it populated starts and
+// what the kernel answered. The place is found with a probe: an
+// allocation of probeSize bytes on the heap (kept in probes, so that the
+// compiler does not put it on the stack), neither written (new memory is
+// zero already) nor populated.
+func ahead(n uintptr) (uintptr, error) {
+	p := make([]byte, probeSize)
+	probes.Store(&p)
 	page := uintptr(syscall.Getpagesize())
-	s := (uintptr(unsafe.Pointer(&probe[0])) + probeSize + page - 1) &^ (page - 1)
-	aheadStart, aheadErr = s, populate(s, s+n)
+	s := (uintptr(unsafe.Pointer(&p[0])) + probeSize + page - 1) &^ (page - 1)
+	return s, populate(s, s+n)
 }
 
 // probeSize is the size of Ahead's probe: larger than the runtime's
@@ -80,8 +87,5 @@ func Ahead(n uintptr) {
 // free ones.
 const probeSize = 64 << 10
 
-// What Ahead did last, for the tests.
-var (
-	aheadStart uintptr
-	aheadErr   error
-)
+// probes holds the last probe.
+var probes atomic.Pointer[[]byte]
