@@ -196,15 +196,7 @@ func keepChunks(as []baiAnswer, lasts []int64, cuts []uint64, bin uint32, b []by
 	// The targets end in order: those the bin holds follow the first
 	// that ends at or past the bin's start, while they start before
 	// its end.
-	first := k << shift
-	lo, hi := 0, len(lasts)
-	for lo < hi {
-		if m := int(uint(lo+hi) >> 1); lasts[m] < first {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
+	lo, _ := slices.BinarySearch(lasts, k<<shift)
 	for j := lo; j < len(as) && as[j].start>>shift <= k; j++ {
 		for c := b; len(c) >= 16; c = c[16:] {
 			as[j].chunks = append(as[j].chunks, bgzf.Chunk{Begin: toOffset(binary.LittleEndian.Uint64(c)), End: toOffset(binary.LittleEndian.Uint64(c[8:]))})

@@ -17,9 +17,9 @@
 // Ahead, from where the heap's next large allocation goes.
 //
 // The command imports the package (main.go, internal/cli); the library
-// does not. The memory's contents do not change: the pages are of the heap that the
-// runtime has mapped already, private and writable, populated as the zero
-// pages they were. What a program can see is its resident memory: the
+// does not. The memory's contents do not change: the pages are of the
+// heap that the runtime has mapped already, private and writable,
+// populated as the zero pages they were. What a program can see is its resident memory: the
 // pages populated and not yet used (at most 2 MiB, about 0.6 MiB for
 // `--version`) are resident while the runtime counts them as released,
 // until the heap grows over them. Where the kernel refuses the advice
