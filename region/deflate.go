@@ -95,10 +95,10 @@ func hash4(u uint32) uint32 { return (u * 0x1e35a7bd) >> (32 - encTableBits) }
 // appendDeflate appends to dst data, at most 65535 bytes, as a deflate
 // stream of one final block.
 func (e *encoder) appendDeflate(dst, data []byte) []byte {
-	e.parse(data)
 	if len(data) < 64 {
-		return appendStored(dst, data)
+		return appendStored(dst, data) // shorter than any code's header
 	}
+	e.parse(data)
 	w := bitWriter{dst: dst}
 	if !e.writeDynamic(&w, len(data)) {
 		return appendStored(dst, data)
