@@ -96,7 +96,7 @@ func hash4(u uint32) uint32 { return (u * 0x1e35a7bd) >> (32 - encTableBits) }
 // stream of one final block.
 func (e *encoder) appendDeflate(dst, data []byte) []byte {
 	if len(data) < 64 {
-		return appendStored(dst, data) // shorter than any code's header
+		return appendStored(dst, data) // too short to be worth codes of its own
 	}
 	e.parse(data)
 	w := bitWriter{dst: dst}
