@@ -100,6 +100,21 @@ func Assemble(dst io.Writer, src Source, pieces []Piece, opts AssembleOptions) e
 // pieces, reads the source's header, plans the new body, seals the new
 // header and opens the short last segment when the plan needs it. The
 // caller must call zero when done.
+// AssembledSize returns the length of the body that [Assemble] writes
+// for pieces from a source whose body holds plainSize bytes of plaintext
+// under the edit list list (nil for none): the segments it copies and the
+// new segments. It fails where Assemble would fail for the pieces.
+func AssembledSize(pieces []Piece, list edit.List, plainSize int64) (int64, error) {
+	if err := checkPieces(pieces); err != nil {
+		return 0, err
+	}
+	a, err := planAssembly(pieces, edit.StandsFor(list, plainSize), plainSize)
+	if err != nil {
+		return 0, err
+	}
+	return body.EncryptedSize(a.size), nil
+}
+
 func prepareAssembly(src Source, pieces []Piece, opts AssembleOptions) (*assembler, error) {
 	if keys.IsNil(opts.Reader) {
 		return nil, errkind.New(errkind.Usage, "no reader key")

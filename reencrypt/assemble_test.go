@@ -205,6 +205,9 @@ func TestAssembleRandom(t *testing.T) {
 				if n, bound := bodyLen(t, out), sizeBound(nil, int64(size), pieces); n > bound {
 					t.Fatalf("body of %d bytes, more than the bound %d", n, bound)
 				}
+				if told, err := reencrypt.AssembledSize(pieces, nil, int64(size)); err != nil || bodyLen(t, out) != told {
+					t.Fatalf("body of %d bytes; AssembledSize says %d (%v)", bodyLen(t, out), told, err)
+				}
 			})
 		}
 	}
@@ -238,6 +241,9 @@ func TestAssembleEditedSource(t *testing.T) {
 				checkAssembled(t, out, concat(stands, pieces), bob, alice)
 				if n, bound := bodyLen(t, out), sizeBound(kept, int64(len(stands)), pieces); n > bound {
 					t.Fatalf("body of %d bytes, more than the bound %d", n, bound)
+				}
+				if told, err := reencrypt.AssembledSize(pieces, c.EditList, int64(len(plain))); err != nil || bodyLen(t, out) != told {
+					t.Fatalf("body of %d bytes; AssembledSize says %d (%v)", bodyLen(t, out), told, err)
 				}
 			})
 		}

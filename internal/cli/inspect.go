@@ -67,7 +67,7 @@ func inspectCommand(e *env) command {
 			"  segment_count        how many they are\n" +
 			"  segments_size        their bytes as stored\n" +
 			"  body_size            bytes of the file's body\n" +
-			"  splice_body_size     about the bytes of the body splice --region writes\n" +
+			"  splice_body_size     bytes of the body splice --region writes\n" +
 			"\n" +
 			"With --json the same facts are printed as one JSON object a file. Fields\n" +
 			"(stable; null when unknown, or when they need --sk and none was given):\n" +

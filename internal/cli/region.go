@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/internal/describe"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
@@ -417,11 +418,24 @@ func regionReport(name string, rp *regionPlan, bodySize int64) (*describe.Region
 		return nil, err
 	}
 	pieces := make([]describe.RegionPiece, len(rp.plan.Pieces))
+	spliced := make([]reencrypt.Piece, len(rp.plan.Pieces))
 	for i, p := range rp.plan.Pieces {
 		pieces[i] = describe.CopyPiece(p.Start, p.End)
 		if p.Data != nil {
 			pieces[i] = describe.NewPiece(int64(len(p.Data)))
 		}
+		spliced[i] = reencrypt.Piece(p)
 	}
-	return describe.Region(name, pieces, cost.Segments, cost.Stored, bodySize), nil
+	// What splice --region writes: the segments that hold the bytes
+	// copied (an edge block's segment is read, but copied only when
+	// bytes copied share it) and the new bytes in new segments.
+	plain, err := body.PlaintextSize(bodySize)
+	if err != nil {
+		return nil, err
+	}
+	spliceBody, err := reencrypt.AssembledSize(spliced, list, plain)
+	if err != nil {
+		return nil, err
+	}
+	return describe.Region(name, pieces, cost.Segments, cost.Stored, bodySize, spliceBody), nil
 }

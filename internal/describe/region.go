@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 )
@@ -53,15 +52,17 @@ func NewPiece(n int64) RegionPiece { return RegionPiece{Kind: pieceNew, Length: 
 
 // Region reports the plan of pieces for the file called file (as it is
 // shown), whose body of bodySize bytes has the segments, of stored bytes
-// in all, read for them.
-func Region(file string, pieces []RegionPiece, segments []int64, stored, bodySize int64) *RegionPlan {
+// in all, read for them, and of which splice --region writes a body of
+// spliceBody bytes.
+func Region(file string, pieces []RegionPiece, segments []int64, stored, bodySize, spliceBody int64) *RegionPlan {
 	r := &RegionPlan{
-		File:         file,
-		Pieces:       pieces,
-		Segments:     segments,
-		SegmentCount: len(segments),
-		SegmentsSize: stored,
-		BodySize:     bodySize,
+		File:           file,
+		Pieces:         pieces,
+		Segments:       segments,
+		SegmentCount:   len(segments),
+		SegmentsSize:   stored,
+		BodySize:       bodySize,
+		SpliceBodySize: spliceBody,
 	}
 	if r.Pieces == nil {
 		r.Pieces = []RegionPiece{}
@@ -69,20 +70,11 @@ func Region(file string, pieces []RegionPiece, segments []int64, stored, bodySiz
 	if r.Segments == nil {
 		r.Segments = []int64{}
 	}
-	// splice --region copies those segments and seals each run of new
-	// bytes in whole new segments.
-	r.SpliceBodySize = stored
-	var run int64
-	for i, p := range pieces {
+	for _, p := range pieces {
 		if p.Kind == pieceNew {
 			r.NewSize += p.Length
-			run += p.Length
 		} else {
 			r.CopiedSize += p.Length
-		}
-		if run > 0 && (p.Kind != pieceNew || i == len(pieces)-1) {
-			r.SpliceBodySize += body.EncryptedSize(body.Floor(run + body.SegmentSize - 1))
-			run = 0
 		}
 	}
 	r.OutputSize = r.CopiedSize + r.NewSize
@@ -111,7 +103,7 @@ func (r *RegionPlan) Print(w io.Writer, asJSON bool) error {
 	fmt.Fprintf(&b, "  output     %s: %s copied, %s new\n", plural(r.OutputSize, "byte"), plural(r.CopiedSize, "byte"), plural(r.NewSize, "byte"))
 	fmt.Fprintf(&b, "  segments   %s read: %s of the %s body\n", plural(int64(r.SegmentCount), "segment"),
 		plural(r.SegmentsSize, "byte"), plural(r.BodySize, "byte"))
-	fmt.Fprintf(&b, "  splice     about %s of body: the segments read, and the new bytes in new segments\n", plural(r.SpliceBodySize, "byte"))
+	fmt.Fprintf(&b, "  splice     %s of body: the segments that hold bytes copied, and the new bytes in new segments\n", plural(r.SpliceBodySize, "byte"))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
