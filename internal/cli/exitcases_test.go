@@ -66,6 +66,8 @@ func TestExitCodeTable(t *testing.T) {
 		{"unsupported key file", exitKey, "", []string{"decrypt", "--sk", filepath.Join(interop, "ssh_rsa_plain"), "-i", in("f.c4gh"), "-o", in("x")}, "unsupported key"},
 		{"missing key file", exitKey, "", []string{"decrypt", "--sk", in("nosuch"), "-i", in("f.c4gh"), "-o", in("x")}, "does not exist"},
 		{"key file is a folder", exitKey, "", []string{"decrypt", "--sk", in("adir"), "-i", in("f.c4gh"), "-o", in("x")}, "is a directory"},
+		{"input is a folder, batch decrypt", exitUsage, "secret", []string{"decrypt", "--sk", in("me.sec"), "-o", in("outdir") + "/", in("adir") + "/"}, "hint: give the files in it as FILE arguments (" + filepath.Join(in("adir"), "*") + ")"},
+		{"input is a folder, verify", exitUsage, "secret", []string{"verify", "--sk", in("me.sec"), in("adir")}, "hint: give the files in it as FILE arguments"},
 		{"no packet for this key", exitKey, "", []string{"decrypt", "--sk", in("other.sec"), "-i", in("f.c4gh"), "-o", in("x")}, "no header packet can be decrypted"},
 		{"not a crypt4gh file", exitData, "", []string{"decrypt", "--sk", in("me.sec"), "-i", in("plain"), "-o", in("x")}, "not a crypt4gh file"},
 		{"unsupported version", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("v2", v2), "-o", in("x")}, "unsupported crypt4gh version"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/objio"
@@ -37,7 +38,7 @@ func openInput(path string, stdin io.Reader) (*input, error) {
 	}
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
 		f.Close()
-		return nil, usagef("input %s is a directory", quoteName(path))
+		return nil, folderInput(path)
 	}
 	return &input{Reader: f, name: path, file: f, own: true}, nil
 }
@@ -269,4 +270,11 @@ func recipientInputs(paths []string) []string {
 		in = append(in, "--recipient_pk", p)
 	}
 	return in
+}
+
+// folderInput is the error of a local folder given as an input: a batch
+// takes the files in it, or a prefix of objects, not the folder.
+func folderInput(path string) error {
+	return withHint(usagef("input %s is a directory", quoteName(path)),
+		"give the files in it as FILE arguments (%s), or an s3:// prefix", filepath.Join(path, "*"))
 }

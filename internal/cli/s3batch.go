@@ -121,6 +121,8 @@ func decryptItem(dir string, s source) batchItem {
 	rel, ok := strings.CutSuffix(s.Rel, c4ghSuffix)
 	switch {
 	case s.Err != nil:
+	case !ok && isLocalFolder(s.In):
+		it.err = folderInput(s.In)
 	case !ok:
 		it.err = usagef("the name does not end in %s; use -i and -o for this file", c4ghSuffix)
 	case rel == "" || strings.HasSuffix(rel, "/"):
@@ -359,3 +361,12 @@ const verifyObjectsHelp = "\n\n" +
 const spliceObjectsHelp = "\n\n" +
 	"-i and -o may be s3:// objects: between objects of one store the segments\n" +
 	"are copied by the server."
+
+// isLocalFolder reports whether name is a local folder.
+func isLocalFolder(name string) bool {
+	if objstore.IsURL(name) {
+		return false
+	}
+	fi, err := os.Stat(name)
+	return err == nil && fi.IsDir()
+}
