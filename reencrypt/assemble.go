@@ -96,10 +96,6 @@ func Assemble(dst io.Writer, src Source, pieces []Piece, opts AssembleOptions) e
 	return nil
 }
 
-// prepareAssembly does what Assemble does before it writes: it checks the
-// pieces, reads the source's header, plans the new body, seals the new
-// header and opens the short last segment when the plan needs it. The
-// caller must call zero when done.
 // AssembledSize returns the length of the body that [Assemble] writes
 // for pieces from a source whose body holds plainSize bytes of plaintext
 // under the edit list list (nil for none): the segments it copies and the
@@ -115,6 +111,10 @@ func AssembledSize(pieces []Piece, list edit.List, plainSize int64) (int64, erro
 	return body.EncryptedSize(a.size), nil
 }
 
+// prepareAssembly does what Assemble does before it writes: it checks the
+// pieces, reads the source's header, plans the new body, seals the new
+// header and opens the short last segment when the plan needs it. The
+// caller must call zero when done.
 func prepareAssembly(src Source, pieces []Piece, opts AssembleOptions) (*assembler, error) {
 	if keys.IsNil(opts.Reader) {
 		return nil, errkind.New(errkind.Usage, "no reader key")
