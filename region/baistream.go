@@ -85,6 +85,11 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 	}
 	w, win := newWindowWalker(r, size)
 	defer func() { putBuf(win.buf) }()
+	return walkBAIFor(w, ts)
+}
+
+// walkBAIFor is readBAIFor of the index that w walks, from its start.
+func walkBAIFor(w *walker, ts []target) (*Index, error) {
 	w.take(4)
 	nref := w.count(8)
 	answers := make([]baiAnswer, len(ts))
@@ -239,15 +244,19 @@ func answerLinear(as []baiAnswer, cuts []uint64, offs []uint64) {
 // of 64 KiB; such an index plans those regions of f and fails for others.
 // Other indexes are read whole.
 func ReadIndexFor(r io.ReaderAt, size int64, name string, f *File, regions []Region) (*Index, error) {
-	var head [4]byte
-	if f.format != BAM || size < int64(len(head)) {
-		return ReadIndex(r, size, name)
-	}
-	if n, _ := r.ReadAt(head[:], 0); n < len(head) || string(head[:]) != "BAI\x01" {
+	if f.format != BAM || size < 4 || size > maxIndex {
 		return ReadIndex(r, size, name)
 	}
 	if s, ok := r.(Serial); ok && s.Serial() {
 		// An object: one read of the whole, not a request a window.
+		return ReadIndex(r, size, name)
+	}
+	// The magic number from the walk's first window: read alone, its
+	// 4 bytes would cost a Crypt4GH index a segment decrypted twice, the
+	// first time into a buffer of its own.
+	w, win := newWindowWalker(r, size)
+	defer func() { putBuf(win.buf) }()
+	if w.fill(4); len(w.b) < 4 || string(w.b[:4]) != "BAI\x01" {
 		return ReadIndex(r, size, name)
 	}
 	// Regions that do not resolve fail the plan, after the index is
@@ -260,7 +269,7 @@ func ReadIndexFor(r io.ReaderAt, size int64, name string, f *File, regions []Reg
 			ts = append(ts, target{ref: t.ref, start: t.start, end: min(t.end, baiLimit)})
 		}
 	}
-	x, err := readBAIFor(r, size, ts)
+	x, err := walkBAIFor(w, ts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: index %s: %v", ErrData, name, err)
 	}
