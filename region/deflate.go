@@ -71,8 +71,11 @@ func distCode(d int) int {
 }
 
 // An encoder compresses blocks of at most 65535 bytes; it keeps its
-// memory between them. A token is a literal byte (below 256) or a match:
-// matchFlag, its length less 3 from bit 15, its distance less 1.
+// memory between them. A token is a run of literals, its length (the
+// bytes are read again from the data), or a match: matchFlag, its length
+// less 3 from bit 15, its distance less 1. A literal a token would take 4
+// bytes a byte of data that does not compress, all of them new memory in
+// a new process.
 type encoder struct {
 	table    [1 << encTableBits]uint16 // a position + 1, 0 for none
 	tokens   []uint32
@@ -100,7 +103,7 @@ func (e *encoder) appendDeflate(dst, data []byte) []byte {
 	}
 	e.parse(data)
 	w := bitWriter{dst: dst}
-	if !e.writeDynamic(&w, len(data)) {
+	if !e.writeDynamic(&w, data) {
 		return appendStored(dst, data)
 	}
 	return w.flush()
@@ -119,19 +122,24 @@ func (e *encoder) parse(data []byte) {
 	clear(e.table[:])
 	clear(e.litFreq[:])
 	clear(e.distFreq[:])
-	if cap(e.tokens) < len(data) {
-		// Room for a token a byte, the most there can be: grown by
-		// append, the slice would be copied as it doubles, and in a
-		// new process only the part that is written is mapped.
-		e.tokens = make([]uint32, 0, len(data))
+	// A match takes 4 bytes or more, a run of literals 1 or more and is
+	// followed by a match: at most a token for every 2 bytes, and one.
+	if most := len(data)/2 + 1; cap(e.tokens) < most {
+		// Room for the most there can be: grown by append, the slice
+		// would be copied as it doubles, and in a new process only the
+		// part that is written is mapped.
+		e.tokens = make([]uint32, 0, most)
 	}
 	e.tokens, e.extra = e.tokens[:0], 0
 	lit := 0 // the first byte not yet a token
 	literals := func(end int) {
+		if end == lit {
+			return
+		}
 		for _, c := range data[lit:end] {
-			e.tokens = append(e.tokens, uint32(c))
 			e.litFreq[c]++
 		}
+		e.tokens = append(e.tokens, uint32(end-lit))
 	}
 	last := len(data) - encMinMatch // the last position 4 bytes start at
 	skip := 32
@@ -165,10 +173,10 @@ func (e *encoder) parse(data []byte) {
 	e.litFreq[256]++ // the end of the block
 }
 
-// writeDynamic writes the tokens as a final block with codes of their
-// own, unless that would be longer than the n bytes stored, and reports
+// writeDynamic writes the tokens of data as a final block with codes of
+// their own, unless that would be longer than data stored, and reports
 // whether it did.
-func (e *encoder) writeDynamic(w *bitWriter, n int) bool {
+func (e *encoder) writeDynamic(w *bitWriter, data []byte) bool {
 	if e.distFreq == [30]uint32{} {
 		// All literals: the distance code still needs a code.
 		e.distFreq[0] = 1
@@ -259,7 +267,7 @@ func (e *encoder) writeDynamic(w *bitWriter, n int) bool {
 	for i, f := range e.distFreq {
 		size += int(f) * int(e.distLens[i])
 	}
-	if size/8+1 >= n+5 {
+	if size/8+1 >= len(data)+5 {
 		return false
 	}
 
@@ -279,12 +287,17 @@ func (e *encoder) writeDynamic(w *bitWriter, n int) bool {
 		w.write(uint64(clCodes[sym]), uint(clLens[sym]))
 		w.write(uint64(r>>8), runExtra(sym))
 	}
+	pos := 0 // in data
 	for _, t := range e.tokens {
 		if t&matchFlag == 0 {
-			w.write(uint64(e.litCodes[t]), uint(e.litLens[t]))
+			for _, c := range data[pos : pos+int(t)] {
+				w.write(uint64(e.litCodes[c]), uint(e.litLens[c]))
+			}
+			pos += int(t)
 			continue
 		}
 		n, d := int(t>>15&0xff)+3, int(t&0x7fff)+1
+		pos += n
 		lc, dc := lengthCode(n), distCode(d)
 		w.write(uint64(e.litCodes[257+lc]), uint(e.litLens[257+lc]))
 		w.write(uint64(n-int(lengthBase[lc])), uint(lengthExtra[lc]))
