@@ -83,6 +83,7 @@ func newApp(e *env, args []string) *cli.App {
 		if cmd.Before == nil {
 			cmd.Before = checkFlags
 		}
+		keepNames(cmd)
 		// No command has subcommands: without this, urfave/cli adds a
 		// "help" subcommand to each, so that a FILE argument named "help"
 		// or "h" prints the help instead of being processed, and shell
@@ -153,7 +154,7 @@ func nearFlag(c *cli.Context, name string) string {
 	}
 	var names []string
 	for _, f := range c.Command.Flags {
-		if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
+		if vf, ok := unwrap(f).(cli.VisibleFlag); ok && !vf.IsVisible() {
 			continue
 		}
 		for _, n := range f.Names() {

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/c4gh-go/crypt4gh/internal/clidoc"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 )
@@ -160,5 +163,31 @@ func TestRegistry(t *testing.T) {
 	}
 	if n := len(commandsFor(e, []string{"crypt4gh", "--help"})); n != len(registry()) {
 		t.Errorf("--help: %d commands built, want all %d", n, len(registry()))
+	}
+}
+
+// TestFlagNames checks that clidoc.Names, which a command's flags answer
+// from its Before to its Action (keepNames), names every flag of every
+// command as urfave/cli does.
+func TestFlagNames(t *testing.T) {
+	e := newEnv(nil, nil, nil)
+	for _, r := range registry() {
+		app := newApp(e, []string{"crypt4gh", r.name})
+		for _, f := range app.Command(r.name).Flags {
+			if got, want := clidoc.Names(f), f.Names(); !slices.Equal(got, want) {
+				t.Errorf("%s: clidoc.Names %q, urfave/cli's %q", r.name, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkRunFlags is what a command costs before it works: the command
+// line parsed and the flags checked, up to the input, which is not there.
+func BenchmarkRunFlags(b *testing.B) {
+	args := []string{"crypt4gh", "decrypt", "--sk", "me.sec", "--region", "chr1:1-1000", "-i", "/nonexistent/in.c4gh"}
+	for b.Loop() {
+		if code := Run(args, nil, io.Discard, io.Discard); code == 0 {
+			b.Fatal("a missing input succeeded")
+		}
 	}
 }

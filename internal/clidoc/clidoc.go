@@ -9,6 +9,7 @@ package clidoc
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -387,16 +388,42 @@ func (d *Doc) FishCompletion(app *cli.App) (string, error) {
 	return strings.ReplaceAll(strings.Join(lines, "\n"), "`", ""), nil
 }
 
+// Names returns the names of f, its name and aliases, as f.Names does.
+// urfave/cli's flags work them out with a regular expression each time
+// (they drop what follows a comma or space, as version 1 wrote several
+// names in one); the flag types of this program's commands are answered
+// from their fields, which hold neither.
+func Names(f cli.Flag) []string {
+	switch f := f.(type) {
+	case *cli.BoolFlag:
+		return joinNames(f.Name, f.Aliases)
+	case *cli.StringFlag:
+		return joinNames(f.Name, f.Aliases)
+	case *cli.StringSliceFlag:
+		return joinNames(f.Name, f.Aliases)
+	case *cli.IntFlag:
+		return joinNames(f.Name, f.Aliases)
+	case *cli.DurationFlag:
+		return joinNames(f.Name, f.Aliases)
+	}
+	return f.Names()
+}
+
+func joinNames(name string, aliases []string) []string {
+	if strings.ContainsAny(name, ", ") || slices.ContainsFunc(aliases, func(a string) bool { return strings.ContainsAny(a, ", ") }) {
+		return cli.FlagNames(name, aliases)
+	}
+	return append([]string{name}, aliases...)
+}
+
 // FindFlag returns the flag of cmd that name names or, with prefix, that
 // name is an unambiguous prefix of a long name of; nil when none does, and
 // an error when several do.
 func FindFlag(cmd *cli.Command, name string, prefix bool) (cli.Flag, error) {
 	var matches []cli.Flag
 	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return f, nil
-			}
+		if slices.Contains(Names(f), name) {
+			return f, nil
 		}
 	}
 	if !prefix || name == "" {
@@ -404,10 +431,11 @@ func FindFlag(cmd *cli.Command, name string, prefix bool) (cli.Flag, error) {
 	}
 	var names []string
 	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
+		fn := Names(f)
+		for _, n := range fn {
 			if len(n) > 1 && strings.HasPrefix(n, name) {
 				matches = append(matches, f)
-				names = append(names, "--"+f.Names()[0])
+				names = append(names, "--"+fn[0])
 				break
 			}
 		}
