@@ -191,11 +191,13 @@ func checkFlags(c *cli.Context) error {
 // (docs/performance.md, Regions). The Action gets the flags as they were:
 // the pages of help, the manual and completion want them so.
 func keepNames(cmd *cli.Command) {
-	flags, before, action := cmd.Flags, cmd.Before, cmd.Action
+	before, action := cmd.Before, cmd.Action
 	if action == nil {
 		return // urfave/cli shows the help, which wants the flags as they are
 	}
+	var flags []cli.Flag // as urfave/cli left them (it adds --help)
 	cmd.Before = func(c *cli.Context) error {
+		flags = cmd.Flags
 		named := make([]cli.Flag, len(flags))
 		for i, f := range flags {
 			named[i] = parsedFlag{f, clidoc.Names(f)}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/c4gh-go/crypt4gh/internal/clidoc"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
 	"github.com/c4gh-go/crypt4gh/internal/textfmt"
@@ -177,6 +179,36 @@ func TestFlagNames(t *testing.T) {
 			if got, want := clidoc.Names(f), f.Names(); !slices.Equal(got, want) {
 				t.Errorf("%s: clidoc.Names %q, urfave/cli's %q", r.name, got, want)
 			}
+		}
+	}
+}
+
+// TestKeepNamesRestores checks that a command's action gets its flags as
+// urfave/cli left them (its --help added), not the wrappers that answer
+// their names from its Before on: the pages made in an action (here the
+// completion script of the completion command itself) switch on
+// urfave/cli's own types.
+func TestKeepNamesRestores(t *testing.T) {
+	e := newEnv(nil, io.Discard, io.Discard)
+	args := []string{"crypt4gh", "completion", "bash"}
+	app := newApp(e, args)
+	var seen []cli.Flag
+	cmd := app.Command("completion")
+	action := cmd.Action
+	cmd.Action = func(c *cli.Context) error {
+		err := action(c)
+		seen = slices.Clone(c.Command.Flags)
+		return err
+	}
+	if err := app.Run(args); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(seen, func(f cli.Flag) bool { return f == cli.HelpFlag }) {
+		t.Errorf("the action's flags lack --help: %v", seen)
+	}
+	for _, f := range seen {
+		if _, ok := f.(parsedFlag); ok {
+			t.Errorf("the action got --%s in its wrapper", f.Names()[0])
 		}
 	}
 }
