@@ -3,6 +3,7 @@ package region
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -85,11 +86,34 @@ func readBAIFor(r io.ReaderAt, size int64, ts []target) (*Index, error) {
 	}
 	w, win := newWindowWalker(r, size)
 	defer func() { putBuf(win.buf) }()
-	return walkBAIFor(w, ts)
+	return walkFor(w, r, size, ts)
 }
 
-// walkBAIFor is readBAIFor of the index that w walks, from its start.
-func walkBAIFor(w *walker, ts []target) (*Index, error) {
+// walkFor is walkBAIFor of w, a walker at the start of the index of size
+// bytes in r, keeping the linear index's entries that ts need: unless
+// that linear index is out of order, then it walks the index again,
+// keeping them all.
+func walkFor(w *walker, r io.ReaderAt, size int64, ts []target) (*Index, error) {
+	x, err := walkBAIFor(w, ts, false)
+	if err != errUnsorted {
+		return x, err
+	}
+	w, win := newWindowWalker(r, size)
+	defer func() { putBuf(win.buf) }()
+	return walkBAIFor(w, ts, true)
+}
+
+// errUnsorted is walkBAIFor's answer, without all, for an index whose
+// linear index of a reference of the targets is out of order: its entries
+// are sorted before they are used (see baiIndex.chunks), which needs them
+// all, where an index in order needs the entries of the targets' tiles
+// only (for a reference of 250 Mb, 15,000 entries of 8 bytes).
+var errUnsorted = errors.New("linear index out of order")
+
+// walkBAIFor is readBAIFor of the index that w walks, from its start,
+// keeping the whole linear index of the targets' references when all is
+// true, else only the entries it reads, or failing with errUnsorted.
+func walkBAIFor(w *walker, ts []target, all bool) (*Index, error) {
 	w.take(4)
 	nref := w.count(8)
 	answers := make([]baiAnswer, len(ts))
@@ -145,35 +169,61 @@ func walkBAIFor(w *walker, ts []target) (*Index, error) {
 		if w.err != nil {
 			return nil, w.err
 		}
-		var offs []uint64 // the linear index of a reference of ts
+		// The entries of the linear index at the tiles where the
+		// targets of the reference start (in order, as the targets),
+		// or with all, every entry.
+		var offs, at []uint64
 		if len(mine) > 0 {
-			offs = make([]uint64, 0, nintv)
+			at = make([]uint64, len(mine))
+			if all {
+				offs = make([]uint64, 0, nintv)
+			}
 		}
 		sorted, prev := true, uint64(0)
-		for nintv > 0 {
-			n := min(nintv, max(len(w.b)/8, 1))
+		next, tile := 0, int64(-1) // the next target to pick for, its tile
+		if len(mine) > 0 {
+			tile = mine[0].start >> 14
+		}
+		for i := 0; i < nintv; {
+			n := min(nintv-i, max(len(w.b)/8, 1))
 			b := w.take(8 * n)
 			if b == nil {
 				return nil, w.err
 			}
 			var hi uint64
-			for ; len(b) >= 8; b = b[8:] {
+			for ; len(b) >= 8; b, i = b[8:], i+1 {
 				u := binary.LittleEndian.Uint64(b)
 				hi = max(hi, u)
 				sorted = sorted && u >= prev
 				prev = u
-				if len(mine) > 0 {
+				for int64(i) == tile {
+					at[next] = u
+					if next++; next < len(mine) {
+						tile = mine[next].start >> 14
+					} else {
+						tile = -1
+					}
+				}
+				if offs != nil {
 					offs = append(offs, u)
 				}
 			}
 			w.offset(hi)
-			nintv -= n
 		}
 		if len(mine) > 0 {
-			if !sorted {
+			switch {
+			case sorted:
+			case !all:
+				return nil, errUnsorted
+			default:
 				slices.Sort(offs) // as biogo/hts does: see baiIndex.chunks
+				for j, a := range mine {
+					if tile := a.start >> 14; tile < int64(nintv) {
+						at[j] = offs[tile]
+					}
+				}
 			}
-			answerLinear(mine, myCuts, offs)
+			answerLinear(mine, myCuts, at, nintv)
 		}
 	}
 	if w.err != nil {
@@ -217,19 +267,19 @@ func keepChunks(as []baiAnswer, lasts []int64, cuts []uint64, bin uint32, b []by
 	}
 }
 
-// answerLinear finishes the answers as of one reference with its linear
-// index offs, in order, and the cuts that keepChunk noted.
-func answerLinear(as []baiAnswer, cuts []uint64, offs []uint64) {
+// answerLinear finishes the answers as of one reference with the entries
+// at of its linear index (sorted) at the tiles where they start, of n
+// entries, and the cuts that keepChunk noted.
+func answerLinear(as []baiAnswer, cuts []uint64, at []uint64, n int) {
 	bound := uint64(math.MaxUint64)
 	for i := len(as) - 1; i >= 0; i-- {
 		bound = min(bound, cuts[i+1])
 		a := &as[i]
-		tile := a.start >> 14
-		if tile >= int64(len(offs)) {
+		if a.start>>14 >= int64(n) {
 			a.chunks, a.noChunks = nil, true
 			continue
 		}
-		lo := offs[tile]
+		lo := at[i]
 		a.chunks = slices.DeleteFunc(a.chunks, func(c bgzf.Chunk) bool {
 			u, v := uint64(c.Begin.File)<<16|uint64(c.Begin.Block), uint64(c.End.File)<<16|uint64(c.End.Block)
 			return v <= lo || u >= bound
@@ -269,7 +319,7 @@ func ReadIndexFor(r io.ReaderAt, size int64, name string, f *File, regions []Reg
 			ts = append(ts, target{ref: t.ref, start: t.start, end: min(t.end, baiLimit)})
 		}
 	}
-	x, err := walkBAIFor(w, ts)
+	x, err := walkFor(w, r, size, ts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: index %s: %v", ErrData, name, err)
 	}
