@@ -200,13 +200,17 @@ func keepNames(cmd *cli.Command) {
 		flags = cmd.Flags
 		named := make([]cli.Flag, len(flags))
 		for i, f := range flags {
-			named[i] = parsedFlag{f, clidoc.Names(f)}
+			named[i] = &parsedFlag{f, clidoc.Names(f)}
 		}
 		cmd.Flags = named
 		if before == nil {
 			return nil
 		}
-		return before(c)
+		err := before(c)
+		if err != nil {
+			cmd.Flags = flags // no action follows
+		}
+		return err
 	}
 	cmd.Action = func(c *cli.Context) error {
 		cmd.Flags = flags
@@ -222,9 +226,9 @@ type parsedFlag struct {
 	names []string
 }
 
-func (f parsedFlag) Names() []string { return f.names }
+func (f *parsedFlag) Names() []string { return f.names }
 
-func (f parsedFlag) RunAction(c *cli.Context) error {
+func (f *parsedFlag) RunAction(c *cli.Context) error {
 	if a, ok := f.Flag.(cli.ActionableFlag); ok {
 		return a.RunAction(c)
 	}
@@ -233,7 +237,7 @@ func (f parsedFlag) RunAction(c *cli.Context) error {
 
 // unwrap returns the flag that f wraps, if it is a parsedFlag.
 func unwrap(f cli.Flag) cli.Flag {
-	if p, ok := f.(parsedFlag); ok {
+	if p, ok := f.(*parsedFlag); ok {
 		return p.Flag
 	}
 	return f

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -207,7 +208,7 @@ func TestKeepNamesRestores(t *testing.T) {
 		t.Errorf("the action's flags lack --help: %v", seen)
 	}
 	for _, f := range seen {
-		if _, ok := f.(parsedFlag); ok {
+		if _, ok := f.(*parsedFlag); ok {
 			t.Errorf("the action got --%s in its wrapper", f.Names()[0])
 		}
 	}
@@ -221,5 +222,26 @@ func BenchmarkRunFlags(b *testing.B) {
 		if code := Run(args, nil, io.Discard, io.Discard); code == 0 {
 			b.Fatal("a missing input succeeded")
 		}
+	}
+}
+
+// TestKeepNamesBeforeFails checks that a command whose Before refuses
+// its flags leaves them as they were: the same app run again (as a test
+// may) then works, where flags left wrapped had urfave/cli add --help a
+// second time.
+func TestKeepNamesBeforeFails(t *testing.T) {
+	e := newEnv(nil, io.Discard, io.Discard)
+	app := newApp(e, []string{"crypt4gh", "pubkey"})
+	if err := app.Run([]string{"crypt4gh", "pubkey", "--sk", ""}); err == nil {
+		t.Fatal("pubkey --sk '' succeeded")
+	}
+	for _, f := range app.Command("pubkey").Flags {
+		if _, ok := f.(*parsedFlag); ok {
+			t.Fatalf("--%s left in its wrapper after the Before failed", f.Names()[0])
+		}
+	}
+	err := app.Run([]string{"crypt4gh", "pubkey", "--sk", filepath.Join(t.TempDir(), "none.sec")})
+	if err == nil || !strings.Contains(err.Error(), "none.sec") {
+		t.Errorf("the second run: %v, want the missing key named", err)
 	}
 }
