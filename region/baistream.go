@@ -303,11 +303,12 @@ func ReadIndexFor(r io.ReaderAt, size int64, name string, f *File, regions []Reg
 	}
 	// The magic number from the walk's first window: read alone, its
 	// 4 bytes would cost a Crypt4GH index a segment decrypted twice, the
-	// first time into a buffer of its own.
+	// first time into a buffer of its own. Another kind of index (a CSI)
+	// is read whole, its first window from there.
 	w, win := newWindowWalker(r, size)
 	defer func() { putBuf(win.buf) }()
 	if w.fill(4); len(w.b) < 4 || string(w.b[:4]) != "BAI\x01" {
-		return ReadIndex(r, size, name)
+		return ReadIndex(headed{w.b, r}, size, name)
 	}
 	// Regions that do not resolve fail the plan, after the index is
 	// read and checked, as for an index read whole: a damaged index or
@@ -325,6 +326,20 @@ func ReadIndexFor(r io.ReaderAt, size int64, name string, f *File, regions []Reg
 	}
 	x.name = name
 	return x, nil
+}
+
+// headed is an io.ReaderAt that serves the reads within head, the first
+// bytes of r, from there, and the others from r.
+type headed struct {
+	head []byte
+	r    io.ReaderAt
+}
+
+func (h headed) ReadAt(p []byte, off int64) (int, error) {
+	if off >= 0 && off+int64(len(p)) <= int64(len(h.head)) {
+		return copy(p, h.head[off:]), nil
+	}
+	return h.r.ReadAt(p, off)
 }
 
 // answer returns the chunks kept for [start, end) of ref, as chunks and
