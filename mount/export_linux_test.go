@@ -29,3 +29,7 @@ func SetReadAhead(on bool) { readAhead = on }
 // PoisonFreed makes the blocks read ahead be overwritten as they are given
 // back, in the mounts of this process.
 func PoisonFreed(on bool) { poisonFreed = on }
+
+// KernelReadAheadKB is the kernel's read-ahead that a mount sets where it
+// may.
+func KernelReadAheadKB() int { return readAheadKB }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
 	"github.com/c4gh-go/crypt4gh/mount"
@@ -352,6 +354,39 @@ func TestReadAheadRuns(t *testing.T) {
 		t.Error("no read found a block read ahead")
 	}
 	waitBudget(t, srv)
+	if log.String() != "" {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
+// TestKernelReadAhead checks that a mount made by root sets the kernel's
+// read-ahead of its files (sysfs, the mount's device) past the 128 KiB
+// that FUSE gets by default, and that its files read right with it.
+func TestKernelReadAhead(t *testing.T) {
+	alice := newKey(t)
+	src := t.TempDir()
+	plain := random(40*seg+77, 11)
+	writeFile(t, filepath.Join(src, "f.c4gh"), encrypt(t, plain, nil, alice))
+	_, mp, log := mountServer(t, src, mount.Options{Key: alice})
+	var st unix.Stat_t
+	if err := unix.Stat(mp, &st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if want := fmt.Sprint(mount.KernelReadAheadKB()); string(bytes.TrimSpace(got)) != want {
+			t.Errorf("read_ahead_kb %s, want %s", bytes.TrimSpace(got), want)
+		}
+	} else {
+		t.Logf("not root: read_ahead_kb left at %s", bytes.TrimSpace(got))
+	}
+	b, err := os.ReadFile(filepath.Join(mp, "f"))
+	if err != nil || !bytes.Equal(b, plain) {
+		t.Fatalf("read %d bytes (%v), want the %d of the plaintext", len(b), err, len(plain))
+	}
 	if log.String() != "" {
 		t.Errorf("log:\n%s", log)
 	}
