@@ -39,12 +39,12 @@ var maxRead = 512 << 10
 // readAheadKB is the kernel's read-ahead for the mounted files, in KiB,
 // where the mount may set it. The kernel gives a FUSE mount the smaller
 // of the max_readahead it asks for and its device's default, 128 KiB,
-// and sends reads of that size: a cold `cat` of a mounted file then took
-// 0.5 of a decrypt's time, with a core idle a quarter of it. With 1 MiB
-// (set through sysfs, which only root may write) it took 0.6;
-// 512 KiB and 2 MiB did about as well, larger reads (max_read) no better
-// (docs/performance.md, Mount).
-var readAheadKB = 1024
+// and sends reads of that size: a cold `cat` of a mounted file then ran
+// at 0.51 of a decrypt's speed, the cores idle a quarter of the time.
+// With 1 MiB (set through sysfs, which only root may write) it ran at
+// 0.67; 512 KiB and 2 MiB did about as well, larger reads (max_read) no
+// better (docs/performance.md, Mount).
+const readAheadKB = 1024
 
 // blksize is the block size that stat reports, which tools such as cat
 // take as the size of their reads.

@@ -73,9 +73,9 @@ func distCode(d int) int {
 // An encoder compresses blocks of at most 65535 bytes; it keeps its
 // memory between them. A token is a run of literals, its length (the
 // bytes are read again from the data), or a match: matchFlag, its length
-// less 3 from bit 15, its distance less 1. A literal a token would take 4
-// bytes a byte of data that does not compress, all of them new memory in
-// a new process.
+// less 3 from bit 15, its distance less 1. A token for each literal
+// would take 4 bytes for each byte of data that does not compress, all
+// of it new memory in a new process.
 type encoder struct {
 	table    [1 << encTableBits]uint16 // a position + 1, 0 for none
 	tokens   []uint32
