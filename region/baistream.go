@@ -135,9 +135,9 @@ func walkBAIFor(w *walker, ts []target, all bool) (*Index, error) {
 		// The last of myCuts is the first of the next reference's,
 		// which no answer reads: answerLinear reads cuts[i+1].
 		mine, myCuts := answers[lo:hi], cuts[lo:hi+1]
-		lasts := make([]int64, len(mine))
+		lasts := make([]uint64, len(mine))
 		for i, a := range mine {
-			lasts[i] = a.end - 1
+			lasts[i] = uint64(a.end - 1)
 		}
 		for range w.count(8) {
 			bin, nchunk := w.bin()
@@ -171,13 +171,12 @@ func walkBAIFor(w *walker, ts []target, all bool) (*Index, error) {
 		}
 		// The entries of the linear index at the tiles where the
 		// targets of the reference start (in order, as the targets),
-		// or with all, every entry.
-		var offs, at []uint64
-		if len(mine) > 0 {
-			at = make([]uint64, len(mine))
-			if all {
-				offs = make([]uint64, 0, nintv)
-			}
+		// in the memory of lasts, which the bins were all that needed;
+		// with all, every entry too.
+		at := lasts
+		var offs []uint64
+		if all && len(mine) > 0 {
+			offs = make([]uint64, 0, nintv)
 		}
 		sorted, prev := true, uint64(0)
 		next, tile := 0, int64(-1) // the next target to pick for, its tile
@@ -242,7 +241,7 @@ func walkBAIFor(w *walker, ts []target, all bool) (*Index, error) {
 // (of one reference, in the order of readBAIFor), whose last positions
 // are lasts, that the bin holds, and notes in cuts the bound the chunks
 // set for those that end before a leaf bin.
-func keepChunks(as []baiAnswer, lasts []int64, cuts []uint64, bin uint32, b []byte) {
+func keepChunks(as []baiAnswer, lasts []uint64, cuts []uint64, bin uint32, b []byte) {
 	l := len(baiFirst) - 1
 	for bin < baiFirst[l] {
 		l--
@@ -251,7 +250,7 @@ func keepChunks(as []baiAnswer, lasts []int64, cuts []uint64, bin uint32, b []by
 	// The targets end in order: those the bin holds follow the first
 	// that ends at or past the bin's start, while they start before
 	// its end.
-	lo, _ := slices.BinarySearch(lasts, k<<shift)
+	lo, _ := slices.BinarySearch(lasts, uint64(k<<shift))
 	for j := lo; j < len(as) && as[j].start>>shift <= k; j++ {
 		for c := b; len(c) >= 16; c = c[16:] {
 			as[j].chunks = append(as[j].chunks, bgzf.Chunk{Begin: toOffset(binary.LittleEndian.Uint64(c)), End: toOffset(binary.LittleEndian.Uint64(c[8:]))})
