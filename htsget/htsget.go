@@ -69,19 +69,47 @@ type ticketEnvelope struct {
 	Htsget *Ticket `json:"htsget"`
 }
 
-// WriteTicket writes t as a response with status 200.
+// WriteTicket writes t as a response with status 200: the bytes of
+// json.Marshal of its envelope, and a newline. A ticket's data: URLs may
+// be megabytes: it is written a URL at a time, rather than encoded whole
+// and copied, which held the encoding of every URL at once.
 func WriteTicket(w http.ResponseWriter, t *Ticket) error {
-	b, err := json.Marshal(ticketEnvelope{t})
+	head, err := json.Marshal(t.Format)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", ContentType)
 	w.WriteHeader(http.StatusOK)
-	// Two writes, not a copy: a ticket's data: URLs may be megabytes.
-	if _, err = w.Write(b); err != nil {
-		return err
+	write := func(b []byte) {
+		if err == nil {
+			_, err = w.Write(b)
+		}
 	}
-	_, err = w.Write([]byte{'\n'})
+	write([]byte(`{"htsget":{"format":`))
+	write(head)
+	write([]byte(`,"urls":`))
+	if t.URLs == nil {
+		write([]byte("null"))
+	} else {
+		for i, u := range t.URLs {
+			b, merr := json.Marshal(u) // a URL always encodes: strings only
+			if merr != nil && err == nil {
+				err = merr
+			}
+			write([]byte{"[,"[min(i, 1)]})
+			write(b)
+		}
+		if len(t.URLs) == 0 {
+			write([]byte("["))
+		}
+		write([]byte("]"))
+	}
+	if t.MD5 != "" {
+		md5, _ := json.Marshal(t.MD5)
+		write([]byte(`,"md5":`))
+		write(md5)
+	}
+	write([]byte("}}\n"))
 	return err
 }
 

@@ -2,6 +2,7 @@ package htsget
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -246,4 +247,37 @@ func FuzzParseRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWriteTicketBytes checks that WriteTicket, which writes a ticket a
+// URL at a time, writes the bytes of json.Marshal of its envelope and a
+// newline, for tickets of no URLs, none at all and several, with and
+// without an md5, with characters that JSON escapes.
+func TestWriteTicketBytes(t *testing.T) {
+	tickets := []*Ticket{
+		{Format: "BAM"},
+		{Format: "VCF", URLs: []URL{}},
+		{Format: "CRAM", MD5: "0123456789abcdef0123456789abcdef", URLs: []URL{{URL: "http://h/x?a=1&b=<2>"}}},
+		{Format: "B\"AM\u2028", URLs: []URL{
+			{URL: DataURL(bytes.Repeat([]byte{0xff, 0, '<'}, 1000)), Class: "header"},
+			{URL: "http://127.0.0.1:1/data/x?s=1&e=2", Headers: map[string]string{"Range": "bytes=0-9", "If-Match": `"etag&1"`}, Class: "body"},
+			{URL: "data:;base64,"},
+		}},
+	}
+	for _, tk := range tickets {
+		rec := httptest.NewRecorder()
+		if err := WriteTicket(rec, tk); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(ticketEnvelope{tk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.Body.Bytes(); !bytes.Equal(got, append(want, '\n')) {
+			t.Errorf("WriteTicket wrote\n%s\nwant\n%s", got, want)
+		}
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != ContentType {
+			t.Errorf("status %d, Content-Type %q", rec.Code, rec.Header().Get("Content-Type"))
+		}
+	}
 }
