@@ -89,18 +89,21 @@ func WriteTicket(w http.ResponseWriter, t *Ticket) error {
 	write(head)
 	write([]byte(`,"urls":`))
 	if t.URLs == nil {
-		write([]byte("null"))
+		write([]byte("null")) // as json.Marshal writes a nil slice
 	} else {
-		for i, u := range t.URLs {
-			b, merr := json.Marshal(u) // a URL always encodes: strings only
-			if merr != nil && err == nil {
-				err = merr
+		sep := []byte("[")
+		for _, u := range t.URLs {
+			if err != nil {
+				break // the client is gone
 			}
-			write([]byte{"[,"[min(i, 1)]})
+			b, merr := json.Marshal(u) // strings only: it always encodes
+			err = merr
+			write(sep)
 			write(b)
+			sep = []byte(",")
 		}
 		if len(t.URLs) == 0 {
-			write([]byte("["))
+			write(sep)
 		}
 		write([]byte("]"))
 	}
