@@ -1,9 +1,14 @@
 package outfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestFoldersFollowPath: a batch holds the folder of its outputs from one
@@ -60,5 +65,81 @@ func TestFoldersFollowPath(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 		t.Errorf("%d files written through the link", len(entries))
+	}
+}
+
+// TestFolderSyncShared: commits into one folder at once share its fsyncs,
+// and each returns only after an fsync that began after it was called
+// (after its rename); a failed fsync fails those waiting and every later
+// commit.
+func TestFolderSyncShared(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		clock  int // events in order
+		syncs  [][2]int
+		failed bool
+	)
+	tick := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		clock++
+		return clock
+	}
+	syncFolder = func(*os.File) error {
+		start := tick()
+		time.Sleep(20 * time.Millisecond)
+		end := tick()
+		mu.Lock()
+		defer mu.Unlock()
+		syncs = append(syncs, [2]int{start, end})
+		if failed {
+			return syscall.EIO
+		}
+		return nil
+	}
+	t.Cleanup(func() { syncFolder = (*os.File).Sync })
+
+	f := newFolder(t.TempDir(), nil, nil)
+	defer f.close()
+	const commits = 16
+	called, returned := make([]int, commits), make([]int, commits)
+	var wg sync.WaitGroup
+	for i := range commits {
+		wg.Go(func() {
+			called[i] = tick()
+			if err := f.sync(); err != nil {
+				t.Errorf("commit %d: %v", i, err)
+			}
+			returned[i] = tick()
+		})
+	}
+	wg.Wait()
+	for i := range commits {
+		if !slices.ContainsFunc(syncs, func(s [2]int) bool { return s[0] > called[i] && s[1] < returned[i] }) {
+			t.Errorf("commit %d returned with no fsync begun after it was called and ended before it returned", i)
+		}
+	}
+	if len(syncs) >= commits/2 {
+		t.Errorf("%d fsyncs for %d commits at once, want them shared", len(syncs), commits)
+	}
+
+	mu.Lock()
+	failed = true
+	mu.Unlock()
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = f.sync() })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, syscall.EIO) {
+			t.Errorf("commit %d after a failed fsync: %v", i, err)
+		}
+	}
+	mu.Lock()
+	failed = false
+	mu.Unlock()
+	if err := f.sync(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("a commit after a failed fsync: %v", err)
 	}
 }
