@@ -245,7 +245,7 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 	// committed (fsync, rename, fsync of the folder), more are, so that
 	// the disk's writes overlap. Not when each file prints a line on
 	// stdout (--checksum, --json): a stdout that fails stops the batch
-	// before the next file, not 8 files later.
+	// before the next file, not 32 files later.
 	b.work = make(chan struct{}, workers)
 	b.folders = &outfile.Folders{}
 	defer b.folders.Close()
