@@ -627,6 +627,20 @@ func safetyMessages(t *testing.T, e *safetyEnv) {
 			t.Errorf("unexpected warning:\n%s", r.stderr)
 		}
 	})
+	t.Run("no_terminal", func(t *testing.T) {
+		// A new session: no controlling terminal to ask on.
+		cmd := exec.Command(e.bin, "decrypt", "--sk", aliceCopy, "-i", vec("kdf_scrypt_65537.c4gh"))
+		cmd.Env = cleanEnv()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		want := "crypt4gh: error: failed to read secret key " + aliceCopy + ": passphrase required: there is no terminal to ask for it\n" +
+			"crypt4gh: hint: set C4GH_PASSPHRASE or use --passphrase-file\n"
+		if code := cmd.ProcessState.ExitCode(); code != exitKey || stderr.String() != want || stdout.Len() != 0 {
+			t.Errorf("exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", code, stderr.String(), exitKey, want)
+		}
+	})
 	t.Run("passphrase_file_ok", func(t *testing.T) {
 		r := e.run(t, nil, []string{"C4GH_PASSPHRASE=" + wrong}, "decrypt", "--sk", aliceCopy, "--passphrase-file", goodPassFile,
 			"-i", vec("kdf_scrypt_65537.c4gh"), "-o", filepath.Join(t.TempDir(), "out"))

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
@@ -275,6 +276,9 @@ func getPassphrase(passphrase func() ([]byte, error)) ([]byte, error) {
 		return nil, fmt.Errorf("key is protected: %w", ErrPassphraseRequired)
 	}
 	pass, err := passphrase()
+	if errors.Is(err, ErrPassphraseRequired) {
+		return nil, err // says it all
+	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to read passphrase: %w", err)
 	}

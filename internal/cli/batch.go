@@ -57,13 +57,25 @@ func batchArgs(e *env, s streamOptions, scale scaleOptions, single ...given) ([]
 	flags := append([]given{{"input", s.Input != ""}, {"output", s.Output != "" && !isOutputFolder(s.Output)}}, single...)
 	for _, f := range flags {
 		if f.set {
-			return nil, usagef("--%s cannot be used with FILE arguments", f.name)
+			return nil, notWithFiles(f.name, s.Output)
 		}
 	}
 	if err := e.flagsFirst(); err != nil {
 		return nil, err
 	}
 	return append([]string{}, e.args...), nil
+}
+
+// notWithFiles is the error for a flag that names one input or output,
+// given with FILE arguments; for --output, the hint says how to name a
+// folder (output, the flag's value, is one only with its slash when it
+// does not exist yet).
+func notWithFiles(name, output string) error {
+	err := usagef("--%s cannot be used with FILE arguments", name)
+	if name == "output" {
+		return withHint(err, "to write the files into a folder, end its name with a slash: -o %s/", output)
+	}
+	return err
 }
 
 // batchOptions are the flags that a batch runs with.
@@ -290,9 +302,10 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 		if o.Err == nil {
 			mu.Lock()
 			written++
-			if len(names) < 3 {
-				names = append(names, quoteName(it.Out))
-			}
+			// The first three by name, whatever order the files end in.
+			names = append(names, it.Out)
+			slices.Sort(names)
+			names = names[:min(len(names), 3)]
 			mu.Unlock()
 		}
 		return o
@@ -310,11 +323,19 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 	if list.stream != nil && s.Listed == 0 {
 		return usagef("nothing to %s", e.command)
 	}
-	if written > 0 && !b.checksum && !b.scale.JSON && !e.quiet && !outfile.IsTerminal(e.stdout) {
+	if written > 0 && !b.checksum && !b.scale.JSON && !e.quiet && !outfile.IsTerminal(e.stdout) && !isDevNull(e.stdout) {
 		// stdout was redirected, but gets nothing: say where the
 		// outputs went.
-		shown := strings.Join(names, ", ")
-		if written > len(names) {
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = quoteName(n)
+		}
+		shown := strings.Join(quoted, ", ")
+		switch {
+		case written <= len(names):
+		case b.output != "":
+			shown += fmt.Sprintf(", … (%d files, in %s)", written, quoteName(b.output))
+		default:
 			shown += fmt.Sprintf(", … (%d files, each beside its input)", written)
 		}
 		fmt.Fprintf(e.stderr, "crypt4gh: nothing written to stdout; the outputs are %s\n", shown)
@@ -323,6 +344,21 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 		return err
 	}
 	return summarize(e, s, b.scale.used())
+}
+
+// isDevNull reports whether w is the null device, where nothing written
+// is missed.
+func isDevNull(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
 }
 
 // progressWriter writes to w around the progress bar p.

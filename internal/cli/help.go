@@ -58,7 +58,7 @@ const helpUsage = "show the commands, or the help page of one"
 var envDoc = []clidoc.Entry{
 	{Name: secretKeyEnv, Doc: "your secret key, when --sk is not given (keygen: where to write it)"},
 	{Name: publicKeyEnv, Doc: "keygen: where to write the public key, when --pk is not given"},
-	{Name: passphraseEnv, Doc: "the passphrase of the secret key (keygen: of the new key); a warning says that other processes can read it"},
+	{Name: passphraseEnv, Doc: "the passphrase of the secret key (keygen: of the new key); a warning says that other processes can read it (keygen: that the new key is locked with it)"},
 	{Name: newPassphraseEnv, Doc: "keygen --convert and --relock: the passphrase of the new key"},
 	{Name: tokenEnv, Doc: "htsget: the bearer token, when --token-file is not given"},
 	{Name: agent.SocketEnv, Doc: "the socket of the key agent (crypt4gh agent): a command given no --sk, nor C4GH_SECRET_KEY, opens header packets through it"},

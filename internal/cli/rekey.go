@@ -217,7 +217,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	}
 	for _, f := range []given{{"input", r.Input != ""}, {"output", r.Output != "" && !isOutputFolder(r.Output)}, {"header-only", r.HeaderOnly}} {
 		if f.set {
-			return usagef("--%s cannot be used with FILE arguments", f.name)
+			return notWithFiles(f.name, r.Output)
 		}
 	}
 	if r.Output != "" {

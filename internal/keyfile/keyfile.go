@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -213,8 +214,12 @@ func (l *Loader) passphraseFrom(src Source, prompt, retry string) (pass []byte, 
 	}
 	tty, err := openTTY()
 	if err != nil {
+		why := "there is no terminal to ask for it"
+		if !errors.Is(err, syscall.ENXIO) {
+			why = err.Error() // not the usual cause: say what it was
+		}
 		hint := fmt.Sprintf("set %s or use --%s", src.Env, src.Flag)
-		return nil, false, withHint(fmt.Errorf("%w: %v", keys.ErrPassphraseRequired, err), "%s", hint)
+		return nil, false, withHint(fmt.Errorf("%w: %s", keys.ErrPassphraseRequired, why), "%s", hint)
 	}
 	defer tty.Close()
 	if retry != "" {

@@ -324,7 +324,8 @@ func check(path, shown string, opts Options) (string, error) {
 	}
 	if opts.Input != nil {
 		if in, err := opts.Input.Stat(); err == nil && os.SameFile(fi, in) {
-			return "", usagef("output file %s is the input file", shown)
+			return "", withHint(usagef("output file %s is the input file", shown),
+				"write to another file, then rename it over the input if it should replace it")
 		}
 	}
 	switch {
