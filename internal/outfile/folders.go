@@ -215,6 +215,10 @@ func (f *folder) warnOnce() bool {
 // syncFolder fsyncs a folder; the tests watch it.
 var syncFolder = (*os.File).Sync
 
+// errNoSync means that the folder cannot be opened to be fsynced (we may
+// not read it): there is nothing to sync with, as for SyncDir.
+var errNoSync = errors.New("folder not readable")
+
 // sync makes the renames into f made before it was called durable: it
 // fsyncs the folder through the descriptor that its outputs share. The
 // commits into one folder share their fsyncs: one is under way at a time,
@@ -225,23 +229,12 @@ var syncFolder = (*os.File).Sync
 // to 1,700 of them, one fsync a file and one a rename, with as many under
 // way as files being committed; sharing the folder's fsyncs made 770 to
 // 1,030, in three quarters of the time (docs/performance.md, Batches).
-// A failed fsync fails every later call: the kernel may have dropped
-// what that fsync did not write.
+// A failed fsync, or a failure to open the folder for one, fails every
+// later call: the kernel may have dropped what that fsync did not write.
 func (f *folder) sync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.err == nil && f.syncFD == nil && !f.noSync {
-		name := f.path
-		if f.d != nil {
-			name = dirPath(f.d, ".")
-		}
-		d, err := os.Open(name)
-		if err != nil {
-			f.noSync = true // nothing to sync with (a folder we may not read), as SyncDir
-		}
-		f.syncFD = d
-	}
-	if f.err != nil || f.syncFD == nil {
+	if f.err != nil || f.noSync {
 		return f.err
 	}
 	if f.syncEnded.L == nil {
@@ -249,24 +242,63 @@ func (f *folder) sync() error {
 	}
 	f.renames++
 	mine := f.renames
-	for f.synced < mine && f.err == nil {
+	for f.synced < mine && f.err == nil && !f.noSync {
 		if f.syncing {
 			f.syncEnded.Wait()
 			continue
 		}
-		// This fsync covers every rename counted so far.
+		// This fsync covers every rename counted so far. Only the
+		// commit that runs it uses syncFD meanwhile.
 		f.syncing = true
 		covers, d := f.renames, f.syncFD
 		f.mu.Unlock()
-		err := syncFolder(d)
+		d, err := f.syncOnce(d)
 		f.mu.Lock()
-		f.syncing = false
-		if err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		f.syncing, f.syncFD = false, d
+		switch {
+		case errors.Is(err, errNoSync):
+			f.noSync = true
+		case err != nil:
 			f.err = fmt.Errorf("failed to sync folder %s: %w", f.path, PathErr(err))
-		} else {
+		default:
 			f.synced = covers
 		}
 		f.syncEnded.Broadcast()
 	}
 	return f.err
+}
+
+// syncOnce fsyncs the folder through d, which it opens first when d is
+// nil, and returns the descriptor to keep. A folder named by its path is
+// opened anew when the path names another folder now, after the one that
+// it named is fsynced too: the renames counted may have gone into either.
+func (f *folder) syncOnce(d *os.File) (*os.File, error) {
+	if d != nil && f.d == nil {
+		now, nerr := os.Stat(f.path)
+		was, werr := d.Stat()
+		if nerr == nil && werr == nil && !os.SameFile(now, was) {
+			err := syncFolder(d)
+			d.Close()
+			d = nil
+			if err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+				return nil, err
+			}
+		}
+	}
+	if d == nil {
+		name := f.path
+		if f.d != nil {
+			name = dirPath(f.d, ".")
+		}
+		var err error
+		if d, err = os.Open(name); errors.Is(err, os.ErrPermission) {
+			return nil, errNoSync
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if err := syncFolder(d); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return d, err
+	}
+	return d, nil
 }

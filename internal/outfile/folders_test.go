@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -141,5 +142,57 @@ func TestFolderSyncShared(t *testing.T) {
 	mu.Unlock()
 	if err := f.sync(); !errors.Is(err, syscall.EIO) {
 		t.Errorf("a commit after a failed fsync: %v", err)
+	}
+}
+
+// TestFolderSyncPath: a folder named by its path is fsynced where the
+// path leads: when another folder took its place, the fsync goes to both
+// (the renames may have gone into either), then to the new one only. A
+// folder that cannot be opened for its fsync, other than for want of
+// permission, fails the commit and every later one.
+func TestFolderSyncPath(t *testing.T) {
+	var synced []os.FileInfo
+	syncFolder = func(d *os.File) error {
+		fi, err := d.Stat()
+		if err != nil {
+			return err
+		}
+		synced = append(synced, fi)
+		return nil
+	}
+	t.Cleanup(func() { syncFolder = (*os.File).Sync })
+
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.Stat(dir)
+	f := newFolder(dir, nil, nil)
+	defer f.close()
+	if err := f.sync(); err != nil || len(synced) != 1 || !os.SameFile(synced[0], first) {
+		t.Fatalf("first commit: %v, %d fsyncs", err, len(synced))
+	}
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := os.Stat(dir)
+	synced = nil
+	if err := f.sync(); err != nil || len(synced) != 2 || !os.SameFile(synced[0], first) || !os.SameFile(synced[1], second) {
+		t.Fatalf("after the folder was replaced: %v, %d fsyncs, want the old folder's and the new one's", err, len(synced))
+	}
+	synced = nil
+	if err := f.sync(); err != nil || len(synced) != 1 || !os.SameFile(synced[0], second) {
+		t.Fatalf("the next commit: %v, %d fsyncs, want the new folder's", err, len(synced))
+	}
+
+	gone := newFolder(filepath.Join(t.TempDir(), "gone"), nil, nil)
+	defer gone.close()
+	for i := range 2 {
+		if err := gone.sync(); err == nil || !strings.Contains(err.Error(), "failed to sync folder") {
+			t.Errorf("commit %d into a folder that cannot be opened: %v", i, err)
+		}
 	}
 }
