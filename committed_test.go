@@ -812,3 +812,44 @@ func TestHeaderCommittedWithBody(t *testing.T) {
 		t.Error("the file that appeared was replaced")
 	}
 }
+
+// TestBatchOpenFileLimit runs a batch of many files, 16 jobs, on a disk
+// made slow (each fsync delayed by strace), so that outputs pile up
+// waiting for their commit, under an open-file limit of 128: every file
+// is written all the same, the files under way bounded by the limit.
+func TestBatchOpenFileLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 files with delayed fsyncs: a few seconds")
+	}
+	t.Parallel()
+	e := newSafetyEnv(t)
+	strace := clitest.Tool(t, "strace")
+	in, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
+	var files []string
+	for i := range 200 {
+		p := filepath.Join(in, fmt.Sprintf("f%03d", i))
+		if err := os.WriteFile(p, randomBytes(100+i, uint64(i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	script := `ulimit -n 128 && exec "$@"`
+	args := append([]string{"-f", "-qq", "-o", "/dev/null", "-e", "trace=fsync", "-e", "inject=fsync:delay_exit=20000",
+		"sh", "-c", script, "sh", e.bin, "encrypt", "-q", "--jobs", "16", "--recipient_pk", e.pk, "-o", out + "/"}, files...)
+	cmd := exec.Command(strace, args...)
+	cmd.Env = cleanEnv()
+	msg, err := cmd.CombinedOutput()
+	if strings.Contains(string(msg), "ptrace") {
+		clitest.Missing(t, "strace cannot trace here: %s", msg)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(files) {
+		t.Errorf("%d outputs for %d files", len(entries), len(files))
+	}
+}

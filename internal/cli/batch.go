@@ -114,6 +114,17 @@ const (
 	maxCommitting = 256
 )
 
+// filesAtOnce bounds the files of a batch under way at once (worked on
+// or waiting for their commit) by the open-file limit: each may hold its
+// input, its output and its folder's two descriptors, and the rest of
+// the process keeps 64 for itself. It is at least workers, one a job.
+func filesAtOnce(workers, want int) int {
+	if limit := openFileLimit(); limit > 0 {
+		want = min(want, (limit-64)/4)
+	}
+	return max(workers, want)
+}
+
 // encryptItems maps each FILE to FILE.c4gh. A FILE that already ends in
 // .c4gh is skipped, as gzip skips .gz files, and returned in skipped.
 func encryptItems(files []string) (items []batchItem, skipped []string, err error) {
@@ -263,7 +274,7 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 	defer b.folders.Close()
 	e.stores.share(workers)
 	if !objstore.IsURL(b.output) && !b.checksum && !b.scale.JSON {
-		workers = max(workers, min(workers*commitsAhead, maxCommitting))
+		workers = filesAtOnce(workers, min(workers*commitsAhead, maxCommitting))
 		if list.stream == nil {
 			workers = min(workers, len(list.all))
 		}
@@ -464,7 +475,8 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	}
 	if local {
 		// An upload ends while it is written; a file is made durable
-		// here, with no need for a token.
+		// here, with no need for a token, nor its input open.
+		in.closeFile()
 		release()
 	}
 	if err = out.Finish(err); err != nil {

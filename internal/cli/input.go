@@ -54,6 +54,15 @@ func (in *input) Close() error {
 	return nil
 }
 
+// closeFile closes the file early, if openInput opened it (Close then
+// does nothing): what it read is all the command needs of it.
+func (in *input) closeFile() {
+	if in.own {
+		in.file.Close()
+		in.own = false
+	}
+}
+
 // regular reports whether the input is a regular file.
 func (in *input) regular() bool {
 	if in.file == nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -255,7 +256,9 @@ func (e *env) openBatchInput(name string) (*input, error) {
 	if objstore.IsURL(name) {
 		return e.openSource(name)
 	}
-	f, err := os.Open(name)
+	// Without blocking: a FIFO among the files would wait for a writer
+	// and hold up the batch.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, usagef("no such file")
@@ -269,6 +272,11 @@ func (e *env) openBatchInput(name string) (*input, error) {
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
 		f.Close()
 		return nil, usagef("is a directory")
+	} else if err == nil && !fi.Mode().IsRegular() {
+		// As gzip leaves them: a pipe, device or socket is no file of a
+		// batch.
+		f.Close()
+		return nil, usagef("is not a regular file")
 	}
 	return &input{Reader: f, name: name, file: f, own: true}, nil
 }
