@@ -166,8 +166,9 @@ func decryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batc
 // why a source is skipped): a stream of them when they are listed as the
 // batch runs, else all of them, checked with checkDistinct.
 //
-// In a stream, two inputs with one output are refused: those of a list
-// file before the batch starts (the list is read once for it, its
+// In a stream, two inputs with one output, and an output that is an
+// input, are refused (outputSet): those of a list file before the batch
+// starts (the list is read once for it, its
 // prefixes not listed), the others as they come, the second failing.
 // The objects of a prefix that is the only input need no check: their
 // keys, hence their outputs, differ.
@@ -218,35 +219,63 @@ func batchItems(e *env, files []string, s scaleOptions, keep func(string) bool, 
 	return batchList{all: all}, checkDistinct(all)
 }
 
-// outputSet is the outputs of a stream of items, by place, each with the
-// input written there.
+// outputSet is the outputs of a stream of items, by place (a local path
+// absolute, the symbolic links of its folder resolved), each with the
+// input written there, and the places of the inputs.
 type outputSet struct {
-	in  map[string]string
-	cwd string // the working folder, once: filepath.Abs asks for it each time
+	in     map[string]string
+	inputs map[string]bool
+	cwd    string            // the working folder, once: filepath.Abs asks for it each time
+	dirs   map[string]string // folders by path, resolved
 }
 
 func newOutputSet() *outputSet {
 	cwd, _ := os.Getwd()
-	return &outputSet{in: map[string]string{}, cwd: cwd}
+	return &outputSet{in: map[string]string{}, inputs: map[string]bool{}, cwd: cwd, dirs: map[string]string{}}
 }
 
-// add refuses the item it when another input is written to its output.
+// place returns where p is: an object's URL, or a file's absolute path
+// through its folder with the links resolved (once a folder: the items
+// of a list share few).
+func (s *outputSet) place(p string) string {
+	if objstore.IsURL(p) {
+		return p
+	}
+	if !filepath.IsAbs(p) && s.cwd != "" {
+		p = filepath.Join(s.cwd, p)
+	}
+	p = filepath.Clean(p)
+	dir := filepath.Dir(p)
+	real, ok := s.dirs[dir]
+	if !ok {
+		real = dir
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			real = r
+		}
+		s.dirs[dir] = real
+	}
+	return filepath.Join(real, filepath.Base(p))
+}
+
+// add refuses the item it when another input is written to its output,
+// when its output is an input seen before, or its input an output seen
+// before: it would be replaced while it is read, or after.
 func (s *outputSet) add(it batchItem) error {
 	if it.err != nil {
 		return nil
 	}
-	place := it.out
-	if !objstore.IsURL(place) {
-		if filepath.IsAbs(place) || s.cwd == "" {
-			place = filepath.Clean(place)
-		} else {
-			place = filepath.Join(s.cwd, place)
-		}
-	}
-	if prev, ok := s.in[place]; ok {
+	in, out := s.place(it.in), s.place(it.out)
+	if prev, ok := s.in[out]; ok {
 		return usagef("%s and %s would both be written to %s", quoteName(prev), quoteName(it.in), quoteName(it.out))
 	}
-	s.in[place] = it.in
+	if s.inputs[out] {
+		return usagef("%s would be written to %s, which is an input", quoteName(it.in), quoteName(it.out))
+	}
+	if prev, ok := s.in[in]; ok {
+		return usagef("%s would be written to %s, which is an input", quoteName(prev), quoteName(it.in))
+	}
+	s.in[out] = it.in
+	s.inputs[in] = true
 	return nil
 }
 

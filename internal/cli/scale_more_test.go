@@ -52,6 +52,35 @@ func TestListCollision(t *testing.T) {
 	sameBytes(t, "out2/f0000", mustRead(t, filepath.Join(e.dir, "out2/f0000")), e.plain["in.d/f0000"])
 }
 
+// TestListCollisionThroughLinks: a list file whose two inputs would be
+// written to one output through a link to their folder, or whose output
+// is an input listed later, is refused before any work, as FILE
+// arguments are (with --force the input would be replaced).
+func TestListCollisionThroughLinks(t *testing.T) {
+	e := newScaleEnv(t, 2, 100)
+	if err := os.Symlink("in.d", filepath.Join(e.dir, "alias.d")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(e.dir, "linked"), []byte("in.d/f0000.c4gh\nalias.d/f0000.c4gh\n"), 0o644)
+	code, _, stderr := runIn(t, e.dir, "decrypt", "--force", "--sk", "me.sec", "--files-from", "linked")
+	if code != exitUsage || !strings.Contains(stderr, "in.d/f0000.c4gh and alias.d/f0000.c4gh would both be written to alias.d/f0000") {
+		t.Errorf("two inputs through a link to their folder: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "in.d/f0000")); err == nil {
+		t.Error("work was done before the collision was refused")
+	}
+
+	// f0001.c4gh.c4gh decrypts to f0001.c4gh, listed after it.
+	enc := mustRead(t, filepath.Join(e.dir, "in.d/f0001.c4gh"))
+	os.WriteFile(filepath.Join(e.dir, "in.d/f0001.c4gh.c4gh"), encryptBytes(t, []byte("other"), e.sk), 0o644)
+	os.WriteFile(filepath.Join(e.dir, "later"), []byte("in.d/f0001.c4gh.c4gh\nin.d/f0001.c4gh\n"), 0o644)
+	code, _, stderr = runIn(t, e.dir, "decrypt", "--force", "--sk", "me.sec", "--files-from", "later")
+	if code != exitUsage || !strings.Contains(stderr, "in.d/f0001.c4gh.c4gh would be written to in.d/f0001.c4gh, which is an input") {
+		t.Errorf("an output that is an input listed later: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
+	sameBytes(t, "in.d/f0001.c4gh", mustRead(t, filepath.Join(e.dir, "in.d/f0001.c4gh")), enc)
+}
+
 // TestRekeyJournalSum: objects rekeyed in place have the sha256 of what
 // was written in the journal, and --verify-journal does again an object
 // changed since (same size), while it skips the others.
