@@ -196,3 +196,26 @@ func TestFolderSyncPath(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitFolderSyncFails: an output whose folder's fsync fails is
+// reported failed and leaves nothing: no output, no temporary file.
+func TestCommitFolderSyncFails(t *testing.T) {
+	syncFolder = func(*os.File) error { return syscall.EIO }
+	t.Cleanup(func() { syncFolder = (*os.File).Sync })
+	var folders Folders
+	defer folders.Close()
+	dir := t.TempDir()
+	o, err := Open(filepath.Join(dir, "a"), nil, Options{Mode: ModeSecret, Folders: &folders})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Write([]byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("Commit: %v, want the fsync's error", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left in the folder: %v", entries)
+	}
+}

@@ -585,9 +585,16 @@ func (o *Output) Commit() error {
 	}
 	o.committed = true
 	if o.folder != nil {
-		return o.folder.sync()
+		err = o.folder.sync()
+	} else {
+		err = SyncDir(filepath.Dir(o.final))
 	}
-	return SyncDir(filepath.Dir(o.final))
+	if err != nil {
+		// Its name may not last: the output failed, and a failed
+		// output leaves nothing.
+		o.Undo()
+	}
+	return err
 }
 
 // unhold closes the folder held for the output: from now on its path is
