@@ -2,7 +2,9 @@ package outfile
 
 import (
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/c4gh-go/crypt4gh/internal/clitest"
 )
 
 // TestFoldersFollowPath: a batch holds the folder of its outputs from one
@@ -217,5 +221,38 @@ func TestCommitFolderSyncFails(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left in the folder: %v", entries)
+	}
+}
+
+// TestAbortCannotRemove: a temporary file that cannot be removed (its
+// folder made read-only meanwhile) is named in a warning on stderr.
+func TestAbortCannotRemove(t *testing.T) {
+	dir := t.TempDir()
+	o, err := Open(filepath.Join(dir, "a"), nil, Options{Mode: ModeSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		// Permissions do not stop root: the folder made immutable.
+		if out, err := exec.Command(clitest.Tool(t, "chattr"), "+i", dir).CombinedOutput(); err != nil {
+			clitest.Missing(t, "chattr +i of a temporary folder: %v: %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+	} else {
+		os.Chmod(dir, 0o500)
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	o.Abort()
+	os.Stderr = stderr
+	w.Close()
+	got, _ := io.ReadAll(r)
+	if !strings.Contains(string(got), "warning: could not remove the temporary file") || !strings.Contains(string(got), dir) {
+		t.Errorf("stderr: %q", got)
 	}
 }

@@ -576,7 +576,7 @@ func (o *Output) Commit() error {
 		err = Place(name, o.final, o.force)
 	}
 	if err != nil {
-		os.Remove(name)
+		o.removeTemp(name)
 		if errors.Is(err, os.ErrExist) && !o.force {
 			return withHint(usagef("output file %q already exists (it appeared while this command ran)", o.path),
 				"use --force to replace it")
@@ -693,10 +693,19 @@ func (o *Output) Abort() {
 	}
 	name := o.tmp.Name()
 	o.tmp.Close()
-	os.Remove(name)
+	o.removeTemp(name)
 	Signals.Forget(name)
 	o.tmp = nil
 	o.unhold()
+}
+
+// removeTemp removes the temporary file name of o, and says so when it
+// cannot: what is left may be plaintext.
+func (o *Output) removeTemp(name string) {
+	if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		shown := filepath.Join(filepath.Dir(o.path), filepath.Base(name))
+		fmt.Fprintf(os.Stderr, "crypt4gh: warning: could not remove the temporary file %s (%v); remove it by hand\n", QuoteName(shown), PathErr(err))
+	}
 }
 
 // Finish commits the output when err is nil and aborts it otherwise.
