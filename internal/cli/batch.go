@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"iter"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -239,6 +240,12 @@ func (l batchList) seq() iter.Seq[batchItem] {
 // of items). mode is the permission of the outputs; srcIsPlain says which
 // side of op is the plaintext, for the checksum lines.
 func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileMode, srcIsPlain bool, op fileOp) error {
+	if b.output != "" && !objstore.IsURL(b.output) {
+		// Said once, not for every file.
+		if fi, err := os.Stat(filepath.Clean(b.output)); err == nil && !fi.IsDir() {
+			return usagef("the output folder %s is a file", quoteName(b.output))
+		}
+	}
 	keyFiles := b.keyFiles
 	distinct := func(it batchItem) error {
 		if it.err != nil {
