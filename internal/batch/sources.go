@@ -100,6 +100,10 @@ func (in Inputs) open() (io.Reader, func(), error) {
 		}
 		return nil, nil, fmt.Errorf("failed to open the list: %w", outfile.PathErr(err))
 	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, nil, errkind.Wrap(errkind.Usage, fmt.Errorf("the list %s is a folder", outfile.QuoteName(in.List)))
+	}
 	return f, func() { f.Close() }, nil
 }
 
