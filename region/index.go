@@ -214,7 +214,12 @@ func readCSI(b []byte) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := csi.ReadFrom(bytes.NewReader(b))
+	// biogo/hts refuses a reference whose bins, with the pseudo-bin of
+	// its counts, number more than the bins of the depth: every one of
+	// depth 0 (samtools index -c of references under 16 kb, bcftools
+	// index of small contigs). It is read without the pseudo-bins, whose
+	// counts nothing here needs (walkCSI took what is needed of them).
+	idx, err := csi.ReadFrom(bytes.NewReader(withoutPseudoBins(b, depth)))
 	if err != nil {
 		return nil, err
 	}
@@ -374,6 +379,40 @@ func walkTBI(b []byte) (walked, error) {
 	w.take(w.count(1))
 	w.refs(nref, 37450, false, true)
 	return w.st, w.err
+}
+
+// withoutPseudoBins returns a copy of the CSI index b, which walkCSI
+// found sound, of depth depth, without the pseudo-bin of each reference.
+func withoutPseudoBins(b []byte, depth int) []byte {
+	pseudo := uint32((1<<((depth+1)*3))-1)/7 + 1
+	w := &walker{b: b}
+	out := make([]byte, 0, len(b))
+	keep := func(n int) []byte { p := w.take(n); out = append(out, p...); return p }
+	count := func() int { // a count kept, 0 once the walk failed
+		if p := keep(4); p != nil {
+			return int(binary.LittleEndian.Uint32(p))
+		}
+		return 0
+	}
+	keep(12) // magic, min_shift, depth
+	keep(count())
+	for range count() {
+		at := len(out)
+		for range count() {
+			start := len(out)
+			bin := uint32(count())
+			keep(8) // loffset
+			keep(16 * count())
+			if bin == pseudo && w.err == nil {
+				out = out[:start]
+				binary.LittleEndian.PutUint32(out[at:], binary.LittleEndian.Uint32(out[at:])-1)
+			}
+		}
+	}
+	if w.err != nil {
+		return b // not sound after all: biogo says what is wrong
+	}
+	return append(out, w.b...) // the count of unplaced reads
 }
 
 // walkCSI checks the structure of a CSI index and returns its minimum

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -362,5 +363,36 @@ func TestChunkNotAtBlock(t *testing.T) {
 	regions, _ := ParseAll([]string{f.Names()[0] + ":1-100"})
 	if _, err := bf.Plan(regions); !errors.Is(err, ErrData) {
 		t.Errorf("a chunk that starts inside a block: %v", err)
+	}
+}
+
+// TestCSIDepthZero plans regions of a BAM whose CSI index has depth 0
+// (samtools index -c of references under 16 kb), where each reference
+// has every bin there is and the pseudo-bin of its counts: the output
+// holds the regions' records, as samtools finds them (biogo/hts alone
+// refuses such an index).
+func TestCSIDepthZero(t *testing.T) {
+	dir := t.TempDir()
+	var sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:pA\tLN:8000\n@SQ\tSN:pB\tLN:5000\n")
+	for _, ref := range []string{"pA", "pB"} {
+		for pos := 10; pos < 4900; pos += 97 {
+			fmt.Fprintf(&sam, "r%s%d\t0\t%s\t%d\t30\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n", ref, pos, ref, pos)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "small.sam"), []byte(sam.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "samtools", "view", "-b", "-o", "small.bam", "small.sam")
+	run(t, dir, "samtools", "index", "-c", "small.bam")
+	f := openFixture(t, dir, "small.bam", "small.bam.csi")
+	for _, regions := range [][]string{{"pA:400-600"}, {"pB"}, {"pA:1-10", "pB:4000-4100"}} {
+		writeRegions(t, f, dir, "out.bam", regions)
+		run(t, dir, "samtools", "index", "out.bam")
+		got := run(t, dir, "samtools", append([]string{"view", "out.bam"}, regionArgs(t, regions)...)...)
+		want := run(t, dir, "samtools", append([]string{"view", "small.bam"}, regionArgs(t, regions)...)...)
+		if got != want {
+			t.Errorf("%v: %d lines, samtools %d", regions, strings.Count(got, "\n"), strings.Count(want, "\n"))
+		}
 	}
 }
