@@ -36,6 +36,8 @@ type regionOptions struct {
 	Regions     cli.StringSlice // --region, repeatable
 	RegionsFile string          // --regions-file BED
 	Index       string          // --index PATH
+
+	output string // the command's output file, which must not be the index read
 }
 
 func (r *regionOptions) flags() []cli.Flag {
@@ -178,6 +180,10 @@ func (e *env) readIndex(ro *regionOptions, name string, sk keys.Opener, opts *c4
 	if err != nil {
 		return nil, err
 	}
+	if ro.output != "" && !outfile.IsStdout(ro.output) && !objstore.IsURL(idxName) && outfile.SameFile(idxName, ro.output) {
+		// With --force it would be replaced by the records.
+		return nil, usagef("output file %s is the index read, %s", quoteName(ro.output), quoteName(idxName))
+	}
 	return region.ReadIndexFor(ra, size, shownName(idxName), f, regions)
 }
 
@@ -300,6 +306,7 @@ func decryptRegion(e *env, o *decryptOptions, in *input, out io.Writer) error {
 	// half computed once.
 	opener := preparedOpener(sk)
 	defer opener.Zero()
+	o.region.output = o.Output
 	rp, err := e.planRegions(&o.region, inputPathOrStdin(o.Input), file, size, opener, &c4gh.DecryptOptions{Sender: sender, Strict: o.Strict})
 	if err != nil {
 		return err
@@ -390,6 +397,7 @@ func spliceRegion(e *env, o *spliceOptions, recipients []keys.PublicKey) error {
 		return err
 	}
 	defer done()
+	o.region.output = o.Output
 	rp, err := e.planRegions(&o.region, inputPathOrStdin(o.Input), file, size, sk, &c4gh.DecryptOptions{})
 	if err != nil {
 		return err

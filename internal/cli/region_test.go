@@ -562,6 +562,25 @@ func TestRegionErrors(t *testing.T) {
 			os.Remove(filepath.Join(dir, "out"))
 		}
 	}
+	// -o naming the index that is read, even with --force: refused, the
+	// index kept.
+	bai, err := os.ReadFile(filepath.Join(dir, "reads.bam.bai"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"decrypt", "--sk", "me.sec", "--region", "chr1", "-i", "reads.bam.c4gh", "-o", "reads.bam.bai", "--force"},
+		{"decrypt", "--sk", "me.sec", "--region", "chr1", "--index", "reads.bam.bai", "-i", "reads.bam.c4gh", "-o", "./reads.bam.bai", "--force"},
+		{"splice", "--sk", "me.sec", "--recipient_pk", "me.pub", "--region", "chr1", "-i", "reads.bam.c4gh", "-o", "reads.bam.bai", "--force"},
+	} {
+		code, _, stderr := runAt(t, dir, args...)
+		if code != 2 || !strings.Contains(stderr, "is the index read") {
+			t.Errorf("%s: exit %d, %q; want 2", strings.Join(args, " "), code, stderr)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dir, "reads.bam.bai")); !bytes.Equal(got, bai) {
+			t.Fatalf("%s replaced the index", strings.Join(args, " "))
+		}
+	}
 	// A BAI of another file: offsets past the end of this one.
 	big := t.TempDir()
 	writeSAM(t, big, 60000)
