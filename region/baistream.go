@@ -234,7 +234,7 @@ func walkBAIFor(w *walker, ts []target, all bool) (*Index, error) {
 			answers[i].chunks, answers[i].noChunks = nil, true
 		}
 	}
-	return &Index{kind: kindBAI, bai: &baiIndex{answers: answers}, stats: w.st}, nil
+	return &Index{kind: kindBAI, bai: &baiIndex{answers: answers}, stats: w.st, refs: nref}, nil
 }
 
 // keepChunks adds the chunks b (16 bytes each) of bin to the answers as

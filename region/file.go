@@ -122,6 +122,15 @@ func (f *File) checkIndex() error {
 		if e.container >= f.size {
 			return fmt.Errorf("%w: index %s does not belong to %s: it names offset %d of %d bytes", ErrData, x.name, f.name, e.container, f.size)
 		}
+		if e.ref >= int64(len(f.hdr.names)) {
+			return fmt.Errorf("%w: index %s does not belong to %s: it names reference %d of %d", ErrData, x.name, f.name, e.ref+1, len(f.hdr.names))
+		}
+	}
+	// A BAM's index has a reference for each of its header's (samtools,
+	// htslib, Picard): one of another file has others, and its regions
+	// would come out empty.
+	if f.format == BAM && x.refs != len(f.hdr.names) {
+		return fmt.Errorf("%w: index %s does not belong to %s: it has %d references, the file %d", ErrData, x.name, f.name, x.refs, len(f.hdr.names))
 	}
 	return nil
 }

@@ -97,6 +97,7 @@ type Index struct {
 	minShift int      // CSI
 	depth    int      // CSI
 	stats    walked
+	refs     int // the references it has (BAI, CSI): a BAM's header has as many
 }
 
 // Names returns the reference names the index holds itself (TBI, and CSI
@@ -162,7 +163,7 @@ func readBAI(r io.ReaderAt, size int64) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{kind: kindBAI, bai: bai, stats: st}, nil
+	return &Index{kind: kindBAI, bai: bai, stats: st, refs: len(bai.refs)}, nil
 }
 
 // readBGZFIndex reads a BGZF-compressed index: CSI, TBI or, written with
@@ -223,7 +224,7 @@ func readCSI(b []byte) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &Index{kind: kindCSI, csi: idx, minShift: shift, depth: depth, stats: st}
+	x := &Index{kind: kindCSI, csi: idx, minShift: shift, depth: depth, stats: st, refs: idx.NumRefs()}
 	if len(aux) >= 28 {
 		x.names = splitNames(aux[28:])
 	}

@@ -2,6 +2,7 @@ package region
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -395,4 +396,95 @@ func TestCSIDepthZero(t *testing.T) {
 			t.Errorf("%v: %d lines, samtools %d", regions, strings.Count(got, "\n"), strings.Count(want, "\n"))
 		}
 	}
+}
+
+// TestIndexOfAnotherFile: a BAI or CSI with another count of references
+// than the BAM's header, or a CRAI naming a reference the CRAM lacks, is
+// of another file (exit 4), not an index whose regions come out empty.
+func TestIndexOfAnotherFile(t *testing.T) {
+	dir := fixtures(t)
+	own := t.TempDir()
+	sam := "@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:200000\n" +
+		"r1\t0\tchr1\t100\t30\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n"
+	if err := os.WriteFile(filepath.Join(own, "one.sam"), []byte(sam), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, own, "samtools", "view", "-b", "-o", "one.bam", "one.sam")
+	run(t, own, "samtools", "index", "one.bam")
+	run(t, own, "samtools", "index", "-c", "one.bam")
+	src, err := os.Open(filepath.Join(dir, "reads.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	st, _ := src.Stat()
+	for _, index := range []string{"one.bam.bai", "one.bam.csi"} {
+		b, err := os.ReadFile(filepath.Join(own, index))
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := ReadIndex(bytes.NewReader(b), int64(len(b)), index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := OpenData(src, st.Size(), "reads.bam")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.UseIndex(idx); !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "it has 1 references, the file 4") {
+			t.Errorf("%s for reads.bam: %v", index, err)
+		}
+	}
+
+	// A CRAI whose last line names a fifth reference.
+	crai := readGzip(t, filepath.Join(dir, "reads.cram.crai"))
+	crai = append(crai, "4\t1\t100\t0\t10\t100\n"...)
+	idx, err := ReadIndex(bytes.NewReader(gzipBytes(t, crai)), int64(len(gzipBytes(t, crai))), "x.crai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cram, err := os.Open(filepath.Join(dir, "reads.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cram.Close()
+	cst, _ := cram.Stat()
+	f, err := OpenData(cram, cst.Size(), "reads.cram")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.UseIndex(idx); !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "it names reference 5 of 4") {
+		t.Errorf("a CRAI naming a fifth reference: %v", err)
+	}
+}
+
+// readGzip returns the decompressed contents of the gzip file at p.
+func readGzip(t *testing.T, p string) []byte {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// gzipBytes returns b gzipped.
+func gzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
