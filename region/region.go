@@ -84,8 +84,8 @@ func Parse(s string) (Region, error) {
 	if name == Unmapped && hasPos {
 		return bad("the unmapped reads (*) have no positions")
 	}
-	if !hasPos {
-		return r, nil
+	if !hasPos || pos == "" {
+		return r, nil // NAME: is all of NAME, as samtools reads it
 	}
 	if r.Start, r.End, err = parsePositions(pos); err != nil {
 		return bad("%v", err)
@@ -113,6 +113,9 @@ func splitName(s string) (name, pos string, hasPos bool, err error) {
 		return name, rest[1:], true, nil
 	}
 	i := strings.LastIndexByte(s, ':')
+	if i > 0 && i == len(s)-1 {
+		return s[:i], "", true, nil // a colon and nothing after it
+	}
 	if i < 0 || !looksLikePositions(s[i+1:]) {
 		return s, "", false, nil
 	}

@@ -32,6 +32,8 @@ func TestParse(t *testing.T) {
 		{"chrUn:abc", Region{Name: "chrUn:abc", End: Unbounded}},
 		{"*", Region{Name: Unmapped, End: Unbounded}},
 		{"1:100", Region{Name: "1", Start: 99, End: Unbounded}},
+		{"chr20:", Region{Name: "chr20", End: Unbounded}}, // as samtools reads it
+		{"{chr:weird}:", Region{Name: "chr:weird", End: Unbounded}},
 	} {
 		got, err := Parse(tc.in)
 		got.whole = ""
@@ -64,9 +66,11 @@ func TestParseErrors(t *testing.T) {
 
 func TestDisambiguate(t *testing.T) {
 	f := &File{name: "x.bam"}
-	ids := map[string]int{"HLA-A*01:01:01:01": 0, "chr1": 1, "a:1": 2, "a": 3}
+	ids := map[string]int{"HLA-A*01:01:01:01": 0, "chr1": 1, "a:1": 2, "a": 3, "c:": 4}
 	for in, want := range map[string]Region{
 		"HLA-A*01:01:01:01":     {Name: "HLA-A*01:01:01:01", End: Unbounded},
+		"chr1:":                 {Name: "chr1", End: Unbounded},
+		"c:":                    {Name: "c:", End: Unbounded}, // a reference named so
 		"chr1:5":                {Name: "chr1", Start: 4, End: Unbounded},
 		"{HLA-A*01:01:01:01}:5": {Name: "HLA-A*01:01:01:01", Start: 4, End: Unbounded},
 	} {
