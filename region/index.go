@@ -128,9 +128,9 @@ func readIndex(ra io.ReaderAt, size int64) (x *Index, err error) {
 	}
 	if n, err := ra.ReadAt(head[:], 0); n < len(head) {
 		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
+			return nil, fmt.Errorf("too short: %w", io.ErrUnexpectedEOF)
 		}
-		return nil, fmt.Errorf("too short: %w", err)
+		return nil, err // a read that failed (a segment that does not authenticate)
 	}
 	if string(head[:]) == "BAI\x01" {
 		return readBAI(ra, size)

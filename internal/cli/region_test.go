@@ -562,6 +562,20 @@ func TestRegionErrors(t *testing.T) {
 			os.Remove(filepath.Join(dir, "out"))
 		}
 	}
+	// An encrypted index with a byte changed: its segment fails to
+	// authenticate, said as such (exit 4).
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "reads.bam.bai", "-o", "tampered.bai.c4gh")
+	tb, err := os.ReadFile(filepath.Join(dir, "tampered.bai.c4gh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb[len(tb)/2] ^= 1
+	os.WriteFile(filepath.Join(dir, "tampered.bai.c4gh"), tb, 0o644)
+	if code, _, stderr := runAt(t, dir, "decrypt", "--sk", "me.sec", "--region", "chr1", "--index", "tampered.bai.c4gh", "-i", "reads.bam.c4gh", "-o", "out"); code != 4 ||
+		!strings.Contains(stderr, "failed authentication") || strings.Contains(stderr, "too short") {
+		t.Errorf("a tampered index: exit %d, %q; want 4", code, stderr)
+	}
+
 	// -o naming the index that is read, even with --force: refused, the
 	// index kept.
 	bai, err := os.ReadFile(filepath.Join(dir, "reads.bam.bai"))
