@@ -2,6 +2,7 @@ package mount_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
@@ -580,5 +583,53 @@ func TestIndexTime(t *testing.T) {
 		if err != nil || !fi.ModTime().Equal(want) {
 			t.Errorf("%s: %v, %v; want %v", name, fi.ModTime(), err, want)
 		}
+	}
+}
+
+// TestLinkSwapRace: a file of SOURCE swapped, again and again, with a
+// link that points outside it (renameat2 RENAME_EXCHANGE, as another
+// user of a shared folder could) is never opened through the link: the
+// source opens beneath its root in one step, not by checking a path and
+// opening it after.
+func TestLinkSwapRace(t *testing.T) {
+	src, elsewhere, links := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(src, "leak.txt"), []byte("inside\n"))
+	writeFile(t, filepath.Join(elsewhere, "o.txt"), []byte("OUTSIDE\n"))
+	if err := os.Symlink(filepath.Join(elsewhere, "o.txt"), filepath.Join(links, "l")); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Renameat2(unix.AT_FDCWD, filepath.Join(src, "leak.txt"), unix.AT_FDCWD, filepath.Join(links, "l"), unix.RENAME_EXCHANGE)
+		}
+	})
+	s := mount.Dir(src)
+	leaks, opened := 0, 0
+	buf := make([]byte, 8)
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		f, err := s.Open(context.Background(), "leak.txt")
+		if err != nil {
+			continue // the link, refused
+		}
+		opened++
+		if n, _ := f.ReadAt(buf, 0); string(buf[:n]) == "OUTSIDE\n" {
+			leaks++
+		}
+		f.Close()
+	}
+	close(stop)
+	wg.Wait()
+	if leaks > 0 {
+		t.Errorf("%d opens of %d read the file outside the source", leaks, opened)
+	}
+	if opened == 0 {
+		t.Error("the file inside was never opened")
 	}
 }

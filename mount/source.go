@@ -83,24 +83,28 @@ func (d dirSource) path(name string) string {
 func (d dirSource) String() string { return d.root }
 
 func (d dirSource) ReadDir(ctx context.Context, dir string) ([]Entry, error) {
-	list, err := os.ReadDir(d.path(dir))
+	// The folder opened as it is in root now: one that became a link to
+	// elsewhere since it was listed is not read.
+	f, err := openInside(d.root, dir, os.O_RDONLY|openDirectory)
 	if err != nil {
 		return nil, err // names the folder and what failed
+	}
+	list, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Entry, 0, len(list))
 	for _, de := range list {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p := d.path(path.Join(dir, de.Name()))
-		if de.Type()&fs.ModeSymlink != 0 && !d.inside(p) {
-			if _, err := os.Stat(p); err == nil {
-				out = append(out, Entry{Name: de.Name(), Other: errOutside.Error()})
-			}
+		fi, err := statInside(d.root, path.Join(dir, de.Name()))
+		switch {
+		case errors.Is(err, errOutside):
+			out = append(out, Entry{Name: de.Name(), Other: errOutside.Error()})
 			continue
-		}
-		fi, err := os.Stat(p)
-		if err != nil {
+		case err != nil:
 			continue // a link to nowhere, or removed since
 		}
 		switch m := fi.Mode(); {
@@ -142,33 +146,42 @@ func (d dirSource) inside(p string) bool {
 }
 
 func (d dirSource) Stat(ctx context.Context, name string) (Entry, error) {
-	p := d.path(name)
-	if !d.inside(p) {
-		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: errOutside}
-	}
-	fi, err := os.Stat(p)
+	fi, err := statInside(d.root, name)
 	if err != nil {
 		return Entry{}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: errNotRegular}
+		return Entry{}, &fs.PathError{Op: "stat", Path: d.path(name), Err: errNotRegular}
 	}
 	return Entry{Name: path.Base(name), Size: fi.Size(), ModTime: fi.ModTime()}, nil
 }
 
+// Open opens the regular file at name, as it is in root now: a link that
+// points out of the folder (made or swapped in since it was listed) is
+// not served, and what turned into a pipe is opened without waiting for
+// a writer, then refused.
 func (d dirSource) Open(ctx context.Context, name string) (File, error) {
-	p := d.path(name)
-	if !d.inside(p) {
-		// A link that points out of the folder (made since it was
-		// listed): not served.
-		return nil, &fs.PathError{Op: "open", Path: p, Err: errOutside}
+	f, err := openInside(d.root, name, os.O_RDONLY|openNonblock)
+	if err != nil {
+		return nil, err
 	}
-	// Refuse what turned into a pipe since it was listed: opening one
-	// would block.
-	if fi, err := os.Stat(p); err != nil {
+	if fi, err := f.Stat(); err != nil {
+		f.Close()
 		return nil, err
 	} else if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "open", Path: p, Err: errNotRegular}
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: d.path(name), Err: errNotRegular}
 	}
-	return os.Open(p)
+	return f, nil
+}
+
+// openByPath opens name below root with flags after checking that its
+// path, its links resolved, stays in root: where openat2 is missing.
+func openByPath(root, name string, flags int) (*os.File, error) {
+	d := dirSource{root: root}
+	p := d.path(name)
+	if !d.inside(p) {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: errOutside}
+	}
+	return os.OpenFile(p, flags, 0)
 }
