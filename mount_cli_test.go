@@ -304,3 +304,43 @@ func TestMountRefresh(t *testing.T) {
 		t.Errorf("other.c4gh named %d times, want once:\n%s", n, m.stderr.String())
 	}
 }
+
+// TestMountApart: a mount point that is the source, holds it or lies in
+// it is refused (exit 2) before anything is mounted: the mount would
+// read itself, and a read waiting on the mount that serves it waits for
+// good.
+func TestMountApart(t *testing.T) {
+	t.Parallel()
+	e, _, src, _ := mountSetup(t)
+	inner := filepath.Join(src, "mnt")
+	if err := os.Mkdir(inner, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ source, mp, msg string }{
+		{src, src, "holds the source"},
+		{src, filepath.Dir(src), "holds the source"},
+		{src, inner, "is inside the source"},
+	} {
+		cmd := exec.Command(e.bin, "mount", "--sk", e.sk, tc.source, tc.mp)
+		cmd.Env = cleanEnv()
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), tc.msg) {
+			t.Errorf("mount %s %s: exit %d\n%s", tc.source, tc.mp, cmd.ProcessState.ExitCode(), out)
+		}
+		if outfileMounted(tc.mp) {
+			exec.Command("umount", "-l", tc.mp).Run()
+			t.Errorf("mount %s %s: mounted", tc.source, tc.mp)
+		}
+	}
+}
+
+// outfileMounted reports whether p is a mount point now.
+func outfileMounted(p string) bool {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == p {
+			return true
+		}
+	}
+	return false
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -88,6 +90,11 @@ func mountAction(e *env, o *mountOptions) error {
 		}
 		if !fi.IsDir() {
 			return usagef("%s is not a folder", quoteName(p))
+		}
+	}
+	if !objstore.IsURL(source) {
+		if err := apart(source, mountpoint); err != nil {
+			return err
 		}
 	}
 	if outfile.MountedOn(mountpoint) {
@@ -179,4 +186,26 @@ func (e *env) takeSignals(sigs ...os.Signal) (ctx context.Context, caught func()
 		}
 	}
 	return ctx, caught, func() { signal.Stop(ch); cancel() }
+}
+
+// apart refuses a mount point that is the source folder, holds it or lies
+// in it: the mount would read itself (a read waiting on the mount that
+// serves it, for good) or show itself inside itself without end.
+func apart(source, mountpoint string) error {
+	src, err1 := filepath.EvalSymlinks(source)
+	mp, err2 := filepath.EvalSymlinks(mountpoint)
+	if err1 != nil || err2 != nil {
+		return nil // the checks after say what is wrong
+	}
+	within := func(a, b string) bool { // a is b or lies in it
+		rel, err := filepath.Rel(b, a)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
+	switch {
+	case within(src, mp):
+		return withHint(usagef("mount point %s holds the source %s", quoteName(mountpoint), quoteName(source)), "mount it on an empty folder elsewhere")
+	case within(mp, src):
+		return withHint(usagef("mount point %s is inside the source %s", quoteName(mountpoint), quoteName(source)), "mount it on an empty folder elsewhere")
+	}
+	return nil
 }
