@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -631,5 +632,45 @@ func TestLinkSwapRace(t *testing.T) {
 	}
 	if opened == 0 {
 		t.Error("the file inside was never opened")
+	}
+}
+
+// TestLinkLoop: a link in SOURCE to a folder that holds it (., .., or
+// further up, within SOURCE) is left out with a reason, so that the tree
+// does not go on without end; a link to another folder is followed.
+func TestLinkLoop(t *testing.T) {
+	src := t.TempDir()
+	for _, d := range []string{"sub/deeper", "other"} {
+		if err := os.MkdirAll(filepath.Join(src, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"self": ".", "sub/up": "..", "sub/deeper/top": "../..", "sub/side": "../other"} {
+		if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := mount.Dir(src)
+	for dir, want := range map[string]map[string]string{
+		"":           {"self": "loop", "sub": "", "other": ""},
+		"sub":        {"up": "loop", "side": "", "deeper": ""},
+		"sub/deeper": {"top": "loop"},
+	} {
+		entries, err := s.ReadDir(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, e := range entries {
+			got[e.Name] = ""
+			if strings.Contains(e.Other, "(a loop)") {
+				got[e.Name] = "loop"
+			} else if e.Other != "" || !e.Dir {
+				got[e.Name] = e.Other
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%q: %v, want %v", dir, got, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -95,6 +96,7 @@ func (d dirSource) ReadDir(ctx context.Context, dir string) ([]Entry, error) {
 		return nil, err
 	}
 	out := make([]Entry, 0, len(list))
+	var above []os.FileInfo // the folders from root to dir, for links to them
 	for _, de := range list {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -106,6 +108,17 @@ func (d dirSource) ReadDir(ctx context.Context, dir string) ([]Entry, error) {
 			continue
 		case err != nil:
 			continue // a link to nowhere, or removed since
+		}
+		if de.Type()&fs.ModeSymlink != 0 && fi.IsDir() {
+			if above == nil {
+				above = d.folders(dir)
+			}
+			if slices.ContainsFunc(above, func(a os.FileInfo) bool { return os.SameFile(a, fi) }) {
+				// Followed, it would show the tree inside itself
+				// without end.
+				out = append(out, Entry{Name: de.Name(), Other: errLoop.Error()})
+				continue
+			}
 		}
 		switch m := fi.Mode(); {
 		case fi.IsDir():
@@ -125,7 +138,24 @@ func (d dirSource) ReadDir(ctx context.Context, dir string) ([]Entry, error) {
 	return out, nil
 }
 
+// folders describes the folders from root down to dir, dir included.
+func (d dirSource) folders(dir string) []os.FileInfo {
+	var out []os.FileInfo
+	for p := dir; ; p = path.Dir(p) {
+		if p == "." {
+			p = ""
+		}
+		if fi, err := statInside(d.root, p); err == nil {
+			out = append(out, fi)
+		}
+		if p == "" {
+			return out
+		}
+	}
+}
+
 var (
+	errLoop       = errors.New("a symbolic link to a folder that holds it (a loop)")
 	errNotRegular = errors.New("not a regular file")
 	errOutside    = errors.New("a symbolic link that points out of the mounted folder")
 )
