@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,7 +38,42 @@ func openInside(root, name string, flags int) (*os.File, error) {
 		case errors.Is(err, unix.ENOSYS):
 			return openByPath(root, name, flags)
 		case errors.Is(err, unix.EXDEV):
-			return nil, &fs.PathError{Op: "open", Path: p, Err: errOutside}
+			// RESOLVE_BENEATH refuses every absolute link, also one to
+			// a place inside root: such a one is opened by its resolved
+			// path, through no link at all.
+			return openResolved(r, root, p, flags)
+		}
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+}
+
+// openResolved opens p, a path below root (open as r), by the path it
+// resolves to, which must lie in root, with no link followed on the way
+// (RESOLVE_NO_SYMLINKS): a link swapped in after it was resolved fails.
+func openResolved(r *os.File, root, p string, flags int) (*os.File, error) {
+	outside := &fs.PathError{Op: "open", Path: p, Err: errOutside}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, outside
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return nil, outside
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, outside
+	}
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	for {
+		fd, err := unix.Openat2(int(r.Fd()), rel, &how)
+		switch {
+		case err == nil:
+			return os.NewFile(uintptr(fd), p), nil
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
+			continue
+		case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
+			return nil, outside
 		}
 		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
 	}

@@ -533,6 +533,10 @@ func TestLinkOutOfSource(t *testing.T) {
 	if err := os.Symlink("a.c4gh", filepath.Join(src, "in.c4gh")); err != nil {
 		t.Fatal(err)
 	}
+	// An absolute link to a place inside is inside too.
+	if err := os.Symlink(filepath.Join(src, "a.c4gh"), filepath.Join(src, "abs.c4gh")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(filepath.Join(elsewhere, "secret.c4gh"), filepath.Join(src, "out.c4gh")); err != nil {
 		t.Fatal(err)
 	}
@@ -553,11 +557,13 @@ func TestLinkOutOfSource(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{"a", "in"}) {
-		t.Errorf("the mount shows %v, want [a in]", names)
+	if !slices.Equal(names, []string{"a", "abs", "in"}) {
+		t.Errorf("the mount shows %v, want [a abs in]", names)
 	}
-	if b, err := os.ReadFile(filepath.Join(mp, "in")); err != nil || !bytes.Equal(b, plain) {
-		t.Errorf("the link inside: %v", err)
+	for _, name := range []string{"in", "abs"} {
+		if b, err := os.ReadFile(filepath.Join(mp, name)); err != nil || !bytes.Equal(b, plain) {
+			t.Errorf("the link inside, %s: %v", name, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(mp, "out")); err == nil {
 		t.Error("the link out of the folder is served")
