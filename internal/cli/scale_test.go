@@ -316,7 +316,11 @@ func TestJournalKilled(t *testing.T) {
 	t.Parallel()
 	n, kills := 100, 3
 	if !testing.Short() {
-		n, kills = 400, 10
+		// Enough inputs that 10 kills leave some for the last: commits
+		// into one folder share their fsyncs, so a batch's journal lines
+		// come in bursts (of up to 16 inputs with --jobs 2), and under
+		// a loaded -race run the watcher below sees them late.
+		n, kills = 1000, 10
 	}
 	e := newScaleEnv(t, n, 40000)
 	args := []string{"decrypt", "--sk", "me.sec", "--files-from", "list", "--journal", "j", "--jobs", "2"}
