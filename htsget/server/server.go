@@ -100,6 +100,8 @@ type Server struct {
 	regions  chan struct{}
 	indexes  *indexCache
 	inFlight atomic.Int64
+	// readTimeout bounds the reading of a request; tests shorten it.
+	readTimeout time.Duration
 }
 
 // indexCacheBytes bounds the index files whose contents a server keeps:
@@ -135,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, urlKey: k, streams: make(chan struct{}, cfg.MaxStreams), tickets: make(chan struct{}, cfg.MaxTickets),
-		regions: make(chan struct{}, maxRegionTickets), indexes: newIndexCache(indexCacheBytes)}
+		regions: make(chan struct{}, maxRegionTickets), indexes: newIndexCache(indexCacheBytes), readTimeout: readTimeout}
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -169,12 +171,16 @@ func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
+		ReadTimeout:       s.readTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          s.cfg.Log,
 	}
 }
+
+// readTimeout bounds the reading of a request. A ticket request that
+// waited its turn is given it again for its body from when its turn came.
+const readTimeout = 60 * time.Second
 
 // Serve serves s on ln until stop is done, then stops accepting and
 // waits for the requests under way to finish, or for force to be done:

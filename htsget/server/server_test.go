@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -672,5 +673,49 @@ func TestIndexCache(t *testing.T) {
 	c.put(indexKey("d.bai", "1"), 101, x)
 	if c.get(indexKey("d.bai", "1")) != nil || c.bytes != 80 {
 		t.Errorf("an index larger than the cache: kept, %d bytes", c.bytes)
+	}
+}
+
+// TestTicketWaitNotBodyTime: a ticket request that waited its turn
+// behind others still has its time to send its body. Under load, the
+// wait took it all and a request sent at once was answered 400.
+func TestTicketWaitNotBodyTime(t *testing.T) {
+	s, other := testServer(t, false)
+	s.cfg.MaxTickets = 1
+	s.tickets = make(chan struct{}, 1)
+	s.readTimeout = time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ctx, ln, "", "") }()
+	defer func() { cancel(); <-served }()
+	head := func(n int) string {
+		return fmt.Sprintf("POST /reads/other?encryptionScheme=C4GH HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer tok\r\n%s: %s\r\nContent-Length: %d\r\n\r\n", htsget.PublicKeyHeader, htsget.EncodePublicKey(other), n)
+	}
+	// The one place is taken for a second and a half.
+	s.tickets <- struct{}{}
+	time.AfterFunc(1500*time.Millisecond, func() { <-s.tickets })
+
+	// A request sends all of a body larger than the buffers that come in
+	// with its headers, and waits longer than the time to read it.
+	body := `{"format":"BAM"` + strings.Repeat(" ", 512<<10) + `}`
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	go fmt.Fprint(c, head(len(body))+body)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The file is for another key: 403 once the body is read.
+	if e := htsget.ReadError(resp.StatusCode, resp.Body); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a request that waited its turn: %d %v, want 403", resp.StatusCode, e)
 	}
 }

@@ -62,6 +62,11 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 			<-s.tickets
 		}
 	}()
+	if lw, ok := w.(*logWriter); ok && r.Method == http.MethodPost {
+		// The wait came out of the time the connection had to send its
+		// body: under load, bodies sent at once would time out.
+		_ = lw.rc.SetReadDeadline(time.Now().Add(s.readTimeout))
+	}
 	var (
 		req *htsget.Request
 		err error

@@ -1339,18 +1339,19 @@ func TestServeRegionTickets(t *testing.T) {
 				statuses <- err.Error()
 				return
 			}
-			line, err := bufio.NewReader(c).ReadString('\n')
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil {
 				statuses <- err.Error()
 				return
 			}
-			statuses <- strings.TrimSpace(line)
+			defer resp.Body.Close()
+			statuses <- fmt.Sprintf("%s %v", resp.Status, htsget.ReadError(resp.StatusCode, resp.Body))
 		}()
 	}
 	wg.Wait()
 	close(statuses)
 	for st := range statuses {
-		if !strings.Contains(st, " 413 ") {
+		if !strings.HasPrefix(st, "413 ") {
 			t.Errorf("a request of 17000 regions: %s, want 413", st)
 			break
 		}
