@@ -24,9 +24,11 @@
 //
 // A Crypt4GH file is left out, with a line in [Options.Log], when the key
 // does not open it (it is for other readers, or [Options.Sender] did not
-// write it), when it is not a Crypt4GH file at all, and when its NAME is
-// also an entry of the same folder: then NAME is shown as it is, the plain
-// file winning, so that every name shown stands for one file of the source
+// write it), when it is not a Crypt4GH file at all (its body too: one that
+// ends in 1 to 27 bytes, too few for a segment, or in an empty segment that
+// does not authenticate), and when its NAME is also an entry of the same
+// folder: then NAME is shown as it is, the plain file winning, so that
+// every name shown stands for one file of the source
 // and nothing in the source is hidden by a decrypted view. A folder is
 // listed, and the headers in it opened, when it is first looked at; the
 // listing is kept while the file system is mounted, or, with

@@ -153,6 +153,8 @@ func Mount(src Source, mountpoint string, opts Options) (*Server, error) {
 		NegativeTimeout: &ttl,
 		UID:             uid,
 		GID:             gid,
+		// Not 0, which some programs take for a deleted entry.
+		RootStableAttr: &fs.StableAttr{Ino: fuse.FUSE_ROOT_ID},
 	})
 	if err != nil {
 		t.close()

@@ -54,6 +54,9 @@ func TestTree(t *testing.T) {
 	// For another reader, and not Crypt4GH at all: left out.
 	writeFile(t, filepath.Join(src, "for-bob.c4gh"), encrypt(t, plain, nil, bob))
 	writeFile(t, filepath.Join(src, "junk.c4gh"), []byte("not crypt4gh"))
+	// A body that ends in fewer bytes than a segment has, after whole
+	// ones: no length of plaintext stands for it.
+	writeFile(t, filepath.Join(src, "stray.c4gh"), append(encrypt(t, plain[:2*seg], nil, alice), make([]byte, 27)...))
 	// A folder keeps its name, suffix or not; so does a file named .c4gh.
 	if err := os.MkdirAll(filepath.Join(src, "empty.c4gh"), 0o755); err != nil {
 		t.Fatal(err)
@@ -138,6 +141,7 @@ func TestTree(t *testing.T) {
 	for _, c := range [][]string{
 		{"for-bob.c4gh", "left out", "no header packet"},
 		{"junk.c4gh", "left out", "not a crypt4gh file"},
+		{"stray.c4gh", "left out", "segment 2", "truncated"},
 		{"x.vcf.gz.tbi.c4gh", "left out", "x.vcf.gz.tbi is beside it"},
 		{"pipe", "left out", "a named pipe"},
 	} {
@@ -145,8 +149,12 @@ func TestTree(t *testing.T) {
 			t.Errorf("%d log lines with %q, want 1; log:\n%s", n, c, log)
 		}
 	}
-	if n := strings.Count(log.String(), "\n"); n != 4 {
-		t.Errorf("%d log lines, want 4:\n%s", n, log)
+	if n := strings.Count(log.String(), "\n"); n != 5 {
+		t.Errorf("%d log lines, want 5:\n%s", n, log)
+	}
+	// Inode 0 is a deleted entry to some programs; FUSE's root is 1.
+	if fi, err := os.Stat(mp); err != nil || fi.Sys().(*syscall.Stat_t).Ino != 1 {
+		t.Errorf("the mount point: %v, inode %d, want 1", err, fi.Sys().(*syscall.Stat_t).Ino)
 	}
 
 	// Read-only, default_permissions, not for others.
