@@ -253,7 +253,7 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 		if _, err := os.Lstat(it.out); errors.Is(err, fs.ErrNotExist) && !objstore.IsURL(it.out) {
 			return nil // a file to be made is no key file (which exists)
 		}
-		return outfile.Distinct([]string{"the output of " + quoteName(it.in), it.out}, keyFiles)
+		return outfile.Distinct(e.stdout, []string{"the output of " + quoteName(it.in), it.out}, keyFiles)
 	}
 	jobs := c4gh.Jobs(b.jobs)
 	workers, perFile := jobs, 1

@@ -73,7 +73,7 @@ func encrypt(e *env, o *encryptOptions) error {
 		return err
 	}
 	keyFiles := keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)
-	if err := outfile.Distinct([]string{"-o", o.Output, "--header", o.Header}, keyFiles); err != nil {
+	if err := outfile.Distinct(e.stdout, []string{"-o", o.Output, "--header", o.Header}, keyFiles); err != nil {
 		return err
 	}
 	recipients, err := readPublicKeys(o.Recipients.Value())

@@ -102,7 +102,7 @@ func htsgetAction(e *env, o *htsgetOptions) error {
 		e.warnf("the token is sent over plain http to another machine: use https")
 	}
 	c := &client.Client{Token: token, Attempts: o.Retries + 1, UserAgent: "crypt4gh/" + version()}
-	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions, "--token-file", o.TokenFile)); err != nil {
+	if err := outfile.Distinct(e.stdout, []string{"-o", o.Output}, keyInputs(o.keyOptions, "--token-file", o.TokenFile)); err != nil {
 		return err
 	}
 	opts := outfile.Options{Mode: outfile.ModeSecret, Force: o.Force}

@@ -118,7 +118,7 @@ func reservable(f *os.File) int64 {
 // Either may be an object (s3://, https://); size(in) is what the output
 // will hold, as far as it is known, for the parts of an upload.
 func openStreams(e *env, s streamOptions, keyFiles []string, opts outfile.Options, size func(*input) int64) (*input, *outfile.Output, error) {
-	if err := outfile.Distinct([]string{"-o", s.Output}, keyFiles); err != nil {
+	if err := outfile.Distinct(e.stdout, []string{"-o", s.Output}, keyFiles); err != nil {
 		return nil, nil, err
 	}
 	if e.sameObject(s.Input, s.Output) {

@@ -142,7 +142,9 @@ func keygen(e *env, o *keygenOptions) error {
 	if err != nil {
 		return err
 	}
-	files, err := openKeyOutputs(o, "--sk", skPath, "--pk", pkPath)
+	// The passphrase file is read after the outputs are opened: it may
+	// not be one of them.
+	files, err := openKeyOutputs(e, o, "--sk", skPath, "--pk", pkPath, keyInputs(keyOptions{PassphraseFile: o.PassphraseFile})...)
 	if err != nil {
 		return err
 	}
@@ -234,8 +236,8 @@ type keyOutputs struct {
 // key output pkPath (0666 minus the umask, when not empty). They must be
 // different files, and different from the files named in also (pairs of
 // flag name and path: the keys read).
-func openKeyOutputs(o *keygenOptions, skName, skPath, pkName, pkPath string, also ...string) (*keyOutputs, error) {
-	if err := outfile.Distinct([]string{skName, skPath, pkName, pkPath}, also); err != nil {
+func openKeyOutputs(e *env, o *keygenOptions, skName, skPath, pkName, pkPath string, also ...string) (*keyOutputs, error) {
+	if err := outfile.Distinct(e.stdout, []string{skName, skPath, pkName, pkPath}, also); err != nil {
 		return nil, err
 	}
 	k := &keyOutputs{skPath: skPath}
@@ -333,7 +335,7 @@ func keygenDerive(e *env, o *keygenOptions) error {
 	if pkPath == "" {
 		return withHint(usagef("--derive needs --pk PATH"), "crypt4gh pubkey --sk KEY prints the public key instead")
 	}
-	if err := outfile.Distinct([]string{"--pk", pkPath}, keyInputs(o.keys())); err != nil {
+	if err := outfile.Distinct(e.stdout, []string{"--pk", pkPath}, keyInputs(o.keys())); err != nil {
 		return err
 	}
 	out, err := openKeyFile(o, pkPath, false)
@@ -363,7 +365,7 @@ func keygenConvert(e *env, o *keygenOptions) error {
 	if outfile.SameFile(o.keys().secretKeyPath(), out) {
 		return withHint(usagef("-o %s is the secret key being converted", quoteName(out)), "use --relock to change a crypt4gh key in place")
 	}
-	files, err := openKeyOutputs(o, "-o", out, "--pk", pkPath, keyInputs(o.keys(), "--new-passphrase-file", o.NewPassphraseFile)...)
+	files, err := openKeyOutputs(e, o, "-o", out, "--pk", pkPath, keyInputs(o.keys(), "--new-passphrase-file", o.NewPassphraseFile)...)
 	if err != nil {
 		return err
 	}
@@ -393,6 +395,10 @@ func keygenRelock(e *env, o *keygenOptions) error {
 		return withHint(usagef("--relock does not write a public key"), "the public key does not change; use --derive --pk PATH to write it")
 	}
 	path := o.keys().secretKeyPath()
+	// Rewritten, the key would no longer hold the passphrase read from it.
+	if err := outfile.Distinct(e.stdout, []string{"--sk", path}, keyInputs(keyOptions{PassphraseFile: o.PassphraseFile}, "--new-passphrase-file", o.NewPassphraseFile)); err != nil {
+		return err
+	}
 	sk, info, err := existingKey(e, o, "--relock")
 	if err != nil {
 		return err

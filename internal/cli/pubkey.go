@@ -45,7 +45,7 @@ func pubkey(e *env, o *pubkeyOptions) error {
 	if len(e.args) > 0 {
 		return usagef("unexpected argument %q", e.args[0])
 	}
-	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions)); err != nil {
+	if err := outfile.Distinct(e.stdout, []string{"-o", o.Output}, keyInputs(o.keyOptions)); err != nil {
 		return err
 	}
 	out, err := outfile.Open(o.Output, e.stdout, outfile.Options{Force: o.Force, Mode: outfile.ModePublic})

@@ -85,7 +85,7 @@ func reencryptAction(e *env, o *reencryptOptions) error {
 	if len(e.args) > 0 || o.scale.batch() {
 		return reencryptBatch(e, o)
 	}
-	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {
+	if err := outfile.Distinct(e.stdout, []string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {
 		return err
 	}
 	recipients, err := readPublicKeys(o.Recipients.Value())

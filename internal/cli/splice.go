@@ -151,7 +151,7 @@ func (o *spliceOptions) run(e *env, one func(*env, *spliceOptions) error) error 
 
 // spliceRegions is splice --region: see spliceRegion.
 func spliceRegions(e *env, o *spliceOptions) error {
-	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {
+	if err := outfile.Distinct(e.stdout, []string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(o.Recipients.Value())...)); err != nil {
 		return err
 	}
 	recipients, err := readPublicKeys(o.Recipients.Value())
@@ -174,7 +174,7 @@ func splice(e *env, o *spliceOptions, rangeArgs, recipientPaths []string) error 
 	if err != nil {
 		return err
 	}
-	if err := outfile.Distinct([]string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(recipientPaths)...)); err != nil {
+	if err := outfile.Distinct(e.stdout, []string{"-o", o.Output}, keyInputs(o.keyOptions, recipientInputs(recipientPaths)...)); err != nil {
 		return err
 	}
 	in, err := e.openSource(o.Input)

@@ -9,6 +9,7 @@
 package outfile
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -353,7 +354,8 @@ func check(path, shown string, opts Options) (string, error) {
 }
 
 // holdsSecretKey reports whether the file at path is a secret key file of
-// a format that this tool reads.
+// a format that this tool reads, or holds a PEM block of a private key of
+// any kind (an RSA or ECDSA key of SSH or OpenSSL).
 func holdsSecretKey(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
@@ -372,8 +374,23 @@ func holdsSecretKey(path string) bool {
 	n, _ := io.ReadFull(f, data)
 	data = data[:n]
 	defer clear(data)
-	_, err = keys.InspectSecretKey(data)
-	return err == nil
+	if _, err = keys.InspectSecretKey(data); err == nil {
+		return true
+	}
+	return pemPrivateKey(data)
+}
+
+// pemPrivateKey reports whether data has the first line of a PEM private
+// key of any kind: PRIVATE KEY, ENCRYPTED PRIVATE KEY, RSA PRIVATE KEY,
+// OPENSSH PRIVATE KEY, and so on.
+func pemPrivateKey(data []byte) bool {
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimRight(line, "\r\n")
+		if label, ok := bytes.CutPrefix(line, []byte("-----BEGIN ")); ok && bytes.HasSuffix(label, []byte("PRIVATE KEY-----")) {
+			return true
+		}
+	}
+	return false
 }
 
 // Write errors name the user's path, not the temporary file.
@@ -758,8 +775,23 @@ func Resolved(p string) string {
 // file, and an output that is one of the files the command reads (a key,
 // a passphrase file): the output would replace it. outputs and inputs are
 // pairs of a name for the message and a path; an empty path or stdout is
-// skipped.
-func Distinct(outputs, inputs []string) error {
+// skipped. When stdout is a regular file (crypt4gh … >> F), it is refused
+// as one of the outputs and inputs too: what the command writes there
+// would go into the old file that a commit replaces, or into a key.
+func Distinct(stdout io.Writer, outputs, inputs []string) error {
+	if f, ok := stdout.(*os.File); ok {
+		if so, err := f.Stat(); err == nil && so.Mode().IsRegular() {
+			all := append(outputs[:len(outputs):len(outputs)], inputs...)
+			for j := 0; j+1 < len(all); j += 2 {
+				if IsStdout(all[j+1]) {
+					continue
+				}
+				if fi, err := os.Stat(all[j+1]); err == nil && os.SameFile(so, fi) {
+					return usagef("stdout is the file of %s (%s)", all[j], all[j+1])
+				}
+			}
+		}
+	}
 	for i := 0; i+1 < len(outputs); i += 2 {
 		if IsStdout(outputs[i+1]) {
 			continue
