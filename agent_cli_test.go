@@ -790,3 +790,76 @@ func TestAgentStaleSocket(t *testing.T) {
 		t.Errorf("--socket in a folder others may write: exit %d\n%s", code, stderr)
 	}
 }
+
+// waitFor waits up to 20 s for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20 s for %s", what)
+		}
+	}
+}
+
+// TestAgentSignals: SIGTERM to an agent running a COMMAND is passed on to
+// it, and the agent ends with its status once it has ended, its socket
+// removed; a daemon stopped by SIGTERM, SIGHUP or SIGINT removes its
+// socket. The process's own cleanup on signals once exited at once with
+// 143, leaving COMMAND running and the socket behind.
+func TestAgentSignals(t *testing.T) {
+	t.Parallel()
+	f := newAgentFixture(t)
+	for i := range 3 {
+		sock := filepath.Join(f.dir, fmt.Sprintf("fg%d.sock", i))
+		ready, trapped := filepath.Join(f.dir, fmt.Sprintf("ready%d", i)), filepath.Join(f.dir, fmt.Sprintf("trapped%d", i))
+		script := fmt.Sprintf(`trap 'sleep 0.3; echo got > %s; exit 9' TERM; echo > %s; while :; do sleep 0.05; done`, trapped, ready)
+		cmd := exec.Command(f.bin, "agent", "--sk", f.sk, "--socket", sock, "--", "sh", "-c", script)
+		cmd.Env = agentEnv(f.bin)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the command to start", func() bool { _, err := os.Stat(ready); return err == nil })
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 9 {
+			t.Errorf("agent of a COMMAND that exits 9 on SIGTERM: exit %d\n%s", code, errb.String())
+		}
+		if _, err := os.Stat(trapped); err != nil {
+			t.Errorf("the command did not get SIGTERM, or the agent did not wait for it: %v", err)
+		}
+		if _, err := os.Lstat(sock); err == nil {
+			t.Errorf("the socket %s is left after SIGTERM", sock)
+		}
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
+		env := f.daemon(t, "--sk", f.sk)
+		pid, _ := strconv.Atoi(envValue(env, "CRYPT4GH_AGENT_PID"))
+		sock := envValue(env, "CRYPT4GH_AGENT")
+		f.run(t, env, "agent", "--list") // serving
+		syscall.Kill(pid, sig)
+		waitFor(t, "the daemon to exit", func() bool { return !alive(pid) })
+		if _, err := os.Lstat(filepath.Dir(sock)); err == nil {
+			t.Errorf("after %v, the daemon's folder %s is left", sig, filepath.Dir(sock))
+		}
+	}
+}
+
+// TestAgentEnviron: a daemon does not keep C4GH_PASSPHRASE or
+// C4GH_SECRET_KEY in its environment, which lasts as long as it runs.
+func TestAgentEnviron(t *testing.T) {
+	t.Parallel()
+	f := newAgentFixture(t)
+	env := f.daemonWith(t, []string{"C4GH_PASSPHRASE=not-to-be-kept", "C4GH_SECRET_KEY=" + f.sk}, "--sk", f.sk)
+	pid := envValue(env, "CRYPT4GH_AGENT_PID")
+	data, err := os.ReadFile("/proc/" + pid + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range bytes.Split(data, []byte{0}) {
+		if bytes.HasPrefix(kv, []byte("C4GH_")) {
+			t.Errorf("the daemon's environment holds %s", kv)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,21 +27,21 @@ const childDirEnv = "CRYPT4GH_AGENT_TAKEOVER_DIR"
 // CRYPT4GH_AGENT and CRYPT4GH_PK set, and the variables of drop removed
 // (the passphrase, read once by the agent).
 func Environ(env []string, sock string, pk keys.PublicKey, drop ...string) []string {
+	out := Without(env, append(drop, SocketEnv, PKEnv, PIDEnv, childEnv, childDirEnv)...)
+	return append(out, SocketEnv+"="+sock, PKEnv+"="+pk.String())
+}
+
+// Without returns env (as os.Environ gives it) without the variables
+// named.
+func Without(env []string, names ...string) []string {
 	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == SocketEnv || name == PKEnv || name == PIDEnv || name == childEnv || name == childDirEnv {
-			continue
-		}
-		skip := false
-		for _, d := range drop {
-			skip = skip || name == d
-		}
-		if !skip {
+		if !slices.Contains(names, name) {
 			out = append(out, kv)
 		}
 	}
-	return append(out, SocketEnv+"="+sock, PKEnv+"="+pk.String())
+	return out
 }
 
 // shellQuote quotes s for a POSIX shell.
@@ -59,11 +60,13 @@ func Unsets() string {
 }
 
 // Detach starts the program exe (this tool) as a daemon, in a session of
-// its own, and hands it the socket and the agent's keys: it calls
+// its own, with the environment env (which should not hold what gave the
+// keys, such as a passphrase: the daemon's environment lasts as long as
+// it does), and hands it the socket and the agent's keys: it calls
 // [TakeOver] and serves until it is stopped. It returns the daemon's
 // process id. The caller keeps a and s, and should Close a without
 // removing s (the daemon removes it when it stops).
-func Detach(a *Agent, s *Socket, exe string, args []string) (int, error) {
+func Detach(a *Agent, s *Socket, exe string, args, env []string) (int, error) {
 	lf, err := s.File()
 	if err != nil {
 		return 0, err
@@ -81,7 +84,7 @@ func Detach(a *Agent, s *Socket, exe string, args []string) (int, error) {
 	}
 	defer null.Close()
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), childEnv+"="+s.Path)
+	cmd.Env = append(Without(env, childEnv, childDirEnv), childEnv+"="+s.Path)
 	if s.Dir != "" {
 		cmd.Env = append(cmd.Env, childDirEnv+"=1")
 	}
@@ -157,7 +160,9 @@ func (a *Agent) ServeUntilStopped(s *Socket) error {
 // and the standard streams of this process, and returns its exit status
 // (128+N when signal N ended it). SIGTERM and SIGHUP are passed on to the
 // command; SIGINT and SIGQUIT, which the terminal sends the command too,
-// are ignored. An error means the command could not be started.
+// are ignored. A client that stops the agent ends its service and erases
+// its keys at once; Run still waits for the command. An error means the
+// command could not be started.
 func (a *Agent) Run(s *Socket, argv []string, env []string) (int, error) {
 	go a.Serve(s.Listener())
 	sigs := make(chan os.Signal, 4)
@@ -171,8 +176,13 @@ func (a *Agent) Run(s *Socket, argv []string, env []string) (int, error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	stopped := a.Stopped()
 	for {
 		select {
+		case <-stopped:
+			// Asked to stop: the keys go now, not when the command ends.
+			a.Close()
+			stopped = nil
 		case sig := <-sigs:
 			if sig != syscall.SIGINT && sig != syscall.SIGQUIT {
 				cmd.Process.Signal(sig)

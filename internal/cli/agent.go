@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -91,11 +93,17 @@ func agentCommand(e *env) command {
 }
 
 func runAgent(e *env, o *agentOptions) error {
+	// Before any key is read: the agent's memory is its own.
+	if err := undumpable(); err != nil {
+		return fmt.Errorf("failed to keep the agent's memory from other processes: %w", err)
+	}
 	if a, s, ok, err := agent.TakeOver(); ok {
 		if err != nil {
 			return err
 		}
-		return serveAgent(a, s, nil)
+		done := e.cleanup.OnInterrupt(s.Remove)
+		defer done()
+		return serveAgent(e, a, s, nil)
 	}
 	modes := 0
 	for _, m := range []bool{o.Daemon, o.Stop, o.List, o.Lock, o.Unlock} {
@@ -153,21 +161,25 @@ func runAgent(e *env, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
+	done := e.cleanup.OnInterrupt(s.Remove)
+	defer done()
 	if o.Daemon {
 		exe, err := os.Executable()
 		if err != nil {
 			s.Remove()
 			return err
 		}
-		pid, err := agent.Detach(a, s, exe, []string{"agent"})
+		// The daemon lives on: not with the passphrase in its environment.
+		pid, err := agent.Detach(a, s, exe, []string{"agent"}, agent.Without(os.Environ(), passphraseEnv, secretKeyEnv))
 		if err != nil {
 			s.Remove()
 			return err
 		}
+		done() // the socket is the daemon's now
 		_, err = fmt.Fprint(e.stdout, agent.Exports(s.Path, a.PublicKey(), pid))
 		return err
 	}
-	return serveAgent(a, s, e.args)
+	return serveAgent(e, a, s, e.args)
 }
 
 // listenAgent makes the agent's socket: at path, or in a folder of its own
@@ -202,10 +214,21 @@ func parseLifetime(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// agentSignals are the signals an agent handles itself (see agent.Run).
+var agentSignals = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT}
+
 // serveAgent serves a on s until COMMAND ends (when argv is not empty),
 // or until the agent is stopped or receives a signal, then erases the keys
 // and removes the socket. With a COMMAND it ends with its exit status.
-func serveAgent(a *agent.Agent, s *agent.Socket, argv []string) error {
+func serveAgent(e *env, a *agent.Agent, s *agent.Socket, argv []string) error {
+	// The signals are the agent's from here: it passes them on to COMMAND
+	// or stops on them, and removes its socket on the way out. They are
+	// caught before the process's cleanup lets them go, so that none in
+	// between ends the process as by default.
+	held := make(chan os.Signal, 1)
+	signal.Notify(held, agentSignals...)
+	defer signal.Stop(held)
+	e.cleanup.Stop()
 	defer s.Remove()
 	defer a.Close()
 	if len(argv) == 0 {
