@@ -79,6 +79,9 @@ func WriteTicket(w http.ResponseWriter, t *Ticket) error {
 		return err
 	}
 	w.Header().Set("Content-Type", ContentType)
+	// For the one who asked: its URLs are signed for the requester (and
+	// made from the Host it sent).
+	w.Header().Set("Cache-Control", "private, no-store")
 	w.WriteHeader(http.StatusOK)
 	write := func(b []byte) {
 		if err == nil {

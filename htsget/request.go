@@ -174,8 +174,8 @@ func (r *Request) check() *Error {
 	default:
 		return Errorf(InvalidInput, "class %q is not header", r.Class)
 	}
-	if r.EncryptionScheme != "" && !IsCrypt4GH(r.EncryptionScheme) {
-		return Errorf(InvalidInput, "encryptionScheme %q is not C4GH", r.EncryptionScheme)
+	if r.EncryptionScheme != "" && !IsCrypt4GH(r.EncryptionScheme) && !strings.EqualFold(r.EncryptionScheme, "none") {
+		return Errorf(InvalidInput, "encryptionScheme %q is not C4GH or none", r.EncryptionScheme)
 	}
 	for _, g := range r.Regions {
 		if g.ReferenceName == "" {

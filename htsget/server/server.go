@@ -100,8 +100,9 @@ type Server struct {
 	regions  chan struct{}
 	indexes  *indexCache
 	inFlight atomic.Int64
-	// readTimeout bounds the reading of a request; tests shorten it.
-	readTimeout time.Duration
+	// readTimeout bounds the reading of a request, bodyTimeout that of a
+	// ticket request's body once its turn came; tests shorten them.
+	readTimeout, bodyTimeout time.Duration
 }
 
 // indexCacheBytes bounds the index files whose contents a server keeps:
@@ -137,7 +138,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, urlKey: k, streams: make(chan struct{}, cfg.MaxStreams), tickets: make(chan struct{}, cfg.MaxTickets),
-		regions: make(chan struct{}, maxRegionTickets), indexes: newIndexCache(indexCacheBytes), readTimeout: readTimeout}
+		regions: make(chan struct{}, maxRegionTickets), indexes: newIndexCache(indexCacheBytes), readTimeout: readTimeout, bodyTimeout: bodyTimeout}
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -179,8 +180,13 @@ func (s *Server) HTTPServer() *http.Server {
 }
 
 // readTimeout bounds the reading of a request. A ticket request that
-// waited its turn is given it again for its body from when its turn came.
-const readTimeout = 60 * time.Second
+// waited its turn has bodyTimeout from then for its body (at most 1 MiB):
+// the wait does not count, and a client that sends its body slowly holds
+// a place among the tickets no longer than that.
+const (
+	readTimeout = 60 * time.Second
+	bodyTimeout = 10 * time.Second
+)
 
 // Serve serves s on ln until stop is done, then stops accepting and
 // waits for the requests under way to finish, or for force to be done:

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,6 +78,11 @@ func TestTicketErrors(t *testing.T) {
 		{"/reads/other", 403, htsget.PermissionDenied},
 		{"/variants/x", 404, htsget.NotFound},
 		{"/reads/x?format=BCF", 400, htsget.UnsupportedFormat},
+		// none, as service-info says, is a plaintext ticket
+		{"/reads/x?encryptionScheme=none", 400, htsget.UnsupportedFormat},
+		{"/reads/x?encryptionScheme=rot13", 400, htsget.InvalidInput},
+		{"/reads/x?stream=1", 400, htsget.InvalidInput},
+		{"/reads/x?stream=TRUE", 400, htsget.InvalidInput},
 	} {
 		req := httptest.NewRequest(http.MethodGet, c.path, nil)
 		req.Header.Set("Authorization", "Bearer tok")
@@ -683,7 +689,7 @@ func TestTicketWaitNotBodyTime(t *testing.T) {
 	s, other := testServer(t, false)
 	s.cfg.MaxTickets = 1
 	s.tickets = make(chan struct{}, 1)
-	s.readTimeout = time.Second
+	s.readTimeout, s.bodyTimeout = time.Second, time.Second
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -718,4 +724,100 @@ func TestTicketWaitNotBodyTime(t *testing.T) {
 	if e := htsget.ReadError(resp.StatusCode, resp.Body); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a request that waited its turn: %d %v, want 403", resp.StatusCode, e)
 	}
+}
+
+// TestSlowTicketBody: a request that sends its body slowly holds its
+// place among the tickets for the body's time at most (bodyTimeout, not
+// the whole ReadTimeout): the next ticket is answered meanwhile. Sixteen
+// such clients held every ticket for as long as they liked.
+func TestSlowTicketBody(t *testing.T) {
+	s, other := testServer(t, false)
+	s.cfg.MaxTickets = 1
+	s.tickets = make(chan struct{}, 1)
+	s.bodyTimeout = time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ctx, ln, "", "") }()
+	defer func() { cancel(); <-served }()
+	head := fmt.Sprintf("POST /reads/other?encryptionScheme=C4GH HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer tok\r\n%s: %s\r\nContent-Length: 1000\r\n\r\n", htsget.PublicKeyHeader, htsget.EncodePublicKey(other))
+	slow, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fmt.Fprint(slow, head+"{")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // a byte every 100 ms, for 100 s
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				if _, err := slow.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/reads/other?encryptionScheme=C4GH", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set(htsget.PublicKeyHeader, htsget.EncodePublicKey(other))
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("a ticket while a slow body holds the one place: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("status %d, want 403", resp.StatusCode)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the ticket waited %v for a slow body", d)
+	}
+}
+
+// countingSource counts the files opened of its Source.
+type countingSource struct {
+	Source
+	opened atomic.Int64
+}
+
+func (c *countingSource) Open(ctx context.Context, name string) (Object, error) {
+	c.opened.Add(1)
+	return c.Source.Open(ctx, name)
+}
+
+// TestStreamsWaitUnopened: stream=true requests that wait for a place
+// among the streams have opened nothing yet: each held its file, its
+// decrypting reader and its new blocks, and nothing bounded how many
+// waited.
+func TestStreamsWaitUnopened(t *testing.T) {
+	s, _ := testServer(t, false)
+	src := &countingSource{Source: s.cfg.Source}
+	s.cfg.Source = src
+	s.streams = make(chan struct{}, 1)
+	s.streams <- struct{}{} // the one place is taken
+	pk := htsget.EncodePublicKey(s.cfg.Key.Public())
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/reads/x?encryptionScheme=C4GH&"+StreamParam+"=true", nil)
+			req.Header.Set("Authorization", "Bearer tok")
+			req.Header.Set(htsget.PublicKeyHeader, pk)
+			s.ServeHTTP(httptest.NewRecorder(), req)
+		})
+	}
+	wg.Wait()
+	if n := src.opened.Load(); n != 0 {
+		t.Errorf("5 streams waiting for their place opened %d files", n)
+	}
+	<-s.streams
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -63,9 +62,10 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 		}
 	}()
 	if lw, ok := w.(*logWriter); ok && r.Method == http.MethodPost {
-		// The wait came out of the time the connection had to send its
-		// body: under load, bodies sent at once would time out.
-		_ = lw.rc.SetReadDeadline(time.Now().Add(s.readTimeout))
+		// The wait does not come out of the time the body has (under
+		// load, bodies sent at once timed out), and a body sent slowly
+		// holds the place for bodyTimeout at most.
+		_ = lw.rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
 	}
 	var (
 		req *htsget.Request
@@ -84,8 +84,9 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 		htsget.WriteError(w, htsget.Errorf(htsget.PayloadTooLarge, "%d regions: a ticket takes at most %d", len(req.Regions), maxRegions))
 		return
 	}
-	stream, err := strconv.ParseBool(cmp.Or(r.URL.Query().Get(StreamParam), "false"))
-	if err != nil {
+	sp := cmp.Or(r.URL.Query().Get(StreamParam), "false")
+	stream := sp == "true"
+	if sp != "true" && sp != "false" {
 		htsget.WriteError(w, htsget.Errorf(htsget.InvalidInput, "%s=%s: say true or false", StreamParam, r.URL.Query().Get(StreamParam)))
 		return
 	}
@@ -125,6 +126,18 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 			return
 		}
 	}
+	if stream {
+		// The bytes of the parts take a place among the streams, not
+		// among the tickets, for as long as the client reads them; it is
+		// taken before the file is opened, so that requests that wait
+		// for it hold no more than their connection.
+		<-s.tickets
+		held = false
+		if !s.acquire(r, s.streams) {
+			return
+		}
+		defer func() { <-s.streams }()
+	}
 	p, err := s.prepare(r, req, recipient)
 	if err != nil {
 		writeTicketErr(s, w, r, err)
@@ -132,12 +145,6 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request, endpoint, i
 	}
 	defer p.Close()
 	if stream {
-		// The bytes of the parts take a place among the streams, not
-		// among the tickets, for as long as the client reads them.
-		if held {
-			<-s.tickets
-			held = false
-		}
 		s.stream(w, r, p)
 		return
 	}
@@ -347,11 +354,8 @@ func (s *Server) ticket(r *http.Request, p *prepared) (*htsget.Ticket, error) {
 // its ticket would assemble. Its length is not announced: a client that
 // seeks to the end (htslib, for the end-of-file block) is told it cannot,
 // rather than sent a range this response does not serve.
+// The caller holds a place among the streams.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, p *prepared) {
-	if !s.acquire(r, s.streams) {
-		return
-	}
-	defer func() { <-s.streams }()
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Cache-Control", "private, no-store")

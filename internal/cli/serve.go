@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log"
 	"net"
@@ -127,6 +128,13 @@ func serveAction(e *env, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.TLSCert != "" {
+		// Before the start line: a server that cannot serve says so
+		// first, as a missing input.
+		if _, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey); err != nil {
+			return usagef("--tls-cert %s, --tls-key %s: %v", quoteName(o.TLSCert), quoteName(o.TLSKey), pathErr(err))
+		}
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("failed to listen on %s: %w", o.Listen, err)
@@ -136,9 +144,10 @@ func serveAction(e *env, o *serveOptions) error {
 	// From here on the signals stop the server, which lets the requests
 	// under way finish; the command then ends with 128 + the signal's
 	// number, as every command does.
-	ctx, caught, release := e.takeSignals(os.Interrupt, syscall.SIGTERM)
+	stops := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+	ctx, caught, release := e.takeSignals(stops...)
 	defer release()
-	force, releaseForce := forceOnSecond(os.Interrupt, syscall.SIGTERM)
+	force, releaseForce := forceOnSecond(stops...)
 	defer releaseForce()
 	// The start line, -q or not: where the server listens matters.
 	scheme := "http"

@@ -176,6 +176,10 @@ func getTicket(t *testing.T, method, u string, body []byte, header map[string]st
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, u, err)
 	}
+	// Its URLs are for the requester, made from the Host it sent.
+	if cc := resp.Header.Get("Cache-Control"); cc != "private, no-store" {
+		t.Errorf("%s %s: a ticket of Cache-Control %q", method, u, cc)
+	}
 	return tk, nil
 }
 
@@ -736,10 +740,36 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "--sk", "me.sec", "s3://bucket/key"}, exitUsage, "end a prefix with /"},
 		{[]string{"serve", "--sk", "me.sec", "--presign", "."}, exitUsage, "--presign is for an s3:// SOURCE"},
 		{[]string{"serve", "--sk", "me.pub", "."}, exitKey, ""},
+		// A certificate that is not there is found before the start line.
+		{[]string{"serve", "--sk", "me.sec", "--listen", "127.0.0.1:0", "--tls-cert", "nothere.pem", "--tls-key", "nothere.key", "."}, exitUsage, "nothere.pem"},
+		{[]string{"serve", "--sk", "me.sec", "--listen", "127.0.0.1:0", "--tls-cert", "empty", "--tls-key", "empty", "."}, exitUsage, "--tls-cert"},
 	} {
 		code, _, stderr := runAt(t, dir, c.args...)
-		if code != c.code || !strings.Contains(stderr, c.msg) {
+		if code != c.code || !strings.Contains(stderr, c.msg) || strings.Contains(stderr, "serving") {
 			t.Errorf("%v: exit %d, %q; want %d and %q", c.args, code, stderr, c.code, c.msg)
+		}
+	}
+}
+
+// TestServeSignals: SIGHUP and SIGQUIT stop the server as SIGTERM does,
+// with 128+N and its last line; SIGQUIT dumped the goroutines into the
+// log with exit 2, and SIGHUP ended it without a word.
+func TestServeSignals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	smallBAM(t, dir)
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGINT} {
+		s := startServe(t, dir, "--sk", "me.sec", ".")
+		if err := s.cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-s.done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("serve did not stop on %v", sig)
+		}
+		if s.code != 128+int(sig) || !strings.Contains(s.stderr(), "stopped serving") || strings.Contains(s.stderr(), "goroutine") {
+			t.Errorf("%v: exit %d:\n%s", sig, s.code, s.stderr())
 		}
 	}
 }
