@@ -234,8 +234,9 @@ type SpliceOptions struct {
 // Splice checks everything it can before it writes anything: the ranges
 // (errors wrapping [edit.ErrInvalidRange], or [edit.ErrBeyondEnd] for a
 // range that starts at or after the end of the data), the header
-// ([header.ErrNoDecryptablePacket] when the reader opens no packet) and the
-// body length. After that, only I/O errors remain.
+// ([header.ErrNoDecryptablePacket] when the reader opens no packet), the
+// body length and, when it is copied, the body's last segment (as
+// [CheckLastSegment]). After that, only I/O errors remain.
 //
 // To splice a file that is not an io.ReadSeeker (an object in a store,
 // whose segments a server can copy), see [PlanSplice].
@@ -251,10 +252,31 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 	if err != nil {
 		return err
 	}
+	if n := len(runs); n > 0 && runs[n-1].Offset+runs[n-1].Length == bodySize {
+		// The input's last segment is copied: a body cut inside it at a
+		// length that looks whole would be copied as it is, the output
+		// damaged. It is authenticated first, as reencrypt does.
+		if err := CheckLastSegment(seekReaderAt{src}, bodyStart, bodySize, h, opts.Reader); err != nil {
+			return err
+		}
+	}
 	if _, err := nh.WriteTo(dst); err != nil {
 		return fmt.Errorf("failed to write header: %w", err)
 	}
 	return copyRuns(dst, src, bodyStart, runs)
+}
+
+// seekReaderAt reads a Source at offsets, moving its position.
+type seekReaderAt struct{ src io.ReadSeeker }
+
+func (s seekReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if ra, ok := s.src.(io.ReaderAt); ok {
+		return ra.ReadAt(p, off)
+	}
+	if _, err := s.src.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	return io.ReadFull(s.src, p)
 }
 
 // A Run is a piece of the body of a file that a spliced file keeps:
