@@ -217,7 +217,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 	n, err := r.stream.Read(p)
 	r.out += int64(n)
-	if err == io.EOF && r.whole && !r.count.eof {
+	if err == io.EOF && r.drains() && !r.count.eof {
 		// The selection ended before the body: authenticate the rest.
 		if _, derr := io.Copy(io.Discard, r.count); derr != nil {
 			err = derr
@@ -267,7 +267,7 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 	var dst io.Writer = cw
 	if r.sel != nil {
 		dst = edit.NewWriter(cw, r.sel)
-		if r.whole {
+		if r.drains() {
 			dst = &drainAfter{w: dst}
 		}
 	}
@@ -297,6 +297,15 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 		r.err = err
 	}
 	return cw.n, err
+}
+
+// drains reports whether the body is read to its end after the selection
+// ended: with DecryptOptions.Whole, and for a whole file whose edit list
+// reaches past any body (its lengths add up past the largest int64), so
+// that its end is found and the list reported as missing data, as a
+// ReaderAt reports it.
+func (r *Reader) drains() bool {
+	return r.whole || (r.rng == nil && r.contents.EditList != nil && edit.List(r.contents.EditList).Extent() == edit.Unbounded)
 }
 
 // Close erases the data keys. It does not close the source.

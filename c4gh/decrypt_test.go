@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -366,6 +367,11 @@ func TestMissingDataAfterLastKept(t *testing.T) {
 		{50, []uint64{40, 20}, []int{40, 50}, true},
 		{50, []uint64{40, 10, 5}, []int{40, 50}, true},
 		{50, []uint64{40, 10}, []int{40, 50}, false},
+		// Lengths that add up past the largest int64 (a hostile pass
+		// found Reader reporting no missing data for them, even strict).
+		{50, []uint64{1 << 63, 10}, nil, true},
+		{50, []uint64{10, 5, math.MaxUint64, 3}, []int{10, 15}, true},
+		{70000, []uint64{1 << 63}, nil, true},
 	} {
 		pt := plaintext(c.size)
 		want := []byte{}
