@@ -1,7 +1,9 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -82,8 +84,22 @@ func (d *dirSource) Open(_ context.Context, name string) (Object, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is not a regular file", fs.ErrNotExist, name)
 	}
-	return &fileObject{File: f, size: fi.Size(), id: fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano())}, nil
+	// Size and time, and a sum of the file's first bytes: a file put in
+	// its place with the same size and time (cp -p, rsync -a, tar) has
+	// another header, whose keys and nonces are random. Not the inode,
+	// which servers sharing the folder would not agree on.
+	head := make([]byte, min(fi.Size(), idBytes))
+	if n, err := f.ReadAt(head, 0); n < len(head) {
+		f.Close()
+		return nil, fmt.Errorf("failed to read %s: %w", name, cmp.Or(err, io.ErrUnexpectedEOF))
+	}
+	sum := sha256.Sum256(head)
+	return &fileObject{File: f, size: fi.Size(), id: fmt.Sprintf("%d-%d-%x", fi.Size(), fi.ModTime().UnixNano(), sum[:8])}, nil
 }
+
+// idBytes is how much of the start of a file its ID sums: the header of
+// a Crypt4GH file, or the start of it.
+const idBytes = 4096
 
 type fileObject struct {
 	*os.File
