@@ -170,7 +170,7 @@ func (h *Header) Decrypt(reader keys.Opener, sender *keys.PublicKey) (*Contents,
 	case len(c.Opened) == 0:
 		return fail(fmt.Errorf("%w: %s", ErrNoDecryptablePacket, noneOpens(total, otherSender, methodUnknown, sender)))
 	case dataMethodAt < 0:
-		return fail(fmt.Errorf("%w: %d packets opened, none holds a data key", ErrNoDataKey, len(c.Opened)))
+		return fail(fmt.Errorf("%w: %s opened, none holds a data key", ErrNoDataKey, plural(len(c.Opened), "packet")))
 	case dataMethod != DataMethodChaCha20Poly1305:
 		return fail(fmt.Errorf("%w: the data keys are for unsupported data method %d", ErrNoDataKey, dataMethod))
 	}
@@ -346,4 +346,12 @@ func Seal(writer keys.Writer, recipients []keys.PublicKey, payloads [][]byte, ra
 		}
 	}
 	return h, nil
+}
+
+// plural returns n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

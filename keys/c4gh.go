@@ -209,9 +209,10 @@ func (f *c4ghSecretFile) check() error {
 		return malformed("crypt4gh secret key: bcrypt with %d rounds and a %d-byte salt", rounds, len(f.salt))
 	case kdf == KDFPBKDF2 && rounds < 1:
 		return malformed("crypt4gh secret key: pbkdf2 with 0 rounds")
-	case kdf == KDFBcrypt && rounds > maxBcryptRounds, kdf == KDFPBKDF2 && rounds > maxPBKDF2Rounds:
-		return fmt.Errorf("%w: crypt4gh secret key: %s with %d rounds (limit %d, %d)",
-			ErrUnsupportedKey, kdf, rounds, maxBcryptRounds, maxPBKDF2Rounds)
+	case kdf == KDFBcrypt && rounds > maxBcryptRounds:
+		return fmt.Errorf("%w: crypt4gh secret key: %s with %d rounds (limit %d)", ErrUnsupportedKey, kdf, rounds, maxBcryptRounds)
+	case kdf == KDFPBKDF2 && rounds > maxPBKDF2Rounds:
+		return fmt.Errorf("%w: crypt4gh secret key: %s with %d rounds (limit %d)", ErrUnsupportedKey, kdf, rounds, maxPBKDF2Rounds)
 	}
 	return nil
 }
