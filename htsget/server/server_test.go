@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -682,14 +683,17 @@ func TestIndexCache(t *testing.T) {
 	}
 }
 
-// TestTicketWaitNotBodyTime: a ticket request that waited its turn
-// behind others still has its time to send its body. Under load, the
-// wait took it all and a request sent at once was answered 400.
-func TestTicketWaitNotBodyTime(t *testing.T) {
+// oneTicketServer serves testServer's folder on a loopback port, with one
+// place among the tickets, read as the time a request has (when not 0) and
+// body as the time a body has from its turn, until the test ends. head(n) is the head of a POST of a ticket of
+// "other" (a file for another key: 403 once its body is read) with a
+// body of n bytes.
+func oneTicketServer(t *testing.T, read, body time.Duration) (s *Server, addr string, head func(n int) string) {
 	s, other := testServer(t, false)
 	s.cfg.MaxTickets = 1
 	s.tickets = make(chan struct{}, 1)
-	s.readTimeout, s.bodyTimeout = time.Second, time.Second
+	s.readTimeout = cmp.Or(read, s.readTimeout)
+	s.bodyTimeout = body
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -697,10 +701,17 @@ func TestTicketWaitNotBodyTime(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx, ctx, ln, "", "") }()
-	defer func() { cancel(); <-served }()
-	head := func(n int) string {
+	t.Cleanup(func() { cancel(); <-served })
+	return s, ln.Addr().String(), func(n int) string {
 		return fmt.Sprintf("POST /reads/other?encryptionScheme=C4GH HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer tok\r\n%s: %s\r\nContent-Length: %d\r\n\r\n", htsget.PublicKeyHeader, htsget.EncodePublicKey(other), n)
 	}
+}
+
+// TestTicketWaitNotBodyTime: a ticket request that waited its turn
+// behind others still has its time to send its body. Under load, the
+// wait took it all and a request sent at once was answered 400.
+func TestTicketWaitNotBodyTime(t *testing.T) {
+	s, addr, head := oneTicketServer(t, time.Second, time.Second)
 	// The one place is taken for a second and a half.
 	s.tickets <- struct{}{}
 	time.AfterFunc(1500*time.Millisecond, func() { <-s.tickets })
@@ -708,7 +719,7 @@ func TestTicketWaitNotBodyTime(t *testing.T) {
 	// A request sends all of a body larger than the buffers that come in
 	// with its headers, and waits longer than the time to read it.
 	body := `{"format":"BAM"` + strings.Repeat(" ", 512<<10) + `}`
-	c, err := net.Dial("tcp", ln.Addr().String())
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -731,25 +742,14 @@ func TestTicketWaitNotBodyTime(t *testing.T) {
 // the whole ReadTimeout): the next ticket is answered meanwhile. Sixteen
 // such clients held every ticket for as long as they liked.
 func TestSlowTicketBody(t *testing.T) {
-	s, other := testServer(t, false)
-	s.cfg.MaxTickets = 1
-	s.tickets = make(chan struct{}, 1)
-	s.bodyTimeout = time.Second
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ctx, ln, "", "") }()
-	defer func() { cancel(); <-served }()
-	head := fmt.Sprintf("POST /reads/other?encryptionScheme=C4GH HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer tok\r\n%s: %s\r\nContent-Length: 1000\r\n\r\n", htsget.PublicKeyHeader, htsget.EncodePublicKey(other))
-	slow, err := net.Dial("tcp", ln.Addr().String())
+	s, addr, head := oneTicketServer(t, 0, time.Second)
+	pk := s.cfg.Key.Public() // any requester: the file is for another key
+	slow, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slow.Close()
-	fmt.Fprint(slow, head+"{")
+	fmt.Fprint(slow, head(1000)+"{")
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() { // a byte every 100 ms, for 100 s
@@ -765,9 +765,9 @@ func TestSlowTicketBody(t *testing.T) {
 		}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/reads/other?encryptionScheme=C4GH", nil)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/reads/other?encryptionScheme=C4GH", nil)
 	req.Header.Set("Authorization", "Bearer tok")
-	req.Header.Set(htsget.PublicKeyHeader, htsget.EncodePublicKey(other))
+	req.Header.Set(htsget.PublicKeyHeader, htsget.EncodePublicKey(pk))
 	start := time.Now()
 	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
 	if err != nil {
