@@ -27,7 +27,7 @@ const childDirEnv = "CRYPT4GH_AGENT_TAKEOVER_DIR"
 // CRYPT4GH_AGENT and CRYPT4GH_PK set, and the variables of drop removed
 // (the passphrase, read once by the agent).
 func Environ(env []string, sock string, pk keys.PublicKey, drop ...string) []string {
-	out := Without(env, append(drop, SocketEnv, PKEnv, PIDEnv, childEnv, childDirEnv)...)
+	out := Without(env, slices.Concat(drop, []string{SocketEnv, PKEnv, PIDEnv, childEnv, childDirEnv})...)
 	return append(out, SocketEnv+"="+sock, PKEnv+"="+pk.String())
 }
 
