@@ -178,11 +178,19 @@ func newPairPaths(e *env, o *keygenOptions) (string, string, error) {
 		}
 		fmt.Fprintf(e.stderr, "crypt4gh: created %s (mode 0700) for the new key pair\n", quoteName(dir))
 	}
+	defaultSK := filepath.Join(dir, "key")
 	if skPath == "" {
-		skPath = filepath.Join(dir, "key")
+		skPath = defaultSK
 	}
 	if pkPath == "" {
 		pkPath = filepath.Join(dir, "key.pub")
+		if _, err := os.Lstat(pkPath); err == nil && o.Force && !outfile.SameFile(skPath, defaultSK) {
+			// As the reference tool, --pk defaults to the default pair's
+			// public key; -f meant for --sk would replace it with the
+			// public key of another secret key.
+			return "", "", withHint(usagef("--pk is not given: its default %s is the public key of %s, and -f would replace it with that of %s", quoteName(pkPath), quoteName(defaultSK), quoteName(skPath)),
+				"give --pk PATH for the new public key")
+		}
 	}
 	return skPath, pkPath, nil
 }
