@@ -101,6 +101,28 @@ func TestNoClobberAtCommit(t *testing.T) {
 	if b, _ := os.ReadFile(out); len(b) != 2<<20 {
 		t.Errorf("--force: output of %d bytes", len(b))
 	}
+
+	// Not even with --force over a secret key put there meanwhile: the
+	// key is checked again at the commit, as at the start.
+	os.Remove(out)
+	key, err := os.ReadFile(e.sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, stderr, finish = slowDecrypt(t, e, out, "--force")
+	if err := os.WriteFile(out, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	finish()
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage || !strings.Contains(stderr.String(), "holds a secret key (it appeared while this command ran)") {
+		t.Errorf("--force over a key that appeared: exit %d; stderr:\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(out); !bytes.Equal(b, key) {
+		t.Errorf("--force replaced a secret key that appeared meanwhile")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d entries in the folder, want only the key", len(entries))
+	}
 }
 
 // TestDurableCommit traces the system calls of a decrypt -o and of a

@@ -42,6 +42,9 @@ type Output struct {
 	dev   *os.File // a device or named pipe written in place
 	sink  Sink     // an object being uploaded, say
 	force bool
+	// spareKeys: with force, a secret key found at final when the file is
+	// committed is not replaced (one put there since the checks).
+	spareKeys bool
 	// reserved: blocks may be reserved past what was written (preallocate),
 	// to be released by commit.
 	reserved bool
@@ -297,7 +300,7 @@ func open(path, at string, opts Options, warn, absent bool) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create output %s: %w", path, PathErr(err))
 	}
-	return &Output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.Force}, nil
+	return &Output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.Force, spareKeys: opts.Force && !opts.SecretKey}, nil
 }
 
 // KeyToStdout refuses a key output that is stdout.
@@ -589,6 +592,11 @@ func (o *Output) Commit() error {
 		err = cerr
 	}
 	o.tmp = nil
+	if err == nil && o.spareKeys && holdsSecretKey(o.final) {
+		// Put there since the checks at the start: as then, refused.
+		o.removeTemp(name)
+		return usagef("%s holds a secret key (it appeared while this command ran): only a new secret key may replace it", QuoteName(o.path))
+	}
 	if err == nil {
 		err = Place(name, o.final, o.force)
 	}
