@@ -188,7 +188,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 		t.Skip("-short: an S3 end-to-end test (starts versitygw)")
 	}
 	bin := Binary(t)
-	root := serverRoot(t)
+	root := t.TempDir()
+	if !o.disk {
+		root = serverRoot(t)
+	}
 	s := &Server{
 		AccessKey: "AK" + strings.ToUpper(randomHex(9)),
 		SecretKey: randomHex(20),
@@ -265,7 +268,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 // An Option changes how Start runs the server.
 type Option func(*options)
 
-type options struct{ versioning, tls bool }
+type options struct{ versioning, tls, disk bool }
+
+// OnDisk keeps the server's buckets in the test's temporary folder, not
+// in /dev/shm, for a test that lists objects while they are replaced:
+// on tmpfs (Linux 6.18) a directory read while its files are renamed
+// over can give some names twice and miss others, and versitygw lists a
+// bucket by reading its directories.
+func OnDisk() Option { return func(o *options) { o.disk = true } }
 
 // Versioning lets the server's buckets keep versions (a bucket has them
 // once versioning is enabled on it).
