@@ -107,16 +107,19 @@ func parseGrant(rest string, q url.Values, key []byte, now time.Time) (grant, *h
 	return g, nil
 }
 
-// parseRange reads a Range header of one range, which must lie in the
-// window [start, end): it returns the range asked for, or the window
-// itself when there is no header. ok is false for a range outside the
-// window or one that is not of the one form clients send.
+// parseRange reads a Range header of one byte range, which must lie in
+// the window [start, end): it returns the range asked for, or the window
+// itself (partial false) when there is no header, or one that RFC 9110
+// lets a server ignore: another unit than bytes, which it must ignore,
+// and several ranges, which this server does not send as a multipart
+// body. ok is false for a range outside the window or one that is not
+// a byte range.
 func parseRange(h string, start, end int64) (lo, hi int64, partial, ok bool) {
-	if h == "" {
+	unit, spec, found := strings.Cut(h, "=")
+	if h == "" || !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") || strings.Contains(spec, ",") {
 		return start, end, false, true
 	}
-	spec, found := strings.CutPrefix(h, "bytes=")
-	if !found || strings.Contains(spec, ",") || end <= start {
+	if end <= start {
 		return 0, 0, false, false
 	}
 	a, b, found := strings.Cut(strings.TrimSpace(spec), "-")
@@ -163,13 +166,6 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, rest string) 
 		htsget.WriteError(w, htsget.Errorf(htsget.PermissionDenied, "this server gives no plaintext"))
 		return
 	}
-	lo, hi, partial, ok := parseRange(r.Header.Get("Range"), g.start, g.end)
-	if !ok {
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", g.end))
-		htsget.WriteError(w, &htsget.Error{Status: http.StatusRequestedRangeNotSatisfiable, Code: htsget.InvalidRange,
-			Message: fmt.Sprintf("this URL gives bytes %d to %d", g.start, g.end-1)})
-		return
-	}
 	if !s.acquire(r, s.streams) {
 		return
 	}
@@ -197,9 +193,17 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request, rest string) 
 		defer plain.Close()
 		size = plain.Size()
 	}
-	if hi > size {
+	if g.end > size {
 		// The file is shorter than when the ticket was made.
 		htsget.WriteError(w, htsget.Errorf(htsget.NotFound, "%s changed since the ticket was made: ask for a new ticket", g.name))
+		return
+	}
+	lo, hi, partial, ok := parseRange(r.Header.Get("Range"), g.start, g.end)
+	if !ok {
+		// The length is the file's, as in a 206's Content-Range.
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
+		htsget.WriteError(w, &htsget.Error{Status: http.StatusRequestedRangeNotSatisfiable, Code: htsget.InvalidRange,
+			Message: fmt.Sprintf("this URL gives bytes %d to %d", g.start, g.end-1)})
 		return
 	}
 	h := w.Header()

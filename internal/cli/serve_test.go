@@ -682,8 +682,26 @@ func TestServeRefusals(t *testing.T) {
 			t.Errorf("forged %s: %d %s", forged, status, b)
 		}
 	}
-	if b, status := fetchPart(t, htsget.URL{URL: part.URL, Headers: map[string]string{"Range": "bytes=0-99999999"}}); status != 416 {
-		t.Errorf("a range past the grant: %d %s", status, b)
+	whole, status := fetchPart(t, htsget.URL{URL: part.URL})
+	if status != 200 || len(whole) == 0 {
+		t.Fatalf("the data URL: %d, %d bytes", status, len(whole))
+	}
+	req, err := http.NewRequest(http.MethodGet, part.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := serveDo(t, req, map[string]string{"Range": "bytes=0-99999999"})
+	resp.Body.Close()
+	fi, _ := os.Stat(filepath.Join(src, "reads.bam.c4gh"))
+	if cr := resp.Header.Get("Content-Range"); resp.StatusCode != 416 || cr != fmt.Sprintf("bytes */%d", fi.Size()) {
+		t.Errorf("a range past the grant: %d, Content-Range %q, want 416 and the file's length %d", resp.StatusCode, cr, fi.Size())
+	}
+	// RFC 9110: a range of another unit is ignored, and several ranges
+	// may be: the whole grant is sent.
+	for _, rg := range []string{"items=0-1", "bytes=0-0,5-9"} {
+		if b, status := fetchPart(t, htsget.URL{URL: part.URL, Headers: map[string]string{"Range": rg}}); status != 200 || !bytes.Equal(b, whole) {
+			t.Errorf("Range: %s: %d, %d bytes, want 200 and the grant's %d", rg, status, len(b), len(whole))
+		}
 	}
 	// A data URL is of the file the ticket read: one put in its place
 	// since, of the same size and time (as cp -p, rsync -a or tar leave
