@@ -74,6 +74,7 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 	out := append([]string{}, args[:2]...)
 	rest := args[2:]
 	typed := e.typed
+	once := onceFlags{}
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") || a == completeFlag {
@@ -84,12 +85,17 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 		}
 		if !strings.HasPrefix(a, "--") {
 			// A short flag, and its value.
-			name, _, _ := strings.Cut(a[1:], "=")
+			name, value, hasValue := strings.Cut(a[1:], "=")
 			typed[name] = "-"
 			out = append(out, a)
-			if f, _ := clidoc.FindFlag(cmd, a[1:], false); f != nil && clidoc.TakesValue(f) && !strings.Contains(a, "=") && i+1 < len(rest) {
+			f, _ := clidoc.FindFlag(cmd, name, false)
+			if f != nil && clidoc.TakesValue(f) && !hasValue && i+1 < len(rest) {
 				i++
 				out = append(out, rest[i])
+				value, hasValue = rest[i], true
+			}
+			if err := once.given(f, "-"+name, value, hasValue); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -106,15 +112,44 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 		full := "--" + f.Names()[0]
 		if hasValue {
 			out = append(out, full+"="+value)
-			continue
+		} else {
+			out = append(out, full)
+			if clidoc.TakesValue(f) && i+1 < len(rest) {
+				i++
+				out = append(out, rest[i])
+				value, hasValue = rest[i], true
+			}
 		}
-		out = append(out, full)
-		if clidoc.TakesValue(f) && i+1 < len(rest) {
-			i++
-			out = append(out, rest[i])
+		if err := once.given(f, full, value, hasValue); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// onceFlags are the flags of one value given so far on a command line,
+// with the values given. The reference tool (docopt) refuses such a flag
+// given twice, where urfave/cli would take the last value without a word:
+// "--range 1-2 --range 3-5" does not decrypt both ranges.
+type onceFlags map[string]string
+
+// given notes flag f, typed as typed, with its value; it returns a usage
+// error when f takes one value and was given before.
+func (o onceFlags) given(f cli.Flag, typed, value string, hasValue bool) error {
+	if f == nil || !clidoc.TakesValue(f) || !hasValue {
+		return nil
+	}
+	switch f.(type) {
+	case *cli.StringSliceFlag, *cli.IntSliceFlag, *cli.Int64SliceFlag, *cli.UintSliceFlag,
+		*cli.Uint64SliceFlag, *cli.Float64SliceFlag, *cli.GenericFlag:
+		return nil // given as often as wanted
+	}
+	name := f.Names()[0]
+	if before, ok := o[name]; ok {
+		return usagef("flag %s given twice (%q, then %q): give it once", typed, before, value)
+	}
+	o[name] = value
+	return nil
 }
 
 // endFlags returns the arguments after the flags. A "--" among them,
