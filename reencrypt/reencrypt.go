@@ -293,7 +293,9 @@ type Run struct {
 // read but the header; the caller copies the runs as it can, for example
 // as server-side copies between objects of a store.
 //
-// It checks what Splice checks, and fails as Splice does.
+// It checks what Splice checks but the body's last segment, which it does
+// not read: a caller whose last run ends at bodySize copies that segment,
+// and checks it first with [CheckLastSegment] (or [File.CheckLastSegment]).
 func PlanSplice(h *header.Header, bodySize int64, opts SpliceOptions) (*header.Header, []Run, error) {
 	if err := checkSpliceOptions(opts); err != nil {
 		return nil, nil, err

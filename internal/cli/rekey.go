@@ -369,6 +369,18 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 		}
 		return noPacketHint(err, opts.Reader, nil)
 	}
+	if n := len(runs); n > 0 && runs[n-1].Offset+runs[n-1].Length == o.Size()-hs {
+		// The last segment is kept: a body cut inside it at a length a
+		// whole one could have would be copied as it is, by the server
+		// as by a download. It is authenticated first, as splice of a
+		// file does.
+		if err := f.CheckLastSegment(ra, hs, o.Size()-hs); err != nil {
+			if out != nil {
+				out.Abort()
+			}
+			return err
+		}
+	}
 	if out == nil && o.Location() == loc && !so.DropSelf && !f.Opens(opts.Reader) {
 		// In place, as for reencrypt: never a result that the owner's
 		// key no longer opens.

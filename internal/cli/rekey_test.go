@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -152,6 +154,21 @@ func TestS3Splice(t *testing.T) {
 	e.must(t, "rearrange", "--sk", "me.sec", "--range", "5-100005", "-i", url("src.c4gh"), "-o", url("re.c4gh"))
 	e.must(t, "decrypt", "--sk", "me.sec", "--range", "10-20", "-i", url("re.c4gh"), "-o", "re")
 	sameBytes(t, "rearranged object", e.read(t, "re"), plain[15:25])
+
+	// An object cut inside its last segment, at a length a whole one
+	// could have: when that segment is kept, it is authenticated before
+	// anything is written, on the server's copy as on a download.
+	e.put(t, "short.c4gh", enc[:len(enc)-100])
+	for _, out := range []string{url("short-cut.c4gh"), "short-cut.c4gh"} {
+		code, _, stderr := e.run(t, "splice", "--sk", "me.sec", "--recipient_pk", "bob.pub", "-i", url("short.c4gh"), "-o", out,
+			"--range", fmt.Sprintf("%d-%d", 12*MiB-10, 12*MiB+10))
+		if code != exitData || !strings.Contains(stderr, "segment 192") {
+			t.Errorf("splice of a cut object to %s: exit %d\n%s", out, code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "short-cut.c4gh")); e.exists(t, "short-cut.c4gh") || err == nil {
+		t.Error("the splice of a cut object left an output")
+	}
 	e.noUploads(t)
 }
 
