@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
@@ -242,5 +244,74 @@ func TestRunner(t *testing.T) {
 		if n != 1 && !strings.HasPrefix(name, "bad") {
 			t.Errorf("%s done %d times", name, n)
 		}
+	}
+}
+
+// TestRunnerRepeats: an input given twice, as a listing that repeats its
+// keys gives it, or two inputs of one output, are never done at once; with
+// a journal the later finds the earlier done.
+func TestRunnerRepeats(t *testing.T) {
+	j, err := OpenJournal(filepath.Join(t.TempDir(), "j"), Binding{Command: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var (
+		mu      sync.Mutex
+		active  = map[string]int{}
+		overlap []string
+	)
+	enter := func(names ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range names {
+			if active[n]++; active[n] > 1 {
+				overlap = append(overlap, n)
+			}
+		}
+	}
+	leave := func(names ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range names {
+			active[n]--
+		}
+	}
+	r := &Runner{Command: "x", Workers: 8, Journal: j, Stdout: io.Discard,
+		Holds:  func(Entry, bool) bool { return true },
+		Code:   func(error) int { return 1 },
+		Report: func(Item, error) {},
+		Do: func(it Item, resume bool, begin func() error) Outcome {
+			if err := begin(); err != nil {
+				return Outcome{Err: err}
+			}
+			enter("in "+it.In, "out "+it.Out)
+			time.Sleep(2 * time.Millisecond)
+			leave("in "+it.In, "out "+it.Out)
+			return Outcome{BytesOut: 1}
+		},
+	}
+	items := func(yield func(Item) bool) {
+		for i := range 50 {
+			// Each key twice in a row, as in a page that repeats
+			// them, and every tenth output shared by two inputs.
+			in := fmt.Sprint("k", i)
+			if !yield(Item{In: in, Out: in + ".out"}) || !yield(Item{In: in, Out: in + ".out"}) {
+				return
+			}
+			if i%10 == 0 && !yield(Item{In: in + "-other", Out: in + ".out"}) {
+				return
+			}
+		}
+	}
+	s, err := r.Run(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(overlap) > 0 {
+		t.Errorf("done at once: %v", overlap)
+	}
+	if s.Inputs != 105 || s.OK != 55 || s.DoneBefore != 50 || s.Failed != 0 {
+		t.Errorf("summary %+v, want 105 inputs: 55 done, 50 done before", s)
 	}
 }

@@ -155,8 +155,24 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 	}
 
 	type job struct {
-		seq int
-		it  Item
+		seq  int
+		it   Item
+		done chan struct{} // closed when the job ends
+	}
+	// An input given twice (a listing that repeats a key, a name given
+	// as itself and under its prefix), or two inputs of one output, are
+	// never done at once: the later waits for the earlier, whose result
+	// it then meets (done in the journal, an output that exists) instead
+	// of racing it. Only the jobs under way are kept.
+	var (
+		busyMu sync.Mutex
+		busy   = map[string]chan struct{}{}
+	)
+	names := func(it Item) []string {
+		if it.Out == "" {
+			return []string{"in\x00" + it.In}
+		}
+		return []string{"in\x00" + it.In, "out\x00" + it.Out}
 	}
 	work := make(chan job)
 	var wg sync.WaitGroup
@@ -165,9 +181,17 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 			for j := range work {
 				if stopped() {
 					finish(j.seq, j.it, Outcome{}, false)
-					continue
+				} else {
+					finish(j.seq, j.it, r.one(j.it, journalFailed), true)
 				}
-				finish(j.seq, j.it, r.one(j.it, journalFailed), true)
+				busyMu.Lock()
+				for _, n := range names(j.it) {
+					if busy[n] == j.done {
+						delete(busy, n)
+					}
+				}
+				busyMu.Unlock()
+				close(j.done)
 			}
 		})
 	}
@@ -183,7 +207,21 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 		mu.Lock()
 		s.Inputs++
 		mu.Unlock()
-		work <- job{seq, it}
+		j := job{seq, it, make(chan struct{})}
+		for _, n := range names(it) {
+			busyMu.Lock()
+			earlier := busy[n]
+			busyMu.Unlock()
+			if earlier != nil {
+				<-earlier
+			}
+		}
+		busyMu.Lock()
+		for _, n := range names(it) {
+			busy[n] = j.done
+		}
+		busyMu.Unlock()
+		work <- j
 		seq++
 	}
 	close(work)
