@@ -245,15 +245,32 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 			return usagef("the output folder %s is a file", quoteName(b.output))
 		}
 	}
-	keyFiles := b.keyFiles
+	// The files the batch reads besides its inputs, which no output may
+	// replace, and the journal, which it writes: nor may stdout be one of
+	// them, or an input (crypt4gh … --json >> F).
+	reads := b.keyFiles[:len(b.keyFiles):len(b.keyFiles)]
+	if l := b.scale.FilesFrom; l != "" && l != "-" {
+		reads = append(reads, "--files-from", l)
+	}
+	journal := b.scale.Journal
+	if err := outfile.Distinct(e.stdout, nil, append(reads, "--journal", journal)); err != nil {
+		return err
+	}
+	stdoutIsFile := regularFile(e.stdout)
 	distinct := func(it batchItem) error {
 		if it.err != nil {
 			return nil
 		}
-		if _, err := os.Lstat(it.out); errors.Is(err, fs.ErrNotExist) && !objstore.IsURL(it.out) {
-			return nil // a file to be made is no key file (which exists)
+		if stdoutIsFile && !objstore.IsURL(it.in) && stdoutIs(e, func() (fs.FileInfo, error) { return os.Stat(it.in) }) {
+			return usagef("stdout is the input %s", quoteName(it.in))
 		}
-		return outfile.Distinct(e.stdout, []string{"the output of " + quoteName(it.in), it.out}, keyFiles)
+		if journal != "" && !objstore.IsURL(it.out) && outfile.SameFile(it.out, journal) {
+			return usagef("the output of %s is the journal (%s)", quoteName(it.in), quoteName(journal))
+		}
+		if _, err := os.Lstat(it.out); errors.Is(err, fs.ErrNotExist) && !objstore.IsURL(it.out) {
+			return nil // a file to be made is no file the batch reads (which exist)
+		}
+		return outfile.Distinct(e.stdout, []string{"the output of " + quoteName(it.in), it.out}, reads)
 	}
 	jobs := c4gh.Jobs(b.jobs)
 	workers, perFile := jobs, 1
@@ -669,4 +686,15 @@ func decryptBatch(e *env, o *decryptOptions, files []string) error {
 		}
 		return missingWarning(r.Missing()), nil
 	})
+}
+
+// regularFile reports whether w is a regular file: stdout redirected to
+// one (> F, >> F).
+func regularFile(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -286,4 +287,19 @@ func recipientInputs(paths []string) []string {
 func folderInput(path string) error {
 	return withHint(usagef("input %s is a directory", quoteName(path)),
 		"give the files in it as FILE arguments (%s), or an s3:// prefix", filepath.Join(path, "*"))
+}
+
+// stdoutIs reports whether stdout is a regular file and the file that
+// stat describes.
+func stdoutIs(e *env, stat func() (fs.FileInfo, error)) bool {
+	f, ok := e.stdout.(*os.File)
+	if !ok {
+		return false
+	}
+	so, err := f.Stat()
+	if err != nil || !so.Mode().IsRegular() {
+		return false
+	}
+	fi, err := stat()
+	return err == nil && os.SameFile(so, fi)
 }

@@ -289,7 +289,17 @@ func (e *env) hasObjectsUnder(st objstore.Store, loc objstore.Location) bool {
 // object or web resource when path is a URL. The caller must call Close.
 func (e *env) openSource(path string) (*input, error) {
 	if !objstore.IsURL(path) {
-		return openInput(path, e.stdin)
+		in, err := openInput(path, e.stdin)
+		if err == nil && in.file != nil && stdoutIs(e, in.file.Stat) {
+			// crypt4gh … -i F >> F, < F >> F: what the command writes
+			// would change the file it reads, or be read again.
+			in.Close()
+			if !in.own {
+				return nil, usagef("stdout and stdin are the same file")
+			}
+			return nil, usagef("stdout is the input %s", quoteName(in.name))
+		}
+		return in, err
 	}
 	o, err := e.openObject(path)
 	if err != nil {
