@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -313,5 +314,33 @@ func TestRunnerRepeats(t *testing.T) {
 	}
 	if s.Inputs != 105 || s.OK != 55 || s.DoneBefore != 50 || s.Failed != 0 {
 		t.Errorf("summary %+v, want 105 inputs: 55 done, 50 done before", s)
+	}
+}
+
+// TestJournalInUse: a second run on a journal that a run has open is
+// refused, and takes it once that run has closed it.
+func TestJournalInUse(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no flock")
+	}
+	path := filepath.Join(t.TempDir(), "j")
+	j, err := OpenJournal(path, Binding{Command: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Start("a", "a.out"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenJournal(path, Binding{Command: "x"}); err == nil || !strings.Contains(err.Error(), "in use by another run") {
+		t.Errorf("a journal in use: %v", err)
+	}
+	j.Close()
+	j2, err := OpenJournal(path, Binding{Command: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	if !j2.Started("a", "a.out") {
+		t.Error("the second run lost the first's start line")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 )
 
 // A journal is a file of JSON lines, appended to and fsynced line by line:
@@ -90,6 +91,13 @@ func OpenJournal(path string, b Binding) (*Journal, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("failed to open journal: %w", err)
+	}
+	if err := outfile.Lock(f); err != nil {
+		// Another run has it (a job started again while the first still
+		// runs): it would take that run's outputs under way for the
+		// leftovers of a run that died, and remove them.
+		f.Close()
+		return nil, fmt.Errorf("journal %s is in use by another run", path)
 	}
 	j := &Journal{path: path, f: f, done: map[string]span{}, started: map[string]string{}}
 	if err := j.load(b); err != nil {
