@@ -76,6 +76,7 @@ type Journal struct {
 	end     int64             // the length of the complete lines
 	done    map[string]span   // input → its last done line
 	started map[string]string // input → output, for starts without their done
+	made    int64             // the length of a journal this run made, 0 for one it found
 }
 
 // span is where a line is in the journal's file.
@@ -168,9 +169,21 @@ func (j *Journal) load(b Binding) error {
 	}
 	j.end = good
 	if n == 0 {
-		return j.add(line{Journal: "crypt4gh", Version: journalVersion, Command: b.Command, Keys: b.Keys, Cut: b.Cut}, func(span) {})
+		err := j.add(line{Journal: "crypt4gh", Version: journalVersion, Command: b.Command, Keys: b.Keys, Cut: b.Cut}, func(span) {})
+		j.made = j.end
+		return err
 	}
 	return nil
+}
+
+// discard removes a journal that this run made and wrote nothing in but
+// its first line: what a batch that found no input leaves no trace of.
+func (j *Journal) discard() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.made > 0 && j.end == j.made {
+		os.Remove(j.path)
+	}
 }
 
 // describeCut names the cut of a journal in a message.

@@ -64,6 +64,10 @@ type Runner struct {
 	Report func(it Item, err error)
 	// Code is the exit code of an error.
 	Code func(err error) int
+	// Empty, when set, is the error of a batch that lists no input at
+	// all: its summary has its exit code, and a journal that the run
+	// made is removed.
+	Empty error
 }
 
 // Run runs the batch of items. The summary counts what was done; the
@@ -227,10 +231,20 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 	close(work)
 	wg.Wait()
 	s.Seconds = time.Since(begin).Seconds()
+	empty := fatal == nil && s.Listed == 0 && r.Empty != nil
+	if empty {
+		s.Exit = max(r.Code(r.Empty), 1)
+		if r.Journal != nil {
+			r.Journal.discard()
+		}
+	}
 	if r.JSON && fatal == nil {
 		if err := writeJSON(r.Stdout, s); err != nil {
 			fatal = fmt.Errorf("failed to write the records: %w", err)
 		}
+	}
+	if empty && fatal == nil {
+		fatal = r.Empty
 	}
 	return s, fatal
 }

@@ -351,12 +351,12 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 			}
 		}
 	}
+	if list.stream != nil {
+		r.Empty = usagef("nothing to %s", e.command)
+	}
 	prog.Start()
 	s, err := r.Run(items)
 	prog.Stop()
-	if list.stream != nil && s.Listed == 0 {
-		return usagef("nothing to %s", e.command)
-	}
 	if err == nil && written > 0 && !b.checksum && !b.scale.JSON && !e.quiet && !outfile.IsTerminal(e.stdout) && !isDevNull(e.stdout) {
 		// stdout was redirected, but gets nothing: say where the
 		// outputs went.

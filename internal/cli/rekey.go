@@ -246,6 +246,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	}
 	defer closeJournal()
 	run.Workers = rekeyJobs
+	run.Empty = usagef("nothing to rekey")
 	items := func(yield func(batch.Item) bool) {
 		for s := range e.sources(args, r.scale, isC4gh) {
 			it := batch.Item{In: s.In, Out: s.In, Err: s.Err}
@@ -279,9 +280,6 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 		sum, err = run.Run(items)
 		return nil
 	})
-	if sum.Listed == 0 && err == nil {
-		return usagef("nothing to rekey")
-	}
 	if err != nil {
 		return err
 	}
