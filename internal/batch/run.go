@@ -2,11 +2,15 @@ package batch
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"sync"
 	"time"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 )
 
 // Item is one input of a batch and where its result goes ("" for none).
@@ -258,7 +262,9 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 	if j == nil {
 		return r.Do(it, false, func() error { return nil })
 	}
-	if e, ok := j.Done(it.In); ok && e.Output == it.Out && r.Holds(e, r.VerifyJournal) {
+	e, done := j.Done(it.In)
+	done = done && e.Output == it.Out
+	if done && r.Holds(e, r.VerifyJournal) {
 		return Outcome{Status: doneBefore}
 	}
 	resume := j.Started(it.In, it.Out)
@@ -268,6 +274,15 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 		}
 		return j.Start(it.In, it.Out)
 	})
+	if done && errors.Is(o.Err, outfile.ErrExists) {
+		// Done, and its output is there, but not as the journal has it.
+		what := "size"
+		if r.VerifyJournal {
+			what = "size or sha256"
+		}
+		o.Err = errkind.WithHint(errkind.Errorf(errkind.Usage, "output %s changed since the journal recorded it (its %s differs)", outfile.QuoteName(it.Out), what),
+			"use --force to make it again")
+	}
 	if o.Err != nil {
 		return o
 	}

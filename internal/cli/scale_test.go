@@ -395,7 +395,7 @@ func TestJournalKilled(t *testing.T) {
 	os.Remove(filepath.Join(e.dir, "in.d/f0001"))
 	os.WriteFile(filepath.Join(e.dir, "in.d/f0002"), bytes.Repeat([]byte{'x'}, 40000), 0o600)
 	code, stdout, stderr := runAt(t, e.dir, append(args, "--json", "--verify-journal")...)
-	if _, sum := records(t, stdout); code != exitUsage || sum.OK != 1 || sum.Failed != 1 || sum.DoneBefore != n-2 || !strings.Contains(stderr, "in.d/f0002\" already exists") {
+	if _, sum := records(t, stdout); code != exitUsage || sum.OK != 1 || sum.Failed != 1 || sum.DoneBefore != n-2 || !strings.Contains(stderr, "output in.d/f0002 changed since the journal recorded it (its size or sha256 differs)") {
 		t.Errorf("after removing and changing outputs: exit %d, %+v\n%s", code, sum, stderr)
 	}
 	code, stdout, stderr = runAt(t, e.dir, append(args, "--json", "--verify-journal", "--force")...)

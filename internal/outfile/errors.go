@@ -1,8 +1,14 @@
 package outfile
 
 import (
+	"errors"
+
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
+
+// ErrExists is in the chain of the error of an output that exists
+// already, when Open is not to replace it.
+var ErrExists = errors.New("already exists")
 
 // MaxKeyFile is the largest file that is read as a key file
 // (keyfile.MaxSize): far more than any key. A larger file is no key file

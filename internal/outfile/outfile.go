@@ -338,7 +338,7 @@ func check(path, shown string, opts Options) (string, error) {
 	case !fi.Mode().IsRegular():
 		return "", nil
 	case !opts.Force:
-		return "", withHint(usagef("output file %q already exists", shown), "use --force to replace it")
+		return "", withHint(usagef("output file %q %w", shown, ErrExists), "use --force to replace it")
 	case !opts.SecretKey && holdsSecretKey(path):
 		return "", usagef("%s holds a secret key: only a new secret key may replace it", QuoteName(shown))
 	}
