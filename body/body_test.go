@@ -640,3 +640,21 @@ func (w *goroutineWriter) Write(p []byte) (int, error) {
 	w.most = max(w.most, runtime.NumGoroutine())
 	return w.buf.Write(p)
 }
+
+// TestCountsAtTheEdges: the segment counts do not overflow near the
+// largest int64, and a length of 0 or less has no segment.
+func TestCountsAtTheEdges(t *testing.T) {
+	const maxInt64 = 1<<63 - 1
+	for _, c := range []struct{ n, plain, stored int64 }{
+		{-1 << 40, 0, 0}, {0, 0, 0}, {1, 1, 1},
+		{SegmentSize, 1, 1}, {SegmentSize + 1, 2, 1}, {EncryptedSegmentSize + 1, 2, 2},
+		{maxInt64, maxInt64/SegmentSize + 1, maxInt64/EncryptedSegmentSize + 1},
+	} {
+		if got := SegmentCount(c.n); got != c.plain {
+			t.Errorf("SegmentCount(%d) = %d, want %d", c.n, got, c.plain)
+		}
+		if got := StoredSegments(c.n); got != c.stored {
+			t.Errorf("StoredSegments(%d) = %d, want %d", c.n, got, c.stored)
+		}
+	}
+}

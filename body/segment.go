@@ -92,16 +92,24 @@ func SegmentEnd(off, end int64) int64 {
 }
 
 // SegmentCount returns how many segments a plaintext of the given length
-// is cut into: the last one may be shorter than SegmentSize.
+// is cut into: the last one may be shorter than SegmentSize. A length of
+// 0 or less has none.
 func SegmentCount(plaintext int64) int64 {
-	return (plaintext + SegmentSize - 1) / SegmentSize
+	if plaintext <= 0 {
+		return 0
+	}
+	return (plaintext-1)/SegmentSize + 1 // not past the largest int64
 }
 
 // StoredSegments returns how many segments an encrypted body of the given
 // length holds, counting a last one that is shorter than a full segment
-// (even one too short to be valid, see [PlaintextSize]).
+// (even one too short to be valid, see [PlaintextSize]). A length of 0 or
+// less holds none.
 func StoredSegments(encrypted int64) int64 {
-	return (encrypted + EncryptedSegmentSize - 1) / EncryptedSegmentSize
+	if encrypted <= 0 {
+		return 0
+	}
+	return (encrypted-1)/EncryptedSegmentSize + 1
 }
 
 // StoredLength returns the length of segment index as stored in an

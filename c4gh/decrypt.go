@@ -91,6 +91,9 @@ func (o *opened) HeaderSize() int64 { return o.size }
 // EditList returns the lengths of the file's edit list (skip, keep, skip,
 // …) and whether it has one. The caller must not modify the list.
 func (o *opened) EditList() ([]uint64, bool) {
+	if o.contents == nil {
+		return nil, false // a Resumable whose keys From handed on
+	}
 	return o.contents.EditList, o.contents.HasEditList
 }
 
@@ -131,7 +134,11 @@ func (o *opened) checkExtent(plain int64) error {
 // body; a [ReaderAt] from the start. See [ErrMissingData].
 func (o *opened) Missing() bool { return o.missing }
 
-func (o *opened) close() { o.contents.Zero() }
+func (o *opened) close() {
+	if o.contents != nil {
+		o.contents.Zero()
+	}
+}
 
 // Reader decrypts a Crypt4GH stream. Create it with [NewReader].
 type Reader struct {
@@ -183,10 +190,17 @@ func NewReader(src io.Reader, key keys.Opener, opts *DecryptOptions) (*Reader, e
 // End past the data is clipped; a Start at or past the end of the data
 // makes the first read fail with [edit.ErrBeyondEnd]. Segments after the
 // range are not read. Select must be called before the first Read or
-// WriteTo.
+// WriteTo, and once: a range with a negative Start or an End not after
+// its Start fails with [edit.ErrInvalidRange], as [edit.Normalize] has it.
 func (r *Reader) Select(rng edit.Range) error {
 	if r.stream != nil || r.out > 0 || r.err != nil {
 		return errkind.New(errkind.Usage, "Select after reading")
+	}
+	if r.rng != nil {
+		return errkind.New(errkind.Usage, "Select called twice")
+	}
+	if _, err := edit.Normalize([]edit.Range{rng}); err != nil {
+		return err
 	}
 	r.sel = edit.Map(r.sel, rng.Start, rng.End)
 	r.rng = &rng

@@ -597,3 +597,84 @@ func TestAssembledStream(t *testing.T) {
 		t.Fatalf("the archive's view: %v", err)
 	}
 }
+
+// TestKeyMisuse: a writer key erased by Zero (all zeros: its packets
+// would open with the recipient's public key alone) is refused, and a nil
+// *keys.Reader is no key rather than a panic.
+func TestKeyMisuse(t *testing.T) {
+	alice := testKey(t)
+	w := testKey(t)
+	w.Zero()
+	var buf bytes.Buffer
+	_, err := Encrypt(&buf, bytes.NewReader([]byte("secret")), EncryptOptions{Writer: w, Recipients: []keys.PublicKey{alice.Public()}})
+	if !errors.Is(err, keys.ErrZeroKey) || buf.Len() != 0 {
+		t.Errorf("an erased writer key: %v, %d bytes written", err, buf.Len())
+	}
+	enc := encryptFor(t, alice, []byte("secret"))
+	for _, k := range []keys.Opener{(*keys.Reader)(nil), (*keys.SecretKey)(nil)} {
+		if _, err := NewReader(bytes.NewReader(enc), k, nil); err == nil {
+			t.Errorf("%T nil: no error", k)
+		}
+		if _, err := NewReaderAt(bytes.NewReader(enc), int64(len(enc)), k, nil); err == nil {
+			t.Errorf("%T nil: no error from NewReaderAt", k)
+		}
+	}
+}
+
+// TestSelectAndResumeMisuse: an invalid or second Select is refused as
+// edit.Normalize refuses ranges, and a Resumable's From with a kept that
+// Kept could not give, or called twice, gives reads that fail: no panic.
+func TestSelectAndResumeMisuse(t *testing.T) {
+	sk := testKey(t)
+	pt := plaintext(3*body.SegmentSize + 100)
+	enc := encryptFor(t, sk, pt)
+	for _, rng := range []edit.Range{{Start: 100, End: 50}, {Start: -1, End: 10}, {Start: 5, End: 5}} {
+		r, err := NewReader(bytes.NewReader(enc), sk, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Select(rng); !errors.Is(err, edit.ErrInvalidRange) {
+			t.Errorf("Select(%v): %v, want ErrInvalidRange", rng, err)
+		}
+		r.Close()
+	}
+	r, err := NewReader(bytes.NewReader(enc), sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Select(edit.Range{Start: 10, End: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Select(edit.Range{Start: 10, End: 20}); err == nil {
+		t.Error("a second Select: no error")
+	}
+	if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, pt[10:100]) {
+		t.Errorf("after a refused second Select: %d bytes, %v", len(got), err)
+	}
+	r.Close()
+
+	res, err := NewResumable(bytes.NewReader(enc), int64(len(enc)), sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kept := range []int64{-1, 100, int64(len(pt)) + body.SegmentSize} {
+		if _, err := io.ReadAll(res.From(kept, bytes.NewReader(nil), 1)); err == nil {
+			t.Errorf("From(%d): reads did not fail", kept)
+		}
+	}
+	kept := res.Kept(body.SegmentSize + 5)
+	rd := res.From(kept, bytes.NewReader(enc[res.Offset(kept):]), 1)
+	if got, err := io.ReadAll(rd); err != nil || !bytes.Equal(got, pt[kept:]) {
+		t.Errorf("From(%d): %d bytes, %v", kept, len(got), err)
+	}
+	rd.Close()
+	if l, ok := res.EditList(); l != nil || ok || res.KeyID() != "" {
+		t.Error("a Resumable after From still tells of its keys")
+	}
+	second := res.From(kept, bytes.NewReader(enc[res.Offset(kept):]), 1)
+	if _, err := io.ReadAll(second); err == nil {
+		t.Error("a second From: reads did not fail")
+	}
+	second.Close()
+	res.Close()
+}

@@ -27,7 +27,9 @@
 // [NewReaderAt] gives random access to the same plaintext over any
 // [io.ReaderAt] of known size (a file, a buffer, an object in a store),
 // reading and decrypting only the segments that a read touches. Both hold
-// the data keys until their Close method erases them.
+// the data keys until their Close method erases them; the copy inside
+// each ChaCha20-Poly1305 cipher of golang.org/x/crypto, which offers no
+// way to erase it, is dropped for the garbage collector instead.
 //
 // To give a file to new readers or cut ranges out of it without decrypting
 // the body, see package [reencrypt].

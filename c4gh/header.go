@@ -10,7 +10,7 @@ import (
 
 // CheckMagic fails unless src starts like a Crypt4GH file, without
 // consuming anything: a cheap check before a passphrase is asked. An empty
-// src is [ErrEmptyInput], other first bytes [ErrNotCrypt4GH]; a src that
+// src is [header.ErrEmptyInput], other first bytes [header.ErrNotCrypt4GH]; a src that
 // ends inside the magic bytes passes (parsing the header says more).
 func CheckMagic(src *bufio.Reader) error {
 	b, err := src.Peek(len(header.Magic))

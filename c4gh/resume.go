@@ -61,6 +61,9 @@ func (r *Resumable) Size() int64 { return r.plain }
 // different for another file. A caller that kept plaintext of an earlier
 // version can tell by it whether the body may still be the same.
 func (r *Resumable) KeyID() string {
+	if r.contents == nil {
+		return "" // handed on by From
+	}
 	ks := slices.Clone(r.contents.DataKeys)
 	slices.SortFunc(ks, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
 	h := sha256.New()
@@ -92,8 +95,16 @@ func (r *Resumable) Offset(kept int64) int64 {
 // value that Kept returned), whose body is read from rest, which must
 // yield the file from Offset(kept) on. The Reader takes over the data
 // keys: the caller must call its Close, and must not use r afterwards.
-// A segment that fails is named by its index in the whole body.
+// A segment that fails is named by its index in the whole body. A kept
+// that Kept could not have returned, or a second From, gives a Reader
+// whose reads fail.
 func (r *Resumable) From(kept int64, rest io.Reader, jobs int) *Reader {
+	switch {
+	case r.contents == nil:
+		return &Reader{err: errkind.New(errkind.Usage, "From called twice: the first took the keys")}
+	case kept < 0 || kept > r.plain || kept != body.Floor(kept):
+		return &Reader{err: errkind.Errorf(errkind.Usage, "From after %d bytes: not a value that Kept returns", kept)}
+	}
 	rd := &Reader{opened: r.opened, src: rest, jobs: jobs, first: body.SegmentOf(kept)}
 	r.opened = opened{}
 	return rd

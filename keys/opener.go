@@ -74,13 +74,18 @@ func OpenPacketWith(k *[KeySize]byte, nonce *[NonceSize]byte, ciphertext []byte)
 	return pt, nil
 }
 
-// IsNil reports whether o is nil or a nil *SecretKey: no opener at all.
+// IsNil reports whether o is nil, a nil *SecretKey or a nil *Reader: no
+// opener at all.
 func IsNil(o Opener) bool {
-	if o == nil {
+	switch k := o.(type) {
+	case nil:
 		return true
+	case *SecretKey:
+		return k == nil
+	case *Reader:
+		return k == nil
 	}
-	sk, ok := o.(*SecretKey)
-	return ok && sk == nil
+	return false
 }
 
 // A Writer seals header packets with a secret key as their writer, and

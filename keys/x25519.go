@@ -2,6 +2,7 @@ package keys
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -71,9 +72,17 @@ func Generate(r io.Reader) (SecretKey, error) {
 // all-zero shared secret (the peer's public key is a low-order point).
 var ErrLowOrderPoint = errkind.New(errkind.Key, "public key is a low-order point")
 
+// ErrZeroKey is returned for a secret key of 32 zero bytes: one that was
+// erased by its Zero method, or never set. Its shared keys are no secret:
+// anyone can compute them from the other side's public key.
+var ErrZeroKey = errkind.New(errkind.Key, "secret key is all zeros (erased, or never set)")
+
 // x25519 is the shared secret of sk and pk: one scalar multiplication (see
 // internal/x25519).
 func x25519(sk *SecretKey, pk *PublicKey) ([]byte, error) {
+	if subtle.ConstantTimeCompare(sk[:], make([]byte, KeySize)) == 1 {
+		return nil, ErrZeroKey
+	}
 	dh := make([]byte, KeySize)
 	if err := curve.X25519((*[KeySize]byte)(dh), (*[KeySize]byte)(sk), (*[KeySize]byte)(pk)); err != nil {
 		return nil, ErrLowOrderPoint

@@ -63,6 +63,7 @@ var sentinelCodes = map[string]struct {
 	"header.ErrMultipleEditLists":   {header.ErrMultipleEditLists, exitData},
 	"header.ErrMixedDataMethods":    {header.ErrMixedDataMethods, exitData},
 	"keys.ErrLowOrderPoint":         {keys.ErrLowOrderPoint, exitKey},
+	"keys.ErrZeroKey":               {keys.ErrZeroKey, exitKey},
 	"keys.ErrWrongPassphrase":       {keys.ErrWrongPassphrase, exitKey},
 	"keys.ErrMalformedKey":          {keys.ErrMalformedKey, exitKey},
 	"keys.ErrUnsupportedKey":        {keys.ErrUnsupportedKey, exitKey},
