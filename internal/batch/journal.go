@@ -282,6 +282,27 @@ type Identity struct {
 	ModTime time.Time // of a file
 }
 
+// SourceChanged reports whether the input of e, still there, is not the
+// version that the entry recorded: another size, ETag (an object) or
+// modification time (a file). An input that is gone tells nothing, nor
+// does an entry without output or whose output is its input (rekeyed in
+// place: the input is the output now).
+func (e Entry) SourceChanged(stat func(string) (Identity, error)) bool {
+	if e.Output == "" || e.Output == e.Input {
+		return false
+	}
+	id, err := stat(e.Input)
+	switch {
+	case err != nil:
+		return false
+	case id.Size != e.SourceSize:
+		return true
+	case e.ETag != "" && id.ETag != "" && id.ETag != e.ETag:
+		return true
+	}
+	return !e.SourceMtime.IsZero() && !id.ModTime.IsZero() && !id.ModTime.Equal(e.SourceMtime)
+}
+
 // StatFile returns the identity of the regular file name.
 func StatFile(name string) (Identity, error) {
 	fi, err := os.Stat(name)

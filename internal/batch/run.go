@@ -59,6 +59,9 @@ type Runner struct {
 	// output there with its size, and with verify its sum (for an entry
 	// without output, its source as it was).
 	Holds func(e Entry, verify bool) bool
+	// Changed, when set, reports whether the input of a done entry
+	// changed since (see [Entry.SourceChanged]): it is done again.
+	Changed func(e Entry) bool
 	// Do processes one input. resume is set when the journal has it
 	// started and not done: an output found there was written by that
 	// run. Do calls begin before it makes its output, which records the
@@ -264,7 +267,9 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 	}
 	e, done := j.Done(it.In)
 	done = done && e.Output == it.Out
-	if done && r.Holds(e, r.VerifyJournal) {
+	holds := done && r.Holds(e, r.VerifyJournal)
+	changed := holds && r.Changed != nil && r.Changed(e)
+	if holds && !changed {
 		return Outcome{Status: doneBefore}
 	}
 	resume := j.Started(it.In, it.Out)
@@ -274,7 +279,14 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 		}
 		return j.Start(it.In, it.Out)
 	})
-	if done && errors.Is(o.Err, outfile.ErrExists) {
+	switch {
+	case !done || !errors.Is(o.Err, outfile.ErrExists):
+	case changed:
+		// Done, its output there as the journal has it, but made of
+		// another version of the input.
+		o.Err = errkind.WithHint(errkind.Errorf(errkind.Usage, "input %s changed since the journal recorded it done (its size, time or ETag differs)", outfile.QuoteName(it.In)),
+			"use --force to make its output %s again", outfile.QuoteName(it.Out))
+	default:
 		// Done, and its output is there, but not as the journal has it.
 		what := "size"
 		if r.VerifyJournal {

@@ -176,7 +176,10 @@ func TestJournalMemory(t *testing.T) {
 		t.Fatalf("decrypt with a journal of 10,000 inputs: %v", err)
 	}
 	t.Logf("peak RSS %d KiB with a journal of %d KiB", rss, fi.Size()>>10)
-	if rss > fi.Size()>>10*3/4 {
+	// Held in memory, the journal would add its size to the 20-some
+	// MiB of a run; three quarters of it was too close to a run beside
+	// other tests (30,220 KiB of 30,212).
+	if rss > fi.Size()>>10 {
 		t.Errorf("peak RSS %d KiB with a journal of %d KiB: the journal is held in memory", rss, fi.Size()>>10)
 	}
 }
