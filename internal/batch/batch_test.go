@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -342,5 +343,41 @@ func TestJournalInUse(t *testing.T) {
 	defer j2.Close()
 	if !j2.Started("a", "a.out") {
 		t.Error("the second run lost the first's start line")
+	}
+}
+
+// TestJournalNamesNotUTF8: a name that is not UTF-8 comes back from the
+// journal as it went in, and from a record, with its readable form beside.
+func TestJournalNamesNotUTF8(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	in, out := "bad\xffutf", "d/bad\xffutf.c4gh"
+	other := "bad\xfeutf" // the same readable form
+	j, err := OpenJournal(path, Binding{Command: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Start(other, "o"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Finish(Entry{Input: in, Output: out, Size: 3}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	j, err = OpenJournal(path, Binding{Command: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if e, ok := j.Done(in); !ok || e.Output != out {
+		t.Errorf("Done(%q) = %+v, %v", in, e, ok)
+	}
+	if _, ok := j.Done(other); ok || !j.Started(other, "o") || j.Started(in, out) {
+		t.Error("two names of one readable form were taken for one")
+	}
+	var b bytes.Buffer
+	writeJSON(&b, Record{Name: in, Output: out, Status: "ok"})
+	var r Record
+	if err := json.Unmarshal(b.Bytes(), &r); err != nil || r.Name != in || r.Output != out || !strings.Contains(b.String(), `"name":"bad\ufffdutf"`) {
+		t.Errorf("record %s read back as %+v, %v", b.String(), r, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 
@@ -816,18 +817,22 @@ func Distinct(stdout io.Writer, outputs, inputs []string) error {
 
 // QuoteName escapes the control characters of a file name for a message
 // meant for people, as GNU tools do, so that a crafted name cannot move the
-// cursor or hide text.
+// cursor or hide text, and the bytes that are not UTF-8 (\xff), which a
+// terminal would show as another character or none.
 func QuoteName(name string) string {
-	if !strings.ContainsFunc(name, isControl) {
+	if !strings.ContainsFunc(name, isControl) && utf8.ValidString(name) {
 		return name
 	}
 	var b strings.Builder
-	for _, r := range name {
-		if isControl(r) {
+	for i, r := range name {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(name[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", name[i])
+		case isControl(r):
 			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
+		default:
+			b.WriteRune(r)
 		}
-		b.WriteRune(r)
 	}
 	return b.String()
 }

@@ -89,3 +89,21 @@ func BenchmarkCheckForce(b *testing.B) {
 		}
 	}
 }
+
+// TestQuoteName: control characters and bytes that are not UTF-8 are
+// shown as \xNN; other characters, U+FFFD among them, as they are.
+func TestQuoteName(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain.c4gh":    "plain.c4gh",
+		"café":          "café",
+		"a\x1b[2Jb":     `a\x1b[2Jb`,
+		"bad\xffutf":    `bad\xffutf`,
+		"\xc3":          `\xc3`,
+		"real\uFFFD":    "real\uFFFD",
+		"nl\nand\u0085": `nl\x0aand\x85`,
+	} {
+		if got := QuoteName(in); got != want {
+			t.Errorf("QuoteName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
