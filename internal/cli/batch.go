@@ -239,6 +239,10 @@ func (l batchList) seq() iter.Seq[batchItem] {
 // of items). mode is the permission of the outputs; srcIsPlain says which
 // side of op is the plaintext, for the checksum lines.
 func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileMode, srcIsPlain bool, op fileOp) error {
+	if b.checksum && b.scale.JSON {
+		// The records take stdout: the lines would not be printed.
+		return withHint(usagef("--checksum cannot be used with --json"), "the JSON records hold the sums: plaintext_sha256, encrypted_sha256")
+	}
 	if b.output != "" && !objstore.IsURL(b.output) {
 		// Said once, not for every file.
 		if fi, err := os.Stat(filepath.Clean(b.output)); err == nil && !fi.IsDir() {
