@@ -330,6 +330,7 @@ func TestJournalKilled(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(e.dir, "j"))
 		return bytes.Count(b, []byte("\n"))
 	}
+	landed := 0
 	for k := range kills {
 		// Killed at a random point: once this run has written from 2 to
 		// 41 lines more to the journal (an input's start and its end),
@@ -348,9 +349,18 @@ func TestJournalKilled(t *testing.T) {
 		c.Process.Kill()
 		c.Wait()
 		if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("kill %d: the worker had finished already (%v): the test would test nothing", k+1, c.ProcessState)
+			// Under a loaded -race run this process may be off the CPU
+			// long enough for a worker (not built with -race) to finish
+			// what the kills left: it happened at the fifth, in CI.
+			t.Logf("kill %d: the worker had finished already (%v), %d lines in the journal", k+1, c.ProcessState, lines())
+			break
 		}
+		landed++
 	}
+	if landed < 3 {
+		t.Fatalf("%d kills landed before the batch was done: the test would test little", landed)
+	}
+	kills = landed
 	c := e.cmd(t, args...)
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("the run after %d kills: %v\n%s", kills, err, out)
