@@ -93,12 +93,15 @@ func OpenJournal(path string, b Binding) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to open journal: %w", err)
 	}
-	if err := outfile.Lock(f); err != nil {
+	if err := outfile.Lock(f); errors.Is(err, outfile.ErrLocked) {
 		// Another run has it (a job started again while the first still
 		// runs): it would take that run's outputs under way for the
 		// leftovers of a run that died, and remove them.
 		f.Close()
 		return nil, fmt.Errorf("journal %s is in use by another run", path)
+	} else if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("failed to lock journal: %w", err)
 	}
 	j := &Journal{path: path, f: f, done: map[string]span{}, started: map[string]string{}}
 	if err := j.load(b); err != nil {

@@ -6,6 +6,9 @@ import (
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
 
+// ErrLocked is the error of Lock when another process holds the lock.
+var ErrLocked = errors.New("locked by another process")
+
 // ErrExists is in the chain of the error of an output that exists
 // already, when Open is not to replace it.
 var ErrExists = errors.New("already exists")

@@ -4,8 +4,8 @@ package outfile
 
 import "os"
 
-// Lock does nothing here: two runs of decrypt --continue on one
-// output are not kept apart on this system.
+// Lock does nothing here: two runs on one journal, or of decrypt
+// --continue on one output, are not kept apart on this system.
 func Lock(*os.File) error { return nil }
 
 // OwnedPrivate cannot check the owner here: it checks the mode only.

@@ -3,15 +3,26 @@
 package outfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 )
 
 // Lock takes an exclusive lock on f for as long as it is open, or
-// fails at once when another process holds one.
+// fails at once with ErrLocked when another process holds one. On a file
+// system that cannot lock (Lustre without -o flock, NFS without its lock
+// daemon) it does nothing: the file is used unlocked rather than not at
+// all.
 func Lock(f *os.File) error {
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	switch {
+	case err == nil, errors.Is(err, syscall.ENOSYS), errors.Is(err, syscall.ENOLCK), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOTSUP):
+		return nil
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return ErrLocked
+	}
+	return &os.PathError{Op: "lock", Path: f.Name(), Err: err}
 }
 
 // OwnedPrivate reports whether fi is a file of the process's own user that

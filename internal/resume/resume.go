@@ -123,9 +123,12 @@ func Open(path string, rec Record, res *c4gh.Resumable, rep Reporter) (*Partial,
 	if err != nil {
 		return nil, fmt.Errorf("failed to open %s: %w", quoteName(path), pathErr(err))
 	}
-	if err := outfile.Lock(f); err != nil {
+	if err := outfile.Lock(f); errors.Is(err, outfile.ErrLocked) {
 		f.Close()
 		return nil, withHint(usagef("%s is in use by another crypt4gh", quoteName(path)), "wait for it to end, or stop it")
+	} else if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("failed to lock %s: %w", quoteName(path), pathErr(err))
 	}
 	fail := func(what string, err error) (*Partial, error) {
 		f.Close()
