@@ -11,6 +11,7 @@ import (
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
+	"github.com/c4gh-go/crypt4gh/objstore"
 )
 
 // Item is one input of a batch and where its result goes ("" for none).
@@ -280,7 +281,7 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 		return j.Start(it.In, it.Out)
 	})
 	switch {
-	case !done || !errors.Is(o.Err, outfile.ErrExists):
+	case !done || !errors.Is(o.Err, outfile.ErrExists) && !errors.Is(o.Err, objstore.ErrExists):
 	case changed:
 		// Done, its output there as the journal has it, but made of
 		// another version of the input.

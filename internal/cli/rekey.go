@@ -316,6 +316,21 @@ func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, 
 		return out, fmt.Errorf("body %w", err)
 	}
 	if begin != nil {
+		if !force && loc != src {
+			// The journal's start line says that an object found at
+			// dest is this run's own (the next run replaces it): none
+			// may be written for an object that was there before.
+			dst, err := e.store(loc)
+			if err != nil {
+				return out, err
+			}
+			switch _, err := dst.Open(ctx, loc); {
+			case err == nil:
+				return out, withHint(fmt.Errorf("%s: %w", loc, objstore.ErrExists), "use --force to replace it")
+			case !errors.Is(err, objstore.ErrNotFound):
+				return out, err
+			}
+		}
 		if err := begin(); err != nil {
 			return out, err
 		}

@@ -43,6 +43,19 @@ func TestS3Rekey(t *testing.T) {
 	if code, _, stderr := e.run(t, "reencrypt", "--sk", "bob.sec", "--recipient_pk", "me.pub", "-i", url("small.c4gh"), "-o", "s3://other-bucket/copy.c4gh"); code != exitUsage || !strings.Contains(stderr, "object exists") {
 		t.Errorf("over an existing object: exit %d\n%s", code, stderr)
 	}
+	// In a batch with a journal, an object that was there is refused
+	// without a start line: a second run does not take it for its own
+	// and replace it.
+	e.must(t, "reencrypt", "--sk", "bob.sec", "--recipient_pk", "me.pub", "-i", url("small.c4gh"), "-o", "s3://other-bucket/small.c4gh")
+	for run := range 2 {
+		code, _, stderr := e.run(t, "reencrypt", "--sk", "bob.sec", "--recipient_pk", "me.pub", "--journal", "jcopy", "-o", "s3://other-bucket/", url("small.c4gh"))
+		if code != exitUsage || !strings.Contains(stderr, "object exists") {
+			t.Errorf("run %d of a batch over an existing object: exit %d\n%s", run+1, code, stderr)
+		}
+	}
+	if _, starts := journalLines(t, filepath.Join(e.dir, "jcopy")); len(starts) != 0 {
+		t.Errorf("start lines for an object that was there: %v", starts)
+	}
 
 	// Batch: everything ending in .c4gh under the prefix, in place.
 	plains := map[string][]byte{}
