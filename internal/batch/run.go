@@ -19,6 +19,7 @@ import (
 type Item struct {
 	In, Out string
 	Err     error
+	Listed  *Identity // the input as its listing gave it, if it was listed
 }
 
 // Outcome is what processing one input gave.
@@ -62,7 +63,8 @@ type Runner struct {
 	Holds func(e Entry, verify bool) bool
 	// Changed, when set, reports whether the input of a done entry
 	// changed since (see [Entry.SourceChanged]): it is done again.
-	Changed func(e Entry) bool
+	// listed is the input as its listing gave it, nil if unknown.
+	Changed func(e Entry, listed *Identity) bool
 	// Do processes one input. resume is set when the journal has it
 	// started and not done: an output found there was written by that
 	// run. Do calls begin before it makes its output, which records the
@@ -268,9 +270,10 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 	}
 	e, done := j.Done(it.In)
 	done = done && e.Output == it.Out
-	holds := done && r.Holds(e, r.VerifyJournal)
-	changed := holds && r.Changed != nil && r.Changed(e)
-	if holds && !changed {
+	// The input first: a stat, or nothing for a listed object, where the
+	// output's check may read it whole (--verify-journal).
+	changed := done && r.Changed != nil && r.Changed(e, it.Listed)
+	if done && !changed && r.Holds(e, r.VerifyJournal) {
 		return Outcome{Status: doneBefore}
 	}
 	resume := j.Started(it.In, it.Out)

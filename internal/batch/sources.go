@@ -21,6 +21,10 @@ import (
 type Source struct {
 	In, Rel string
 	Err     error
+	// Listed is the object as its listing gave it (nil for a name
+	// given): what a journal's entry is checked against, without asking
+	// the store again.
+	Listed *Identity
 }
 
 // LocalSource is the source of the file f.
@@ -145,7 +149,7 @@ func (in Inputs) expand(a string, yield func(Source) bool) bool {
 		}
 		if in.Keep(info.Key) {
 			n++
-			if !yield(Source{In: name, Rel: info.Key[len(loc.Key):]}) {
+			if !yield(Source{In: name, Rel: info.Key[len(loc.Key):], Listed: &Identity{Size: info.Size, ETag: info.ETag}}) {
 				return false
 			}
 		}

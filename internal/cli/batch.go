@@ -37,6 +37,7 @@ const c4ghSuffix = ".c4gh"
 type batchItem struct {
 	in, out string
 	err     error
+	listed  *batch.Identity // the input as its listing gave it, if listed
 }
 
 // given is a flag of a command and whether the user gave it.
@@ -350,7 +351,7 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 	}
 	items := func(yield func(batch.Item) bool) {
 		for it := range list.seq() {
-			if !yield(batch.Item{In: it.in, Out: it.out, Err: it.err}) {
+			if !yield(batch.Item{In: it.in, Out: it.out, Err: it.err, Listed: it.listed}) {
 				return
 			}
 		}

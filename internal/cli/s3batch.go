@@ -102,7 +102,7 @@ func encryptItem(dir string, s source) (it batchItem, ok bool) {
 	if strings.HasSuffix(s.In, c4ghSuffix) {
 		return batchItem{}, false
 	}
-	it = batchItem{in: s.In, err: s.Err}
+	it = batchItem{in: s.In, err: s.Err, listed: s.Listed}
 	switch {
 	case s.Err != nil:
 	case dir != "":
@@ -118,7 +118,7 @@ func encryptItem(dir string, s source) (it batchItem, ok bool) {
 // decryptItem maps the source s, FILE.c4gh, to FILE, beside it or in the
 // output folder dir.
 func decryptItem(dir string, s source) batchItem {
-	it := batchItem{in: s.In, err: s.Err}
+	it := batchItem{in: s.In, err: s.Err, listed: s.Listed}
 	rel, ok := strings.CutSuffix(s.Rel, c4ghSuffix)
 	switch {
 	case s.Err != nil:

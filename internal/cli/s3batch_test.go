@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,4 +153,31 @@ func TestS3InspectVerify(t *testing.T) {
 		!strings.Contains(stderr, url("v/bad.c4gh")+": segment 3") || strings.Contains(stdout+stderr, "notes.txt") {
 		t.Errorf("verify of a prefix: exit %d\n%s%s", code, stdout, stderr)
 	}
+}
+
+// TestS3JournalChangedSource: a rerun of a journal over a listed prefix
+// checks each done object against what the listing says, without asking
+// the store for it again; an object replaced since is not done before.
+func TestS3JournalChangedSource(t *testing.T) {
+	e := newS3Env(t)
+	for i := range 3 {
+		e.put(t, fmt.Sprintf("jc/f%d.c4gh", i), encryptBytes(t, randomData(5000, uint64(80+i)), e.sk))
+	}
+	args := []string{"decrypt", "--sk", "me.sec", "--journal", "j", "-o", "out/", url("jc/")}
+	e.must(t, args...)
+	e.px.Zero()
+	e.must(t, args...)
+	for _, r := range e.px.Requests() {
+		if !strings.Contains(r, "list-type=2") {
+			t.Errorf("a rerun of a finished journal asked the store: %s", r)
+		}
+	}
+	changed := randomData(6000, 99)
+	e.put(t, "jc/f1.c4gh", encryptBytes(t, changed, e.sk))
+	code, _, stderr := e.run(t, args...)
+	if code != exitUsage || !strings.Contains(stderr, "input "+url("jc/f1.c4gh")+" changed since the journal recorded it done") || !strings.Contains(stderr, "2 done before, 1 failed") {
+		t.Errorf("a replaced object: exit %d\n%s", code, stderr)
+	}
+	e.must(t, append(args[:len(args)-1:len(args)-1], "--force", url("jc/"))...)
+	sameBytes(t, "the output made again", e.read(t, "out/f1"), changed)
 }

@@ -89,9 +89,16 @@ func (s scaleOptions) check(batch bool) error {
 // bound to the keys; close closes the journal.
 func (s scaleOptions) runner(e *env, keys []string, cut ...string) (r *batch.Runner, close func(), err error) {
 	r = &batch.Runner{Command: e.command, Stdout: e.stdout, JSON: s.JSON, VerifyJournal: s.VerifyJournal,
-		Holds:   func(en batch.Entry, verify bool) bool { return e.holds(en, verify) },
-		Changed: func(en batch.Entry) bool { return en.SourceChanged(e.identify) },
-		Code:    exitCode,
+		Holds: func(en batch.Entry, verify bool) bool { return e.holds(en, verify) },
+		Changed: func(en batch.Entry, listed *batch.Identity) bool {
+			return en.SourceChanged(func(name string) (identity, error) {
+				if listed != nil {
+					return *listed, nil
+				}
+				return e.identify(name)
+			})
+		},
+		Code: exitCode,
 		Report: func(it batch.Item, err error) {
 			report(e.stderr, fmt.Errorf("%s: %w", quoteName(shownName(it.In)), err))
 		},

@@ -109,7 +109,7 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 	}
 	items := func(yield func(batch.Item) bool) {
 		for it := range list.seq() {
-			if !yield(batch.Item{In: it.in, Out: it.out, Err: it.err}) {
+			if !yield(batch.Item{In: it.in, Out: it.out, Err: it.err, Listed: it.listed}) {
 				return
 			}
 		}
@@ -156,7 +156,7 @@ func (o *spliceOptions) cut() ([]string, error) {
 // for the batches whose outputs are crypt4gh files as their inputs are.
 func intoFolder(dir string) func(source, bool) (batchItem, bool) {
 	return func(src source, _ bool) (batchItem, bool) {
-		it := batchItem{in: src.In, err: src.Err}
+		it := batchItem{in: src.In, err: src.Err, listed: src.Listed}
 		if it.err == nil {
 			it.out, it.err = inFolder(dir, src.Rel)
 		}
