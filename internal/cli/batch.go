@@ -240,9 +240,8 @@ func (l batchList) seq() iter.Seq[batchItem] {
 // of items). mode is the permission of the outputs; srcIsPlain says which
 // side of op is the plaintext, for the checksum lines.
 func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileMode, srcIsPlain bool, op fileOp) error {
-	if b.checksum && b.scale.JSON {
-		// The records take stdout: the lines would not be printed.
-		return withHint(usagef("--checksum cannot be used with --json"), "the JSON records hold the sums: plaintext_sha256, encrypted_sha256")
+	if err := checksumJSON(b.checksum, b.scale); err != nil {
+		return err
 	}
 	if b.output != "" && !objstore.IsURL(b.output) {
 		// Said once, not for every file.
@@ -258,10 +257,7 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 		reads = append(reads, "--files-from", l)
 	}
 	journal := b.scale.Journal
-	if err := outfile.Distinct(e.stdout, nil, append(reads, "--journal", journal)); err != nil {
-		return err
-	}
-	stdoutIsFile := regularFile(e.stdout)
+	stdoutIsFile := !e.stdoutIdle && regularFile(e.stdout)
 	distinct := func(it batchItem) error {
 		if it.err != nil {
 			return nil
@@ -355,9 +351,6 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 				return
 			}
 		}
-	}
-	if list.stream != nil {
-		r.Empty = usagef("nothing to %s", e.command)
 	}
 	prog.Start()
 	s, err := r.Run(items)

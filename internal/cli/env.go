@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/progress"
@@ -22,8 +23,10 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 
-	command string   // the command's name, for messages
-	args    []string // its FILE arguments
+	command string // the command's name, for messages
+	// stdoutIdle: the command writes nothing to stdout (see stdoutIdle).
+	stdoutIdle bool
+	args       []string // its FILE arguments
 	// filesOnly is set when "--" ended the flags: an argument that
 	// starts with - is then a file.
 	filesOnly bool
@@ -56,10 +59,28 @@ func newEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
 // of its object stores (nil for a command that reads no objects).
 func (e *env) start(c *cli.Context, quiet bool, store *storeOptions) *env {
 	e.ctx, e.command, e.args, e.quiet = c.Context, c.Command.Name, c.Args().Slice(), quiet
+	e.stdoutIdle = stdoutIdle(c)
 	if store != nil {
 		e.stores.config = *store
 	}
 	return e
+}
+
+// stdoutIdle reports whether the command of c writes nothing to stdout:
+// its output goes to -o FILE, or its outputs beside their inputs or into
+// -o DIR/ (FILE arguments, --files-from), without --checksum lines or
+// --json records. A stdout redirected onto an input is then no harm
+// (exec >> job.log; crypt4gh encrypt -i job.log -o …).
+func stdoutIdle(c *cli.Context) bool {
+	hasOutput := false
+	for _, f := range c.Command.Flags {
+		hasOutput = hasOutput || slices.Contains(f.Names(), "output")
+	}
+	if !hasOutput || c.Bool("checksum") || c.Bool("json") {
+		return false
+	}
+	out := c.String("output")
+	return out != "" && !outfile.IsStdout(out) || c.Args().Len() > 0 || c.String("files-from") != ""
 }
 
 // warnf prints a warning on stderr.

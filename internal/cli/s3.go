@@ -290,7 +290,7 @@ func (e *env) hasObjectsUnder(st objstore.Store, loc objstore.Location) bool {
 func (e *env) openSource(path string) (*input, error) {
 	if !objstore.IsURL(path) {
 		in, err := openInput(path, e.stdin)
-		if err == nil && in.file != nil && stdoutIs(e, in.file.Stat) {
+		if err == nil && in.file != nil && !e.stdoutIdle && stdoutIs(e, in.file.Stat) {
 			// crypt4gh … -i F >> F, < F >> F: what the command writes
 			// would change the file it reads, or be read again.
 			in.Close()

@@ -9,6 +9,7 @@ import (
 	"iter"
 
 	"github.com/c4gh-go/crypt4gh/internal/batch"
+	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
 	"github.com/urfave/cli/v2"
@@ -108,6 +109,15 @@ func (s scaleOptions) runner(e *env, keys []string, cut ...string) (r *batch.Run
 			return nil, nil, err
 		}
 	}
+	// stdout may not go into the journal or the list (… --json >> J).
+	list := s.FilesFrom
+	if list == "-" {
+		list = ""
+	}
+	if err := outfile.Distinct(e.stdout, nil, []string{"--journal", s.Journal, "--files-from", list}); err != nil {
+		return nil, nil, err
+	}
+	r.Empty = usagef("nothing to %s", e.command)
 	close = func() {}
 	if s.Journal != "" {
 		j, err := batch.OpenJournal(s.Journal, batch.Binding{Command: e.command, Keys: keys, Cut: cut})
@@ -217,4 +227,13 @@ func (e *env) inputs(args []string, s scaleOptions, keep func(key string) bool) 
 // (a list, or a prefix), rather than known before it starts.
 func streamed(args []string, s scaleOptions) bool {
 	return batch.Inputs{Args: args, List: s.FilesFrom}.Streamed()
+}
+
+// checksumJSON refuses --checksum with --json: the records take stdout,
+// and hold the sums.
+func checksumJSON(checksum bool, s scaleOptions) error {
+	if checksum && s.JSON {
+		return withHint(usagef("--checksum cannot be used with --json"), "the JSON records hold the sums: plaintext_sha256, encrypted_sha256")
+	}
+	return nil
 }

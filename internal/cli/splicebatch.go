@@ -118,9 +118,6 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 	if err != nil {
 		return err
 	}
-	if list.stream != nil && s.Listed == 0 {
-		return usagef("nothing to %s", e.command)
-	}
 	return summarize(e, s, o.scale.used())
 }
 

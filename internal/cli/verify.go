@@ -105,6 +105,9 @@ func verify(e *env, o *verifyOptions) error {
 		}
 		return nil
 	}
+	if err := checksumJSON(o.Checksum, o.scale); err != nil {
+		return err
+	}
 	r, closeJournal, err := o.scale.runner(e, secretNames(sk))
 	if err != nil {
 		return err
@@ -143,9 +146,6 @@ func verify(e *env, o *verifyOptions) error {
 	sum, err := r.Run(items)
 	if err != nil {
 		return err
-	}
-	if sum.Listed == 0 {
-		return usagef("nothing to verify")
 	}
 	if err := summarize(e, sum, o.scale.used()); err != nil {
 		return &verifyFailed{failed: sum.Failed, total: sum.Inputs, worst: sum.Worst()}
