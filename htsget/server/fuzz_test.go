@@ -24,6 +24,10 @@ func FuzzParseRange(f *testing.F) {
 		if (h == "" || !partial) && (lo != start || hi != end || partial) {
 			t.Fatalf("%q: [%d, %d) partial %v, want the window", h, lo, hi, partial)
 		}
+		unit, spec, found := strings.Cut(h, "=")
+		if found && strings.EqualFold(strings.TrimSpace(unit), "bytes") && !strings.Contains(spec, ",") && !partial {
+			t.Fatalf("%q in [%d, %d): a byte range taken as the whole window", h, start, end)
+		}
 		if lo < start || hi > end || (partial && lo >= hi) {
 			t.Fatalf("%q in [%d, %d): [%d, %d)", h, start, end, lo, hi)
 		}

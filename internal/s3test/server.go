@@ -188,8 +188,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 		t.Skip("-short: an S3 end-to-end test (starts versitygw)")
 	}
 	bin := Binary(t)
-	root := t.TempDir()
-	if !o.disk {
+	var root string
+	if o.disk {
+		root = t.TempDir()
+	} else {
 		root = serverRoot(t)
 	}
 	s := &Server{
@@ -270,8 +272,9 @@ type Option func(*options)
 
 type options struct{ versioning, tls, disk bool }
 
-// OnDisk keeps the server's buckets in the test's temporary folder, not
-// in /dev/shm, for a test that lists objects while they are replaced:
+// OnDisk keeps the server's buckets in the test's temporary folder (on
+// the disk where TMPDIR is not a tmpfs), not in /dev/shm, for a test that
+// lists objects while they are replaced:
 // on tmpfs (Linux 6.18) a directory read while its files are renamed
 // over can give some names twice and miss others, and versitygw lists a
 // bucket by reading its directories.
