@@ -286,8 +286,7 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 	switch {
 	case !done || !errors.Is(o.Err, outfile.ErrExists) && !errors.Is(o.Err, objstore.ErrExists):
 	case changed:
-		// Done, its output there as the journal has it, but made of
-		// another version of the input.
+		// Done, but of another version of the input than it is now.
 		o.Err = errkind.WithHint(errkind.Errorf(errkind.Usage, "input %s changed since the journal recorded it done (its size, time or ETag differs)", outfile.QuoteName(it.In)),
 			"use --force to make its output %s again", outfile.QuoteName(it.Out))
 	default:
