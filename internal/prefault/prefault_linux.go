@@ -82,10 +82,14 @@ func ahead(n uintptr) (uintptr, error) {
 	return s, populate(s, s+n)
 }
 
-// probeSize is the size of Ahead's probe: larger than the runtime's
-// small objects (32 KiB), so that it gets pages of its own, the lowest
-// free ones.
-const probeSize = 64 << 10
+// probeSize is the size of Ahead's probe: 16 pages of the runtime (128
+// KiB), the least that its page allocator gives from the heap's lowest
+// free pages, as it gives the large allocations that follow. A smaller one
+// (64 KiB, before) came from the page cache of the P it ran on, 512 KiB
+// chunks of their own: after a move to another P under load, the next
+// allocation went elsewhere (TestAhead failed 6 times in 100 with two
+// busy loops beside it, none in 200 since).
+const probeSize = 128 << 10
 
 // probes holds the last probe.
 var probes atomic.Pointer[[]byte]

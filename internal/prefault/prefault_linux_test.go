@@ -184,7 +184,7 @@ func aheadChild(t *testing.T) {
 	b := make([]byte, 128<<10)
 	p := uintptr(unsafe.Pointer(&b[0]))
 	if p < aheadStart || p >= aheadStart+n {
-		t.Fatalf("the allocation after Ahead is at %#x, outside the range populated [%#x, %#x)", p, aheadStart, aheadStart+n)
+		t.Fatalf("the allocation after Ahead is at %#x, outside the range populated [%#x, %#x) (populate: %v)", p, aheadStart, aheadStart+n, aheadErr)
 	}
 	if aheadErr != nil {
 		// The range ran past the heap's mapped memory: populated in part.
