@@ -355,6 +355,8 @@ func TestS3Errors(t *testing.T) {
 			[]string{"credentials in a URL are refused"}},
 		{"password in an https URL", nil, []string{"decrypt", "--sk", "me.sec", "-i", "https://user:supersecret@example.com/x.c4gh", "-o", "out"}, exitUsage,
 			[]string{"credentials in a URL are refused"}},
+		{"password in the endpoint", []string{"AWS_ENDPOINT_URL_S3=http://user:supersecret@127.0.0.1:1"}, []string{"inspect", url("x.c4gh")}, exitUsage,
+			[]string{"the S3 endpoint http://127.0.0.1:1: an endpoint URL with credentials in it (user:password@) is refused"}},
 		{"plain http elsewhere", nil, []string{"inspect", "http://example.com/x.c4gh"}, exitUsage,
 			[]string{"plain http is accepted only to a loopback address"}},
 		{"prefix as -i", nil, []string{"decrypt", "--sk", "me.sec", "-i", url("dir/"), "-o", "out"}, exitUsage,
