@@ -78,6 +78,10 @@ type Runner struct {
 	// all: its summary has its exit code, and a journal that the run
 	// made is removed.
 	Empty error
+	// Stop, when set, reports an error once the batch is to start no
+	// more inputs (a signal came): Run returns it, after the inputs
+	// under way, and prints no summary.
+	Stop func() error
 }
 
 // Run runs the batch of items. The summary counts what was done; the
@@ -95,6 +99,9 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 	stopped := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
+		if fatal == nil && r.Stop != nil {
+			fatal = r.Stop()
+		}
 		return fatal != nil
 	}
 	fail := func(err error) {

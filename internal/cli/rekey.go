@@ -264,6 +264,7 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	// One context for the batch: a signal cancels every rekey under way
 	// at once, and the exit waits for their uploads to be aborted.
 	e.interruptible("", func(ctx context.Context) error { // each rekey says its own result
+		run.Stop = ctx.Err // a signal: no object is started after it
 		run.Do = func(it batch.Item, _ bool, _ func() error) batch.Outcome {
 			o, err := rekeyOne(ctx, e, r, sk, it.In, it.In, recipients, true, nil)
 			if errors.Is(err, errNothingToDo) {

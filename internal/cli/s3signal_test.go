@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -406,4 +407,65 @@ func TestS3InterruptAtCompletion(t *testing.T) {
 			e.noUploads(t)
 		})
 	}
+}
+
+// TestS3InterruptRekeyBatch: SIGINT to a rekey in place of a prefix of
+// small objects starts no object after it: those under way end, and the
+// batch stops there (it went on to the end before, exit 130 only then).
+func TestS3InterruptRekeyBatch(t *testing.T) {
+	e := newS3Env(t)
+	e.keygen(t, "bob")
+	const n = 60
+	etags := map[string]string{}
+	for i := range n {
+		k := fmt.Sprintf("ib/o%03d.c4gh", i)
+		e.put(t, k, encryptBytes(t, randomData(1000, uint64(i)), e.sk))
+		o, err := e.sdk.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		etags[k] = aws.ToString(o.ETag)
+	}
+	held, release := e.px.Hold(func(r *http.Request) bool {
+		return r.Method == http.MethodPost && r.URL.Query().Has("uploadId") || r.Method == http.MethodPut
+	})
+	defer release()
+	cmd := e.child("reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--add", "--force", url("ib/"))
+	caught := filepath.Join(t.TempDir(), "caught")
+	cmd.Env = append(cmd.Env, caughtEnv+"="+caught)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no write came\n%s", stderr.String())
+	}
+	cmd.Process.Signal(os.Interrupt)
+	waitFor(t, "the signal handler", func() bool {
+		_, err := os.Stat(caught)
+		return err == nil
+	})
+	release()
+	if code := exitOf(t, cmd); code != 130 {
+		t.Errorf("exit %d after SIGINT, want 130\n%s", code, stderr.String())
+	}
+	rekeyed := 0
+	for k, before := range etags {
+		o, err := e.sdk.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if aws.ToString(o.ETag) != before {
+			rekeyed++
+		}
+	}
+	if rekeyed > 2*rekeyJobs {
+		t.Errorf("%d of %d objects rekeyed after SIGINT, more than were under way (%d workers)", rekeyed, n, rekeyJobs)
+	}
+	t.Logf("%d of %d objects rekeyed (the ones under way at SIGINT)", rekeyed, n)
+	e.noUploads(t)
 }
