@@ -62,6 +62,18 @@ type line struct {
 	Cut     []string `json:"cut,omitempty"`
 	Start   string   `json:"start,omitempty"`
 	Entry
+	Written
+}
+
+// Written is what a start line of a rewrite in place records of what it
+// is about to commit, so that the next run can tell, if the run died
+// before its done line, whether the commit landed: the new header's
+// sha256 and length, and the version it replaces, if its store keeps
+// versions.
+type Written struct {
+	HeaderSHA256 string `json:"header_sha256,omitempty"`
+	HeaderSize   int64  `json:"header_size,omitempty"`
+	Replaces     string `json:"replaces_version,omitempty"`
 }
 
 const journalVersion = 1
@@ -73,10 +85,11 @@ type Journal struct {
 	path    string
 	mu      sync.Mutex
 	f       *os.File
-	end     int64             // the length of the complete lines
-	done    map[string]span   // input → its last done line
-	started map[string]string // input → output, for starts without their done
-	made    int64             // the length of a journal this run made, 0 for one it found
+	end     int64              // the length of the complete lines
+	done    map[string]span    // input → its last done line
+	started map[string]string  // input → output, for starts without their done
+	written map[string]Written // input → what its start line said it writes
+	made    int64              // the length of a journal this run made, 0 for one it found
 }
 
 // span is where a line is in the journal's file.
@@ -103,7 +116,7 @@ func OpenJournal(path string, b Binding) (*Journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("failed to lock journal: %w", err)
 	}
-	j := &Journal{path: path, f: f, done: map[string]span{}, started: map[string]string{}}
+	j := &Journal{path: path, f: f, done: map[string]span{}, started: map[string]string{}, written: map[string]Written{}}
 	if err := j.load(b); err != nil {
 		f.Close()
 		return nil, err
@@ -155,9 +168,13 @@ func (j *Journal) load(b Binding) error {
 			switch {
 			case l.Start != "":
 				j.started[l.Start] = l.Output
+				if l.Written != (Written{}) {
+					j.written[l.Start] = l.Written
+				}
 			case l.Input != "":
 				j.done[l.Input] = span{good, int32(len(raw))}
 				delete(j.started, l.Input)
+				delete(j.written, l.Input)
 			default:
 				return j.refuse("line %d is not a journal line", n)
 			}
@@ -264,6 +281,24 @@ func (j *Journal) Start(input, output string) error {
 	return j.add(line{Start: input, Entry: Entry{Output: output}}, func(span) { j.started[input] = output })
 }
 
+// StartWriting records that input is about to be rewritten in place with
+// w, before the commit.
+func (j *Journal) StartWriting(input string, w Written) error {
+	return j.add(line{Start: input, Entry: Entry{Output: input}, Written: w}, func(span) {
+		j.started[input] = input
+		j.written[input] = w
+	})
+}
+
+// Writing returns what the start line of input, without its done line,
+// said that it was about to write in place.
+func (j *Journal) Writing(input string) (Written, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	w, ok := j.written[input]
+	return w, ok
+}
+
 // Finish records the entry e, of an input done.
 func (j *Journal) Finish(e Entry) error {
 	if e.Input == "" {
@@ -272,6 +307,7 @@ func (j *Journal) Finish(e Entry) error {
 	return j.add(line{Entry: e}, func(at span) {
 		j.done[e.Input] = at
 		delete(j.started, e.Input)
+		delete(j.written, e.Input)
 	})
 }
 

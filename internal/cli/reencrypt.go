@@ -188,7 +188,7 @@ func reencryptFolder(e *env, r *reencryptOptions) error {
 	b.between = func(it batchItem, resume bool, begin func() error) batch.Outcome {
 		var o batch.Outcome
 		o.Err = e.interruptible(it.out, func(ctx context.Context) (err error) {
-			o, err = rekeyOne(ctx, e, r, sk, it.in, it.out, recipients, r.Force || resume, begin)
+			o, err = rekeyOne(ctx, e, r, sk, it.in, it.out, recipients, r.Force || resume, func(batch.Written) error { return begin() })
 			return err
 		})
 		if errors.Is(o.Err, errNothingToDo) { // a prefix into itself, with --add

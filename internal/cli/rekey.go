@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
+	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -59,7 +60,7 @@ func rekeyObject(e *env, r *reencryptOptions, f *reencrypt.File, o *objstore.Obj
 	}
 	defer sk.Zero()
 	err = e.interruptible(loc.String(), func(ctx context.Context) error {
-		_, _, err := rekey(ctx, e, r, sk, f, o, loc, recipients, r.Force)
+		_, _, err := rekey(ctx, e, r, sk, f, o, loc, recipients, r.Force, nil)
 		return err
 	})
 	if errors.Is(err, errNothingToDo) {
@@ -72,9 +73,10 @@ func rekeyObject(e *env, r *reencryptOptions, f *reencrypt.File, o *objstore.Obj
 }
 
 // rekey composes the object at dest from a new header for recipients and
-// the body of o.
+// the body of o. begin, when not nil, is called just before, with what a
+// rewrite in place writes (see batch.Written).
 // It returns the size of the new object.
-func rekey(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, f *reencrypt.File, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool) (size int64, sum string, err error) {
+func rekey(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, f *reencrypt.File, o *objstore.Object, dest objstore.Location, recipients []keys.PublicKey, force bool, begin func(batch.Written) error) (size int64, sum string, err error) {
 	if !force && o.Location() == dest {
 		return 0, "", withHint(usagef("output %s is the input", dest), "use --force to rekey it in place")
 	}
@@ -95,6 +97,16 @@ func rekey(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, f *
 		// --verify-journal: the body is read once for it, before the
 		// object it comes from is replaced.
 		if sum, err = composedSum(e, hb, o, hs); err != nil {
+			return 0, "", err
+		}
+	}
+	if begin != nil {
+		var w batch.Written
+		if inPlace {
+			hsum := sha256.Sum256(hb)
+			w = batch.Written{HeaderSHA256: hex.EncodeToString(hsum[:]), HeaderSize: int64(len(hb)), Replaces: o.VersionID()}
+		}
+		if err := begin(w); err != nil {
 			return 0, "", err
 		}
 	}
@@ -132,13 +144,17 @@ func composedSum(e *env, hb []byte, o *objstore.Object, bodyStart int64) (string
 // gives (what). A bucket that keeps none, or a version the rewrite
 // itself replaced (versioning suspended), needs nothing.
 func (e *env) previousVersion(ctx context.Context, o *objstore.Object, del bool, what string) error {
-	loc := o.Location()
+	return e.dropVersion(ctx, o.Location(), o.VersionID(), del, what)
+}
+
+// dropVersion is previousVersion for the version prev of the object at
+// loc ("" for none).
+func (e *env) dropVersion(ctx context.Context, loc objstore.Location, prev string, del bool, what string) error {
 	st, err := e.store(loc)
 	if err != nil {
 		return err
 	}
 	v, ok := st.(objstore.Versioner)
-	prev := o.VersionID()
 	if !ok || prev == "" {
 		return nil // no version id: no version of it that the bucket keeps (not asked)
 	}
@@ -266,10 +282,25 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 	e.interruptible("", func(ctx context.Context) error { // each rekey says its own result
 		run.Stop = ctx.Err // a signal: no object is started after it
 		run.Do = func(it batch.Item, _ bool, _ func() error) batch.Outcome {
-			o, err := rekeyOne(ctx, e, r, sk, it.In, it.In, recipients, true, nil)
+			var begin func(batch.Written) error
+			if j := run.Journal; j != nil {
+				begin = func(w batch.Written) error { return j.StartWriting(it.In, w) }
+			}
+			o, err := rekeyOne(ctx, e, r, sk, it.In, it.In, recipients, true, begin)
+			if errors.Is(err, header.ErrNoDecryptablePacket) && run.Journal != nil {
+				// Rewritten by a run that died before its done line?
+				if w, ok := run.Journal.Writing(it.In); ok {
+					if now, derr := e.landed(ctx, r, it.In, w); derr != nil {
+						err = derr
+					} else if now != nil {
+						o, err = batch.Outcome{Text: it.In + ": rekeyed (by the run that stopped before it noted it)\n",
+							BytesOut: now.Size(), ETag: now.ETag(), SourceSize: now.Size()}, nil
+					}
+				}
+			}
 			if errors.Is(err, errNothingToDo) {
 				o.Status, o.Text, err = "unchanged", fmt.Sprintf("%s: unchanged, %v\n", it.In, err), nil
-			} else if err == nil {
+			} else if err == nil && o.Text == "" {
 				o.Text = it.In + ": rekeyed\n"
 			}
 			if e.quiet {
@@ -289,8 +320,8 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 
 // rekeyOne rekeys the object in to the object dest (in itself to rekey
 // in place), replacing what is there with force. begin, when not nil,
-// records the start in the journal.
-func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, in, dest string, recipients []keys.PublicKey, force bool, begin func() error) (batch.Outcome, error) {
+// records the start in the journal, just before the write.
+func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, in, dest string, recipients []keys.PublicKey, force bool, begin func(batch.Written) error) (batch.Outcome, error) {
 	var out batch.Outcome
 	src, err := objstore.Parse(in)
 	if err != nil {
@@ -332,11 +363,8 @@ func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, 
 				return out, err
 			}
 		}
-		if err := begin(); err != nil {
-			return out, err
-		}
 	}
-	size, sum, err := rekey(ctx, e, r, sk, f, o, loc, recipients, force)
+	size, sum, err := rekey(ctx, e, r, sk, f, o, loc, recipients, force, begin)
 	out.BytesOut, out.OutSHA256, out.CryptSHA256 = size, sum, sum
 	return out, err
 }
@@ -438,4 +466,35 @@ func copyObjectRuns(e *env, out io.Writer, f *reencrypt.File, o *objstore.Object
 		}
 	}
 	return nil
+}
+
+// landed returns the object in when it has the header that a run noted
+// it was about to write in place (w), the run having died before its done
+// line: its commit landed, and the rekey is done; nil otherwise. The
+// previous version it replaced, where the bucket keeps it, is dealt with
+// as the run would have.
+func (e *env) landed(ctx context.Context, r *reencryptOptions, in string, w batch.Written) (*objstore.Object, error) {
+	loc, err := objstore.Parse(in)
+	if err != nil || w.HeaderSize <= 0 || w.HeaderSize > 1<<20 {
+		return nil, err
+	}
+	st, err := e.store(loc)
+	if err != nil {
+		return nil, err
+	}
+	o, err := st.Open(ctx, loc)
+	if err != nil || o.Size() < w.HeaderSize {
+		return nil, err
+	}
+	hb := make([]byte, w.HeaderSize)
+	if _, err := o.ReadAt(hb, 0); err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(hb); hex.EncodeToString(sum[:]) != w.HeaderSHA256 {
+		return nil, nil
+	}
+	if !r.Add {
+		return o, e.dropVersion(ctx, loc, w.Replaces, r.DeletePreviousVersion, "the packets it replaced")
+	}
+	return o, nil
 }
