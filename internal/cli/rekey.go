@@ -307,6 +307,9 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 				o.Text = ""
 			}
 			o.Err = err
+			if err != nil {
+				o.BytesOut = 0 // nothing was written
+			}
 			return o
 		}
 		sum, err = run.Run(items)
