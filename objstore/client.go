@@ -219,15 +219,17 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	c.s3 = s3.NewFromConfig(awscfg, s3opts...)
-	if u, err := url.Parse(c.endpoint); c.endpoint != "" && (err != nil || u.User != nil) {
-		// Hints name the endpoint: a password in it would be printed.
-		if err != nil {
-			return nil, &Error{Op: "use", Location: "the S3 endpoint " + displayRaw(c.endpoint),
-				Err: errkind.New(errkind.Usage, "not a URL")}
+	if _, err := url.Parse(c.endpoint); c.endpoint != "" && (err != nil || strings.Contains(c.endpoint, "@")) {
+		// Hints name the endpoint, so a password in it would be
+		// printed; one with a / in it does not even parse as user info.
+		// Such an endpoint is not shown at all.
+		const where = "the S3 endpoint (AWS_ENDPOINT_URL_S3, or endpoint_url of the profile)"
+		if strings.Contains(c.endpoint, "@") {
+			return nil, &Error{Op: "use", Location: where,
+				Err:  errkind.New(errkind.Usage, "an endpoint URL with credentials in it (user:password@) is refused"),
+				hint: "give the credentials as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or in a profile"}
 		}
-		return nil, &Error{Op: "use", Location: "the S3 endpoint " + display(u),
-			Err:  errkind.New(errkind.Usage, "an endpoint URL with credentials in it (user:password@) is refused"),
-			hint: "give the credentials as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or in a profile"}
+		return nil, &Error{Op: "use", Location: where, Err: errkind.New(errkind.Usage, "not a URL")}
 	}
 	if u, err := url.Parse(c.endpoint); c.endpoint != "" && err == nil && strings.EqualFold(u.Scheme, "http") &&
 		!loopback(u.Hostname()) && !cfg.AllowInsecureHTTP {
