@@ -170,6 +170,8 @@ func (j *Journal) load(b Binding) error {
 				j.started[l.Start] = l.Output
 				if l.Written != (Written{}) {
 					j.written[l.Start] = l.Written
+				} else {
+					delete(j.written, l.Start)
 				}
 			case l.Input != "":
 				j.done[l.Input] = span{good, int32(len(raw))}
@@ -278,7 +280,10 @@ func (j *Journal) Started(input, output string) bool {
 
 // Start records that the output of input is opened.
 func (j *Journal) Start(input, output string) error {
-	return j.add(line{Start: input, Entry: Entry{Output: output}}, func(span) { j.started[input] = output })
+	return j.add(line{Start: input, Entry: Entry{Output: output}}, func(span) {
+		j.started[input] = output
+		delete(j.written, input)
+	})
 }
 
 // StartWriting records that input is about to be rewritten in place with

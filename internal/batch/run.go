@@ -137,6 +137,9 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 			emit(seq, "")
 			return
 		}
+		if o.Err != nil {
+			o.BytesOut = 0 // nothing committed
+		}
 		rec := Record{Name: it.In, Output: it.Out, Status: o.Status, BytesRead: o.BytesRead, BytesOut: o.BytesOut,
 			PlainSHA256: o.PlainSHA256, CryptSHA256: o.CryptSHA256}
 		switch {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
-	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/batch"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
@@ -117,7 +116,9 @@ func rekey(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, f *
 	if inPlace && !r.Add {
 		// Packets were removed or replaced: the previous version, where
 		// a bucket keeps it, still opens with them.
-		return size, sum, e.previousVersion(ctx, o, r.DeletePreviousVersion, "the packets it replaced")
+		// Committed: its previous version is dealt with also after a
+		// signal, which would otherwise leave it without a word.
+		return size, sum, e.previousVersion(context.WithoutCancel(ctx), o, r.DeletePreviousVersion, "the packets it replaced")
 	}
 	return size, sum, nil
 }
@@ -286,17 +287,24 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 			if j := run.Journal; j != nil {
 				begin = func(w batch.Written) error { return j.StartWriting(it.In, w) }
 			}
-			o, err := rekeyOne(ctx, e, r, sk, it.In, it.In, recipients, true, begin)
-			if errors.Is(err, header.ErrNoDecryptablePacket) && run.Journal != nil {
+			var (
+				o   batch.Outcome
+				err error
+				now *objstore.Object
+			)
+			if run.Journal != nil {
 				// Rewritten by a run that died before its done line?
 				if w, ok := run.Journal.Writing(it.In); ok {
-					if now, derr := e.landed(ctx, r, it.In, w); derr != nil {
-						err = derr
-					} else if now != nil {
-						o, err = batch.Outcome{Text: it.In + ": rekeyed (by the run that stopped before it noted it)\n",
-							BytesOut: now.Size(), ETag: now.ETag(), SourceSize: now.Size()}, nil
-					}
+					now, err = e.landed(ctx, r, it.In, w)
 				}
+			}
+			switch {
+			case err != nil:
+			case now != nil:
+				o = batch.Outcome{Text: it.In + ": rekeyed (by the run that stopped before it noted it)\n",
+					BytesOut: now.Size(), ETag: now.ETag(), SourceSize: now.Size()}
+			default:
+				o, err = rekeyOne(ctx, e, r, sk, it.In, it.In, recipients, true, begin)
 			}
 			if errors.Is(err, errNothingToDo) {
 				o.Status, o.Text, err = "unchanged", fmt.Sprintf("%s: unchanged, %v\n", it.In, err), nil
@@ -307,9 +315,6 @@ func reencryptBatch(e *env, r *reencryptOptions) error {
 				o.Text = ""
 			}
 			o.Err = err
-			if err != nil {
-				o.BytesOut = 0 // nothing was written
-			}
 			return o
 		}
 		sum, err = run.Run(items)
@@ -338,7 +343,7 @@ func rekeyOne(ctx context.Context, e *env, r *reencryptOptions, sk keys.Holder, 
 	if err != nil {
 		return out, err
 	}
-	o, err := st.Open(e.ctx, src)
+	o, err := st.Open(ctx, src)
 	if err != nil {
 		return out, err
 	}
