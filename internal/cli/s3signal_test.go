@@ -370,37 +370,11 @@ func TestS3InterruptAtCompletion(t *testing.T) {
 		{"rekey in place", []string{"reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--trim", "--drop-self", "--force", "-i", url("old.c4gh"), "-o", url("old.c4gh")}, "old.c4gh"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			held, release := e.px.Hold(func(r *http.Request) bool {
+			stderr := interruptAtHeld(t, e, func(r *http.Request) bool {
 				return r.Method == http.MethodPost && r.URL.Query().Has("uploadId")
-			})
-			defer release()
-			cmd := e.child(tc.args...)
-			caught := filepath.Join(t.TempDir(), "caught")
-			cmd.Env = append(cmd.Env, caughtEnv+"="+caught)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			select {
-			case <-held:
-			case <-time.After(60 * time.Second):
-				t.Fatalf("no completion came\n%s", stderr.String())
-			}
-			cmd.Process.Signal(os.Interrupt)
-			// The answer comes once the handler has the signal: from
-			// then on the upload cannot forget its hook, which waits.
-			waitFor(t, "the signal handler", func() bool {
-				_, err := os.Stat(caught)
-				return err == nil
-			})
-			release()
-			if code := exitOf(t, cmd); code != 130 {
-				t.Errorf("exit %d after SIGINT, want 130\n%s", code, stderr.String())
-			}
-			if want := url(tc.key) + " was written before the interrupt"; !strings.Contains(stderr.String(), want) {
-				t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+			}, tc.args...)
+			if want := url(tc.key) + " was written before the interrupt"; !strings.Contains(stderr, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, stderr)
 			}
 			e.must(t, "decrypt", "--sk", "bob.sec", "-i", url(tc.key), "-o", tc.key+".out")
 			sameBytes(t, "the object written at the interrupt", e.read(t, tc.key+".out"), e.read(t, "plain"))
@@ -426,33 +400,9 @@ func TestS3InterruptRekeyBatch(t *testing.T) {
 		}
 		etags[k] = aws.ToString(o.ETag)
 	}
-	held, release := e.px.Hold(func(r *http.Request) bool {
+	interruptAtHeld(t, e, func(r *http.Request) bool {
 		return r.Method == http.MethodPost && r.URL.Query().Has("uploadId") || r.Method == http.MethodPut
-	})
-	defer release()
-	cmd := e.child("reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--add", "--force", url("ib/"))
-	caught := filepath.Join(t.TempDir(), "caught")
-	cmd.Env = append(cmd.Env, caughtEnv+"="+caught)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	select {
-	case <-held:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no write came\n%s", stderr.String())
-	}
-	cmd.Process.Signal(os.Interrupt)
-	waitFor(t, "the signal handler", func() bool {
-		_, err := os.Stat(caught)
-		return err == nil
-	})
-	release()
-	if code := exitOf(t, cmd); code != 130 {
-		t.Errorf("exit %d after SIGINT, want 130\n%s", code, stderr.String())
-	}
+	}, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--add", "--force", url("ib/"))
 	rekeyed := 0
 	for k, before := range etags {
 		o, err := e.sdk.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String(k)})
@@ -468,4 +418,38 @@ func TestS3InterruptRekeyBatch(t *testing.T) {
 	}
 	t.Logf("%d of %d objects rekeyed (the ones under way at SIGINT)", rekeyed, n)
 	e.noUploads(t)
+}
+
+// interruptAtHeld runs the command of args, holds the first request that
+// match accepts at the proxy, sends SIGINT, lets the request go once the
+// handler has the signal (from then on an upload cannot forget its hook,
+// which waits), and checks the exit 130. It returns stderr.
+func interruptAtHeld(t *testing.T, e *s3env, match func(*http.Request) bool, args ...string) string {
+	t.Helper()
+	held, release := e.px.Hold(match)
+	defer release()
+	cmd := e.child(args...)
+	caught := filepath.Join(t.TempDir(), "caught")
+	cmd.Env = append(cmd.Env, caughtEnv+"="+caught)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no request to hold came\n%s", stderr.String())
+	}
+	cmd.Process.Signal(os.Interrupt)
+	waitFor(t, "the signal handler", func() bool {
+		_, err := os.Stat(caught)
+		return err == nil
+	})
+	release()
+	if code := exitOf(t, cmd); code != 130 {
+		t.Errorf("exit %d after SIGINT, want 130\n%s", code, stderr.String())
+	}
+	return stderr.String()
 }
