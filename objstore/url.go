@@ -48,7 +48,7 @@ const maxKeyLen = 1024
 func Parse(s string) (Location, error) {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
-		return Location{}, invalidURL(s, "no scheme: want s3://, https:// or http://")
+		return Location{}, invalidURL(shownRaw(s), "no scheme: want s3://, https:// or http://")
 	}
 	switch strings.ToLower(scheme) {
 	case "s3":
@@ -56,29 +56,31 @@ func Parse(s string) (Location, error) {
 	case "https", "http":
 		return parseHTTP(s)
 	}
-	return Location{}, invalidURL(s, fmt.Sprintf("unsupported scheme %q: want s3://, https:// or http://", scheme))
+	return Location{}, invalidURL(shownRaw(s), fmt.Sprintf("unsupported scheme %q: want s3://, https:// or http://", scheme))
 }
 
 func parseS3(s, rest string) (Location, error) {
 	bucket, key, _ := strings.Cut(rest, "/")
-	if strings.Contains(bucket, "@") {
-		return Location{}, invalidURL(redactS3(s), "credentials in a URL are refused: use the environment, the AWS files or an s3cmd configuration file")
+	// user:password@ before the bucket; a / in the password ends the
+	// bucket inside it (no bucket name holds a colon).
+	if strings.Contains(bucket, "@") || strings.Contains(bucket, ":") && strings.Contains(key, "@") {
+		return Location{}, invalidURL(displayS3(s), "credentials in a URL are refused: use the environment, the AWS files or an s3cmd configuration file")
 	}
 	if bucket == "" {
-		return Location{}, invalidURL(s, "no bucket name")
+		return Location{}, invalidURL(shownRaw(s), "no bucket name")
 	}
 	if err := checkBucket(bucket); err != nil {
-		return Location{}, invalidURL(s, err.Error())
+		return Location{}, invalidURL(shownRaw(s), err.Error())
 	}
 	if len(key) > maxKeyLen {
-		return Location{}, invalidURL(s, fmt.Sprintf("key longer than %d bytes", maxKeyLen))
+		return Location{}, invalidURL(shownRaw(s), fmt.Sprintf("key longer than %d bytes", maxKeyLen))
 	}
 	if !utf8.ValidString(key) {
-		return Location{}, invalidURL(s, "key is not valid UTF-8")
+		return Location{}, invalidURL(shownRaw(s), "key is not valid UTF-8")
 	}
 	for _, r := range key {
 		if unicode.IsControl(r) {
-			return Location{}, invalidURL(s, "key has a control character")
+			return Location{}, invalidURL(shownRaw(s), "key has a control character")
 		}
 	}
 	return Location{Bucket: bucket, Key: key}, nil
@@ -108,21 +110,23 @@ func checkBucket(b string) error {
 func parseHTTP(s string) (Location, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		// A url.Error repeats the URL, password included: give only why.
+		// A url.Error repeats the URL, password included: give only why,
+		// unless that may show a part of a password (a port that is
+		// none: user:pa/ss@host).
 		var ue *url.Error
-		if errors.As(err, &ue) {
+		if errors.As(err, &ue) && !strings.Contains(s, "@") {
 			return Location{}, invalidURL(displayRaw(s), ue.Err.Error())
 		}
 		return Location{}, invalidURL(displayRaw(s), "malformed URL")
 	}
 	if u.User != nil {
-		return Location{}, invalidURL(display(u), "credentials in a URL are refused")
+		return Location{}, invalidURL(shown(u, s), "credentials in a URL are refused")
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return Location{}, invalidURL(display(u), "no host")
+		return Location{}, invalidURL(shown(u, s), "no host")
 	}
 	if strings.EqualFold(u.Scheme, "http") && !loopback(u.Hostname()) {
-		return Location{}, invalidURL(display(u), "plain http is accepted only to a loopback address: use https")
+		return Location{}, invalidURL(shown(u, s), "plain http is accepted only to a loopback address: use https")
 	}
 	u.Fragment = ""
 	return Location{URL: u.String()}, nil
@@ -163,6 +167,21 @@ func (l Location) String() string {
 	return display(u)
 }
 
+// Shown returns s, an argument meant as a URL (see IsURL), as messages
+// show it: the location as Location.String shows it, or for a string that
+// Parse refuses, as its error shows it (without what may be a password).
+func Shown(s string) string {
+	l, err := Parse(s)
+	if err == nil {
+		return l.String()
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Location
+	}
+	return "URL"
+}
+
 // display shows u without password, query and fragment.
 func display(u *url.URL) string {
 	v := *u
@@ -181,20 +200,43 @@ func displayRaw(s string) string {
 	if !ok {
 		return "URL"
 	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
-	}
+	// Whatever comes before the last @ may be a password, with a /, ? or
+	// # in it written as it is.
 	if i := strings.LastIndex(rest, "@"); i >= 0 {
 		rest = rest[i+1:]
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
 	}
 	return scheme + "://" + rest + "/..."
 }
 
-// redactS3 shows an s3:// URL with the part before @ replaced.
-func redactS3(s string) string {
+// shown is u, parsed from s, as an error shows it: as display shows it,
+// unless an @ in s may follow a password.
+func shown(u *url.URL, s string) string {
+	if strings.Contains(s, "@") {
+		return displayRaw(s)
+	}
+	return display(u)
+}
+
+// shownRaw is s as an error shows it: whole, unless an @ in it may follow
+// a password (as displayRaw shows it then).
+func shownRaw(s string) string {
+	switch {
+	case !strings.Contains(s, "@"):
+		return s
+	case strings.HasPrefix(strings.ToLower(s), "s3://"):
+		return displayS3(s)
+	}
+	return displayRaw(s)
+}
+
+// displayS3 shows an s3:// URL with all before its last @ replaced: a
+// password may hold a / or an @ as it is written.
+func displayS3(s string) string {
 	_, rest, _ := strings.Cut(s, "://")
-	bucket, key, _ := strings.Cut(rest, "/")
-	return "s3://REDACTED@" + bucket[strings.LastIndex(bucket, "@")+1:] + "/" + key
+	return "s3://REDACTED@" + rest[strings.LastIndex(rest, "@")+1:]
 }
 
 func invalidURL(shown, why string) error {
