@@ -57,6 +57,10 @@ type Runner struct {
 	// Results names what Stdout receives, for its errors ("results"
 	// when empty).
 	Results string
+	// Shown, when set, is how the records name an input or an output (a
+	// URL without the query that is a presigned URL's credential); the
+	// journal keeps names as they are.
+	Shown func(name string) string
 	// Holds reports whether a done entry of the journal still holds: its
 	// output there with its size, and with verify its sum (for an entry
 	// without output, its source as it was).
@@ -140,7 +144,7 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 		if o.Err != nil {
 			o.BytesOut = 0 // nothing committed
 		}
-		rec := Record{Name: it.In, Output: it.Out, Status: o.Status, BytesRead: o.BytesRead, BytesOut: o.BytesOut,
+		rec := Record{Name: r.shown(it.In), Output: r.shown(it.Out), Status: o.Status, BytesRead: o.BytesRead, BytesOut: o.BytesOut,
 			PlainSHA256: o.PlainSHA256, CryptSHA256: o.CryptSHA256}
 		switch {
 		case o.Err != nil:
@@ -267,6 +271,14 @@ func (r *Runner) Run(items iter.Seq[Item]) (Summary, error) {
 		fatal = r.Empty
 	}
 	return s, fatal
+}
+
+// shown is name as the records show it.
+func (r *Runner) shown(name string) string {
+	if r.Shown == nil || name == "" {
+		return name
+	}
+	return r.Shown(name)
 }
 
 // one processes it, or finds it done in the journal.

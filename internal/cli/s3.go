@@ -239,11 +239,7 @@ func shownName(p string) string {
 	if !objstore.IsURL(p) {
 		return p
 	}
-	loc, err := objstore.Parse(p)
-	if err != nil {
-		return "URL"
-	}
-	return loc.String()
+	return objstore.Shown(p)
 }
 
 // inputName names the input at path for messages: "stdin" for "" and

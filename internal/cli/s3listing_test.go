@@ -145,7 +145,8 @@ func TestRekeyInPlaceKeepsOwner(t *testing.T) {
 
 // TestCredentialSecrets: a host_base with a user name and password is
 // refused without showing them; an s3cmd file or an AWS credentials file
-// that others may read gets the warning that a secret key gets.
+// that others may read gets the warning that a secret key gets; a batch's
+// records show neither a presigned URL's query nor a password.
 func TestCredentialSecrets(t *testing.T) {
 	e := newS3Env(t)
 	e.put(t, "f.c4gh", encryptBytes(t, randomData(100, 88), e.sk))
@@ -177,6 +178,17 @@ func TestCredentialSecrets(t *testing.T) {
 	os.Chmod(creds, 0o600)
 	if _, _, stderr = e.run(t, "inspect", url("f.c4gh")); strings.Contains(stderr, "warning") {
 		t.Errorf("a private credentials file:\n%s", stderr)
+	}
+
+	// The JSON records of a batch name a presigned URL without its query
+	// (the signature is a credential), and a URL with a password (a / in
+	// it, as written) without the password.
+	presigned := e.px.Endpoint() + "/" + testBucket + "/f.c4gh"
+	_, stdout, stderr := e.run(t, "decrypt", "--sk", "me.sec", "--json", "-o", "out/",
+		presigned+"?X-Amz-Signature=sekrit", "s3://AKIA:hunter2/x@"+testBucket+"/f.c4gh")
+	if strings.Contains(stdout+stderr, "sekrit") || strings.Contains(stdout+stderr, "hunter2") ||
+		!strings.Contains(stdout, `"name":"`+presigned+`?..."`) || !strings.Contains(stdout, `"name":"s3://REDACTED@`+testBucket+`/f.c4gh"`) {
+		t.Errorf("records of a presigned URL and of a URL with a password:\n%s\n%s", stdout, stderr)
 	}
 }
 

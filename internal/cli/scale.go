@@ -89,7 +89,7 @@ func (s scaleOptions) check(batch bool) error {
 // runner returns a runner of the batch with the shard and journal of s,
 // bound to the keys; close closes the journal.
 func (s scaleOptions) runner(e *env, keys []string, cut ...string) (r *batch.Runner, close func(), err error) {
-	r = &batch.Runner{Command: e.command, Stdout: e.stdout, JSON: s.JSON, VerifyJournal: s.VerifyJournal,
+	r = &batch.Runner{Command: e.command, Stdout: e.stdout, JSON: s.JSON, VerifyJournal: s.VerifyJournal, Shown: shownName,
 		Holds: func(en batch.Entry, verify bool) bool { return e.holds(en, verify) },
 		Changed: func(en batch.Entry, listed *batch.Identity) bool {
 			return en.SourceChanged(func(name string) (identity, error) {
