@@ -22,6 +22,9 @@ const (
 
 // slabs recycles batch memory across calls. A slab holds the input and the
 // output of one batch of batchSegments segments, in either direction.
+// Encryption and decryption with one data key use only its first part:
+// each segment is sealed or opened where it was read (see
+// engine.inPlace), and the rest of the slab is never touched, nor mapped.
 var slabs = sync.Pool{New: func() any {
 	return &slab{buf: make([]byte, batchSegments*(SegmentSize+EncryptedSegmentSize))}
 }}
@@ -64,11 +67,14 @@ type engine struct {
 	all     []*batch
 
 	// inPlace: decryption with one data key opens each segment where it
-	// was read, and writes the plaintexts from there. The other half of
-	// the batch's slab is never touched: a new process's memory is
-	// mapped a page at a time as it is first written (10 to 14 µs a
-	// page on a virtual machine), and for a file of a few MiB those
-	// pages were most of the time.
+	// was read, and writes the plaintexts from there. Encryption always
+	// reads each segment's plaintext to where its ciphertext goes, after
+	// room for its nonce (the batch's in has the stride of an encrypted
+	// segment), and seals it there, unless a Lender lends the output.
+	// The other half of the batch's slab is never touched: a new
+	// process's memory is mapped a page at a time as it is first
+	// written (10 to 14 µs a page on a virtual machine), and for a file
+	// of a few MiB those pages were most of the time.
 	inPlace bool
 
 	free  chan *batch
@@ -263,6 +269,9 @@ func (e *engine) runSerial(dst io.Writer, src io.Reader, b *batch) (int64, error
 func (e *engine) newBatch() *batch {
 	b := &batch{done: make(chan struct{}, 1), slab: slabs.Get().(*slab)}
 	b.in = b.slab.buf[:batchSegments*e.inSeg]
+	if e.encrypt {
+		b.in = b.slab.buf[:batchSegments*EncryptedSegmentSize]
+	}
 	b.out = b.slab.buf[batchSegments*e.inSeg:]
 	if e.encrypt {
 		b.nonces = make([]byte, batchSegments*NonceSize)
@@ -317,7 +326,19 @@ func (e *engine) stop() {
 // fill reads the next batch from src and works out what it holds.
 func (e *engine) fill(b *batch, src io.Reader, first int64) {
 	b.first, b.err, b.final, b.outLen, b.plain = first, nil, false, 0, 0
-	n, err := io.ReadFull(src, b.in)
+	var n int
+	var err error
+	if e.encrypt {
+		// Each segment after room for its nonce.
+		for i := 0; i < batchSegments && err == nil; i++ {
+			at := i*EncryptedSegmentSize + NonceSize
+			var m int
+			m, err = io.ReadFull(src, b.in[at:at+SegmentSize])
+			n += m
+		}
+	} else {
+		n, err = io.ReadFull(src, b.in)
+	}
 	b.n = n
 	switch err {
 	case nil:
@@ -363,6 +384,9 @@ func (e *engine) fill(b *batch, src io.Reader, first int64) {
 // when the writing stopped meanwhile.
 func (e *engine) place(b *batch) bool {
 	b.out, b.signal = b.slab.buf[batchSegments*e.inSeg:], false
+	if e.encrypt {
+		b.out = b.in // sealed in place
+	}
 	if e.lender == nil || b.outLen == 0 {
 		return true
 	}
@@ -430,14 +454,16 @@ func (e *engine) worker() {
 // process encrypts or decrypts segment i of b. last is the worker's
 // index of the data key that opened its previous segment.
 func (e *engine) process(b *batch, i int, last *int) {
-	in := b.in[i*e.inSeg : min((i+1)*e.inSeg, b.n)]
 	out := b.out[i*e.outSeg : i*e.outSeg]
-	if e.inPlace {
-		out = in[NonceSize:NonceSize]
-	}
 	if e.encrypt {
+		at := i*EncryptedSegmentSize + NonceSize
+		in := b.in[at : at+min(SegmentSize, b.n-i*SegmentSize)]
 		seal(e.aead, out[:NonceSize], b.nonces[i*NonceSize:(i+1)*NonceSize], in)
 		return
+	}
+	in := b.in[i*e.inSeg : min((i+1)*e.inSeg, b.n)]
+	if e.inPlace {
+		out = in[NonceSize:NonceSize]
 	}
 	if _, err := e.keys.open(out, in, b.first+int64(i), last); err != nil {
 		for f := b.fail.Load(); int32(i) < f; f = b.fail.Load() {
