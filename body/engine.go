@@ -14,7 +14,7 @@ const (
 	// batchSegments is the number of segments read or written at once by
 	// the parallel engine (512 KiB of plaintext). Larger batches save no
 	// measurable time (a read or write of 512 KiB costs the same per byte
-	// as one of 1 MiB) but each batch costs twice its size in memory.
+	// as one of 1 MiB) but each batch costs its size in memory.
 	batchSegments = 8
 	// maxJobs bounds the number of workers whatever the caller asks for.
 	maxJobs = 256
