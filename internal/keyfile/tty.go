@@ -15,6 +15,9 @@ import (
 // errMismatch means that the two passphrases typed differ.
 var errMismatch = errors.New("passphrases do not match")
 
+// errNoInput is readLineHidden's end of input before any byte of a line.
+var errNoInput = errors.New("end of input")
+
 // openTTY opens the process's terminal, where passphrases are asked (not
 // stdin or stdout, so that it works inside a pipe).
 func openTTY() (*os.File, error) {
@@ -63,9 +66,12 @@ func readHidden(tty *os.File, prompt string) ([]byte, error) {
 		})
 		defer done()
 	}
-	pass, err := term.ReadPassword(fd)
+	pass, err := readLineHidden(tty, prompt)
 	// The newline typed by the user was not echoed.
 	io.WriteString(tty, "\n")
+	if err == errNoInput {
+		return nil, keyError(errors.New("no passphrase typed (end of input)"))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to read passphrase: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/ptytest"
 
@@ -98,5 +99,72 @@ func TestReadPassphraseNoTerminal(t *testing.T) {
 	}
 	if _, err := openTTY(); err == nil || !strings.Contains(err.Error(), "terminal") {
 		t.Errorf("got %v, want an error about the terminal", err)
+	}
+}
+
+// TestReadPassphraseStopped: a process stopped at the prompt (Ctrl-Z) and
+// continued (fg) finds echo turned on by the shell; it turns it off again
+// and shows the prompt again, so that what is typed after fg is not shown.
+// End of input on an empty line ends the prompt with an error, where it
+// used to wait for more.
+func TestReadPassphraseStopped(t *testing.T) {
+	master, tty := ptytest.Open(t)
+	shown := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(bufio.NewReader(master))
+		shown <- string(b)
+	}()
+	type result struct {
+		pass []byte
+		err  error
+	}
+	done := make(chan result)
+	go func() {
+		p, err := readPassphrase(tty, "Passphrase: ", false)
+		done <- result{p, err}
+	}()
+	waitNoEcho(t, tty)
+	// The shell, taking the terminal back, turns echo on; fg continues
+	// the process.
+	st, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Lflag |= unix.ECHO
+	if err := unix.IoctlSetTermios(int(tty.Fd()), unix.TCSETS, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(os.Getpid(), unix.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitNoEcho(t, tty)
+	if _, err := master.WriteString("typed after fg\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || string(r.pass) != "typed after fg" {
+		t.Errorf("got %q, %v", r.pass, r.err)
+	}
+
+	go func() {
+		p, err := readPassphrase(tty, "Passphrase: ", false)
+		done <- result{p, err}
+	}()
+	waitNoEcho(t, tty)
+	if _, err := master.Write([]byte{4}); err != nil { // Ctrl-D
+		t.Fatal(err)
+	}
+	select {
+	case r = <-done:
+		if r.err == nil || !strings.Contains(r.err.Error(), "end of input") {
+			t.Errorf("Ctrl-D: got %q, %v", r.pass, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ctrl-D on an empty line did not end the prompt")
+	}
+	tty.Close()
+	out := <-shown
+	if strings.Contains(out, "typed after fg") || strings.Count(out, "Passphrase: ") != 3 {
+		t.Errorf("the terminal showed %q; want three prompts and nothing typed", out)
 	}
 }
