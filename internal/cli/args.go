@@ -110,6 +110,16 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 			continue
 		}
 		full := "--" + f.Names()[0]
+		if f.Names()[0] != flagName && strings.HasSuffix(full, "passphrase-file") {
+			// Not a prefix: "--passphrase SECRET" would name a file
+			// SECRET, and its error would show it.
+			env := passphraseEnv
+			if strings.HasPrefix(full, "--new-") {
+				env = "C4GH_NEW_PASSPHRASE"
+			}
+			return nil, withHint(usagef("unknown flag --%s", flagName),
+				"a passphrase is read from the terminal, from %s, or from the first line of the file that %s names", env, full)
+		}
 		if hasValue {
 			out = append(out, full+"="+value)
 		} else {

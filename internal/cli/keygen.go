@@ -84,7 +84,7 @@ func keygenCommand(e *env) command {
 			// The flags that a mode refuses, or whose default differs
 			// from not given (unusedWith, marshalRelocked).
 			o.given = map[string]bool{}
-			for _, n := range []string{"output", "comment", "nocrypt", "kdf", "new-passphrase-file"} {
+			for _, n := range []string{"output", "comment", "nocrypt", "kdf", "new-passphrase-file", "passphrase-file"} {
 				o.given[n] = c.IsSet(n)
 			}
 			return keygen(e.start(c, o.Quiet, nil), o)
@@ -134,7 +134,9 @@ func keygen(e *env, o *keygenOptions) error {
 		return keygenRelock(e, o)
 	}
 	if o.NoCrypt {
-		if err := unusedWith(o, "--nocrypt", "kdf"); err != nil {
+		// A passphrase given for a key stored in clear: the user meant
+		// one of the two.
+		if err := unusedWith(o, "--nocrypt", "kdf", "passphrase-file"); err != nil {
 			return err
 		}
 	}
