@@ -875,3 +875,47 @@ func TestBatchOpenFileLimit(t *testing.T) {
 		t.Errorf("%d outputs for %d files", len(entries), len(files))
 	}
 }
+
+// TestUnreadableNotReplaced: a file that the user may replace (its folder
+// is theirs) but not read may be a secret key kept from them: --force
+// does not replace it with an output that is not a key (exit 2), as it
+// does not replace a key it can read.
+func TestUnreadableNotReplaced(t *testing.T) {
+	e := newSafetyEnv(t)
+	// Out of the test's own folder, which other users cannot enter.
+	dir, err := os.MkdirTemp("", "c4gh-unreadable-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	locked := filepath.Join(dir, "locked.sec")
+	sk, _ := os.ReadFile(e.sk)
+	if err := os.WriteFile(locked, sk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "crypt4gh")
+	data, _ := os.ReadFile(e.bin)
+	os.WriteFile(bin, data, 0o755)
+	pk, _ := os.ReadFile(e.pk)
+	pub := filepath.Join(dir, "me.pub")
+	os.WriteFile(pub, pk, 0o644)
+	cmd := exec.Command(bin, "encrypt", "--recipient_pk", pub, "-i", pub, "-o", locked, "-f")
+	cmd.Dir = dir
+	if os.Getuid() == 0 {
+		// root reads every file: run as nobody, to whom it is unreadable.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	} else if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage || !strings.Contains(stderr.String(), "to tell that it is no secret key") {
+		t.Errorf("exit %d\n%s", code, stderr.String())
+	}
+	os.Chmod(locked, 0o600)
+	if got, _ := os.ReadFile(locked); !bytes.Equal(got, sk) {
+		t.Error("the unreadable secret key was replaced")
+	}
+}

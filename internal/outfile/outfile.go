@@ -340,8 +340,10 @@ func check(path, shown string, opts Options) (string, error) {
 		return "", nil
 	case !opts.Force:
 		return "", withHint(usagef("output file %q %w", shown, ErrExists), "use --force to replace it")
-	case !opts.SecretKey && holdsSecretKey(path):
-		return "", usagef("%s holds a secret key: only a new secret key may replace it", QuoteName(shown))
+	case !opts.SecretKey:
+		if err := spareSecretKey(path, shown, ""); err != nil {
+			return "", err
+		}
 	}
 	if path != shown {
 		// In a folder held open (Beneath): path is no link (beneath
@@ -357,13 +359,33 @@ func check(path, shown string, opts Options) (string, error) {
 	return target, nil
 }
 
+// spareSecretKey refuses to replace the file at path (shown as shown)
+// with an output that is not a secret key when it holds one, or when it
+// cannot be read to tell: a key may be kept from its owner's other
+// programs, and a user may replace a file in a folder of theirs that they
+// cannot read. when says when it was found, for the message.
+func spareSecretKey(path, shown, when string) error {
+	held, err := holdsSecretKey(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return withHint(usagef("cannot read %s%s to tell that it is no secret key: %v", QuoteName(shown), when, PathErr(err)),
+			"remove it first if it may be replaced")
+	case held:
+		return usagef("%s holds a secret key%s: only a new secret key may replace it", QuoteName(shown), when)
+	}
+	return nil
+}
+
 // holdsSecretKey reports whether the file at path is a secret key file of
 // a format that this tool reads, or holds a PEM block of a private key of
-// any kind (an RSA or ECDSA key of SSH or OpenSSL).
-func holdsSecretKey(path string) bool {
+// any kind (an RSA or ECDSA key of SSH or OpenSSL, an OpenPGP key). The
+// error is that of a file that could not be opened.
+func holdsSecretKey(path string) (bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer f.Close()
 	// One read of what there is: io.ReadAll's growing buffer took more
@@ -372,25 +394,29 @@ func holdsSecretKey(path string) bool {
 	// its first MiB cost a new process a quarter of a splice --region.
 	fi, err := f.Stat()
 	if err != nil || fi.Size() > MaxKeyFile {
-		return false
+		return false, nil
 	}
 	data := make([]byte, max(fi.Size(), 0))
-	n, _ := io.ReadFull(f, data)
+	n, err := io.ReadFull(f, data)
 	data = data[:n]
 	defer clear(data)
-	if _, err = keys.InspectSecretKey(data); err == nil {
-		return true
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return false, err
 	}
-	return pemPrivateKey(data)
+	if _, err = keys.InspectSecretKey(data); err == nil {
+		return true, nil
+	}
+	return pemPrivateKey(data), nil
 }
 
 // pemPrivateKey reports whether data has the first line of a PEM private
 // key of any kind: PRIVATE KEY, ENCRYPTED PRIVATE KEY, RSA PRIVATE KEY,
-// OPENSSH PRIVATE KEY, and so on.
+// OPENSSH PRIVATE KEY, PGP PRIVATE KEY BLOCK, and so on, also after a
+// byte-order mark or spaces.
 func pemPrivateKey(data []byte) bool {
 	for line := range bytes.Lines(data) {
-		line = bytes.TrimRight(line, "\r\n")
-		if label, ok := bytes.CutPrefix(line, []byte("-----BEGIN ")); ok && bytes.HasSuffix(label, []byte("PRIVATE KEY-----")) {
+		line = bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(line), []byte("\uFEFF")))
+		if label, ok := bytes.CutPrefix(line, []byte("-----BEGIN ")); ok && bytes.HasSuffix(label, []byte("-----")) && bytes.Contains(label, []byte("PRIVATE KEY")) {
 			return true
 		}
 	}
@@ -593,10 +619,12 @@ func (o *Output) Commit() error {
 		err = cerr
 	}
 	o.tmp = nil
-	if err == nil && o.spareKeys && holdsSecretKey(o.final) {
+	if err == nil && o.spareKeys {
 		// Put there since the checks at the start: as then, refused.
-		o.removeTemp(name)
-		return usagef("%s holds a secret key (it appeared while this command ran): only a new secret key may replace it", QuoteName(o.path))
+		if err := spareSecretKey(o.final, o.path, " (it appeared while this command ran)"); err != nil {
+			o.removeTemp(name)
+			return err
+		}
 	}
 	if err == nil {
 		err = Place(name, o.final, o.force)
