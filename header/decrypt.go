@@ -324,8 +324,9 @@ func Seal(writer keys.Writer, recipients []keys.PublicKey, payloads [][]byte, ra
 		}
 	}
 	if n := len(unique) * len(payloads); n > MaxPackets {
-		return nil, fmt.Errorf("%w: %d recipients of %d packets each need %d packets (limit %d)",
-			ErrTooManyPackets, len(unique), len(payloads), n, MaxPackets)
+		// The caller asked for too much: a usage error, not damaged data.
+		return nil, errkind.Wrap(errkind.Usage, fmt.Errorf("%w: %d recipients of %d packets each need %d packets (limit %d)",
+			ErrTooManyPackets, len(unique), len(payloads), n, MaxPackets))
 	}
 	if isNilWriter(writer) {
 		sk, err := keys.Generate(rand)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/edit"
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -475,4 +476,18 @@ func mustEditList(list []uint64) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestSealTooManyRecipients: a header that would hold more than
+// MaxPackets packets is refused as the caller's mistake (a usage error),
+// not as damaged data, and still matches ErrTooManyPackets.
+func TestSealTooManyRecipients(t *testing.T) {
+	recipients := make([]keys.PublicKey, MaxPackets/2+1)
+	for i := range recipients {
+		binary.LittleEndian.PutUint32(recipients[i][:], uint32(i+1))
+	}
+	_, err := Seal(nil, recipients, [][]byte{make([]byte, 36), make([]byte, 36)}, testRand(1))
+	if !errors.Is(err, ErrTooManyPackets) || errkind.Of(err) != errkind.Usage {
+		t.Fatalf("got %v (kind %v), want ErrTooManyPackets of kind usage", err, errkind.Of(err))
+	}
 }

@@ -190,7 +190,7 @@ func decodeC4GHSecret(blob []byte) (c4ghSecretFile, error) {
 func (f *c4ghSecretFile) check() error {
 	if f.kdf == KDFNone {
 		if string(f.cipher) != c4ghCipherNone {
-			return malformed("crypt4gh secret key: cipher %q without a kdf", f.cipher)
+			return malformed("crypt4gh secret key: cipher %q without a kdf", printable(f.cipher))
 		}
 		if len(f.keyData) != KeySize {
 			return malformed("crypt4gh secret key: key data of %d bytes, want %d", len(f.keyData), KeySize)
@@ -198,7 +198,7 @@ func (f *c4ghSecretFile) check() error {
 		return nil
 	}
 	if string(f.cipher) != c4ghCipherChaCha {
-		return fmt.Errorf("%w: crypt4gh secret key: unknown cipher %q", ErrUnsupportedKey, f.cipher)
+		return fmt.Errorf("%w: crypt4gh secret key: unknown cipher %q", ErrUnsupportedKey, printable(f.cipher))
 	}
 	if len(f.keyData) != c4ghEncryptedKeyLen {
 		return malformed("crypt4gh secret key: encrypted key data of %d bytes, want %d",

@@ -263,4 +263,14 @@ func TestDamagedKeys(t *testing.T) {
 			}
 		})
 	}
+	// A name read from the file is cut short in the message, and its
+	// control characters are not printed.
+	for kdf, blob := range map[string][]byte{
+		"none":   c4ghBlob("none", strings.Repeat("\n", 60000), key32),
+		"scrypt": c4ghBlob("scrypt", opts, strings.Repeat("\n", 60000), strings.Repeat("x", 60)),
+	} {
+		if _, err := ParseSecretKey(armored(pemC4GHPrivate, blob), noPassphrase(t)); err == nil || len(err.Error()) > 200 || strings.Contains(err.Error(), "\n") {
+			t.Errorf("a cipher name of 60,000 newlines, kdf %s: %d bytes of error", kdf, len(err.Error()))
+		}
+	}
 }
