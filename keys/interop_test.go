@@ -166,3 +166,46 @@ func TestInteropMarshalPublicKey(t *testing.T) {
 		t.Fatal("no crypt4gh public keys in the manifest")
 	}
 }
+
+// TestKeyFileEdits: key files as an editor may leave them: after a UTF-8
+// byte-order mark, or the armor after spaces, still read as the key. Two
+// secret keys in one file are refused, not the first taken in silence:
+// the user meant one of them.
+func TestKeyFileEdits(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(interopDir, "keys", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	sec, pub, other := read("dave.sec.pem"), read("dave.pub.pem"), read("erin")
+	want, err := ParseSecretKey(sec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, edited := range [][]byte{append([]byte("\uFEFF"), sec...), append([]byte("  \n\t"), sec...)} {
+		if got, err := ParseSecretKey(edited, nil); err != nil || got != want {
+			t.Errorf("ParseSecretKey(%q…): %v", edited[:8], err)
+		}
+		if _, err := InspectSecretKey(edited); err != nil {
+			t.Errorf("InspectSecretKey(%q…): %v", edited[:8], err)
+		}
+	}
+	wantPK, err := ParsePublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ParsePublicKey(append([]byte("\uFEFF"), pub...)); err != nil || got != wantPK {
+		t.Errorf("a public key after a byte-order mark: %v", err)
+	}
+	two := append(append([]byte{}, sec...), other...)
+	if _, err := ParseSecretKey(two, nil); !errors.Is(err, ErrMalformedKey) || !strings.Contains(err.Error(), "more than one secret key") {
+		t.Errorf("two secret keys: %v", err)
+	}
+	// A public key after the secret key, as some tools write them, is
+	// no second secret key.
+	if got, err := ParseSecretKey(append(append([]byte{}, sec...), pub...), nil); err != nil || got != want {
+		t.Errorf("a secret key followed by its public key: %v", err)
+	}
+}

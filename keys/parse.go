@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"strings"
 )
 
 // PEM types of the PKCS#8 and PKIX key files.
@@ -60,6 +61,7 @@ func ParsePublicKey(data []byte) (PublicKey, error) {
 // returned then, not even the ones before it. A file without any key gives
 // [ErrMalformedKey].
 func ParsePublicKeys(data []byte) ([]PublicKey, error) {
+	data = withoutBOM(data)
 	var pks []PublicKey
 	for lineNo, rest := 0, data; len(rest) > 0; {
 		start := rest
@@ -246,7 +248,16 @@ var foreignPEMTypes = map[string]string{
 // "openssh-key-v1\0" an OpenSSH key, whatever the label; otherwise the
 // label does. An armor of another type is an error.
 func decodeSecretPEM(data []byte) (secretKind, []byte, error) {
-	block, _ := pem.Decode(data)
+	// A byte-order mark or spaces before the armor (an editor's) hide
+	// it from pem.Decode, which wants it at the start of a line.
+	block, rest := pem.Decode(bytes.TrimLeft(withoutBOM(data), " \t\r\n"))
+	if block != nil && strings.Contains(block.Type, "PRIVATE KEY") {
+		if next, _ := pem.Decode(rest); next != nil && strings.Contains(next.Type, "PRIVATE KEY") {
+			clear(block.Bytes)
+			clear(next.Bytes)
+			return 0, nil, malformed("the file holds more than one secret key (a %s after the %s)", printable([]byte(next.Type)), printable([]byte(block.Type)))
+		}
+	}
 	if block == nil {
 		if bytes.Contains(data, []byte("-----BEGIN")) {
 			return 0, nil, malformed("damaged PEM armor")
@@ -339,6 +350,10 @@ func parseSSHPublicBlob(blob []byte) (PublicKey, error) {
 	}
 	return Ed25519PublicToX25519(key)
 }
+
+// withoutBOM returns data without the UTF-8 byte-order mark that some
+// editors put at the start of a text file.
+func withoutBOM(data []byte) []byte { return bytes.TrimPrefix(data, []byte("\uFEFF")) }
 
 // printable keeps a name read from a file short and free of control
 // characters before it goes into an error message.
