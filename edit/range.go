@@ -34,13 +34,14 @@ func (r Range) String() string {
 
 // ParseRange parses "START-END" (bytes START to END, END excluded) or
 // "START" (from START to the end of the stream). Both are non-negative
-// decimal integers, without sign or spaces, and END must be larger than
-// START. Errors wrap ErrInvalidRange and read `invalid range "x": reason`.
+// decimal integers without sign, spaces around them allowed (as the
+// reference tool's int() allows them), and END must be larger than START.
+// Errors wrap ErrInvalidRange and read `invalid range "x": reason`.
 func ParseRange(s string) (Range, error) {
 	bad := func(format string, a ...any) (Range, error) {
 		return Range{}, fmt.Errorf("%w %q: %s", ErrInvalidRange, s, fmt.Sprintf(format, a...))
 	}
-	if s == "" {
+	if strings.TrimSpace(s) == "" {
 		return bad("empty, want START-END or START")
 	}
 	startText, endText, hasEnd := strings.Cut(s, "-")
@@ -65,6 +66,7 @@ func ParseRange(s string) (Range, error) {
 }
 
 func parseOffset(s string) (int64, error) {
+	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, errors.New("missing number")
 	}
@@ -95,8 +97,13 @@ func Normalize(rs []Range) ([]Interval, error) {
 	}
 	iv := make([]Interval, len(rs))
 	for i, r := range rs {
-		if r.Start < 0 || r.End <= r.Start {
-			return nil, fmt.Errorf("%w %q: start must be non-negative and end larger than start", ErrInvalidRange, r.String())
+		switch {
+		case r.Start < 0:
+			return nil, fmt.Errorf("%w %q: start must be non-negative", ErrInvalidRange, r.String())
+		case r.End == Unbounded && r.Start == Unbounded:
+			return nil, fmt.Errorf("%w %q: start %d is past any data", ErrInvalidRange, r.String(), r.Start)
+		case r.End <= r.Start:
+			return nil, fmt.Errorf("%w %q: end must be larger than start", ErrInvalidRange, r.String())
 		}
 		iv[i] = Interval(r)
 	}

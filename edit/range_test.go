@@ -29,9 +29,13 @@ func TestParseRange(t *testing.T) {
 		{"1-2-3", Range{}, "end: \"2-3\" is not"},
 		{"+1-2", Range{}, "start: \"+1\" is not"},
 		{"1-+2", Range{}, "end: \"+2\" is not"},
-		{" 1-2", Range{}, "start"},
-		{"1 -2", Range{}, "start"},
-		{"1-2 ", Range{}, "end"},
+		// Spaces around the numbers, as the reference tool's int() takes
+		// them; none inside.
+		{" 1-2", Range{1, 2}, ""},
+		{"1 - 2", Range{1, 2}, ""},
+		{"\t5\n", Range{5, Unbounded}, ""},
+		{"1 0-20", Range{}, "start"},
+		{"   ", Range{}, "empty"},
 		{"0x10", Range{}, "start"},
 		{"1e3", Range{}, "start"},
 		{"9223372036854775808", Range{}, "start: 9223372036854775808 is too large"},
@@ -93,9 +97,17 @@ func TestNormalize(t *testing.T) {
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("Normalize = %v, %v; want %v", got, err, want)
 	}
-	for _, rs := range [][]Range{{{5, 5}}, {{0, 1}, {10, 5}}, {{-1, 5}}} {
-		if got, err := Normalize(rs); !errors.Is(err, ErrInvalidRange) {
-			t.Errorf("Normalize(%v) = %v, %v; want ErrInvalidRange", rs, got, err)
+	for _, tc := range []struct {
+		rs   []Range
+		says string
+	}{
+		{[]Range{{5, 5}}, "end must be larger than start"},
+		{[]Range{{0, 1}, {10, 5}}, "end must be larger than start"},
+		{[]Range{{-1, 5}}, "start must be non-negative"},
+		{[]Range{{Unbounded, Unbounded}}, "past any data"},
+	} {
+		if got, err := Normalize(tc.rs); !errors.Is(err, ErrInvalidRange) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Normalize(%v) = %v, %v; want ErrInvalidRange saying %q", tc.rs, got, err, tc.says)
 		}
 	}
 	if got, err := Normalize(nil); !errors.Is(err, ErrEmpty) {
