@@ -494,6 +494,14 @@ func (r *ReaderAt) CopyRange(dst io.Writer, start, end int64) (int64, error) {
 	case r.complete != nil && end > r.size:
 		return 0, r.complete // strict, and the range needs what is missing
 	case start > 0 && start >= r.size:
+		// Past the end of a body that was cut short, or damaged at its
+		// end: say that, not that the range is wrong.
+		if r.size > 0 {
+			var last [1]byte
+			if _, err := r.ReadAt(last[:], r.size-1); err != nil && err != io.EOF {
+				return 0, err
+			}
+		}
 		return 0, fmt.Errorf("%w (%d bytes)", edit.ErrBeyondEnd, r.size)
 	}
 	// One segment at a time: a larger buffer costs its page faults, and

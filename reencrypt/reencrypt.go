@@ -25,6 +25,7 @@
 package reencrypt
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -249,6 +250,13 @@ func Splice(dst io.Writer, src Source, opts SpliceOptions) error {
 		return err
 	}
 	nh, runs, err := PlanSplice(h, bodySize, opts)
+	if _, stream := src.(*streamSource); !stream && errors.Is(err, edit.ErrBeyondEnd) && bodySize > 0 {
+		// Past the end of a body that was cut short: say that, not that
+		// the range is wrong. (A stream dropped its segments already.)
+		if cerr := CheckLastSegment(seekReaderAt{src}, bodyStart, bodySize, h, opts.Reader); cerr != nil {
+			return cerr
+		}
+	}
 	if err != nil {
 		return err
 	}

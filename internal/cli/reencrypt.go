@@ -148,9 +148,12 @@ func reencryptTo(e *env, o *reencryptOptions, f *reencrypt.File, in *input, src 
 	// is read first; from a pipe each segment is held until the next.
 	if in.regular() {
 		start, err := in.file.Seek(0, io.SeekCurrent) // after the header
-		size := in.size()
-		if err != nil || size < 0 {
+		if err != nil {
 			return fmt.Errorf("failed to read input: %w", err)
+		}
+		size := in.size()
+		if size < 0 {
+			return errors.New("failed to read input: it shrank while it was read")
 		}
 		if err := f.CheckLastSegment(in.file, start, size); err != nil {
 			return bodyError(err, start, start+size)
