@@ -110,6 +110,7 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 			continue
 		}
 		full := "--" + f.Names()[0]
+		typed[f.Names()[0]] = "--"
 		if f.Names()[0] != flagName && strings.HasSuffix(full, "passphrase-file") {
 			// Not a prefix: "--passphrase SECRET" would name a file
 			// SECRET, and its error would show it.

@@ -166,6 +166,14 @@ func keygen(e *env, o *keygenOptions) error {
 // it is missing.
 func newPairPaths(e *env, o *keygenOptions) (string, string, error) {
 	skPath, pkPath := expandHome(o.SK), expandHome(o.PK)
+	if _, typed := e.typed["sk"]; skPath != "" && !typed {
+		// The variable points at the key that decrypt uses: -f, meant
+		// for a new pair, would replace that key without its name typed.
+		if _, err := os.Lstat(skPath); err == nil {
+			return "", "", withHint(usagef("--sk is not given, and %s names %s, which exists", secretKeyEnv, quoteName(skPath)),
+				"give --sk PATH for the new secret key")
+		}
+	}
 	if skPath != "" && pkPath != "" {
 		return skPath, pkPath, nil
 	}
