@@ -262,6 +262,9 @@ func decodeSecretPEM(data []byte) (secretKind, []byte, error) {
 		if bytes.Contains(data, []byte("-----BEGIN")) {
 			return 0, nil, malformed("damaged PEM armor")
 		}
+		if _, err := parseSSHPublicLine(bytes.TrimSpace(data)); err == nil {
+			return 0, nil, malformed("an OpenSSH public key, not a secret key")
+		}
 		return 0, nil, malformed("no PEM armored secret key found")
 	}
 	switch {

@@ -77,6 +77,8 @@ func hintFor(err error) string {
 		return advice.Hint()
 	case errors.Is(err, keys.ErrWrongPassphrase):
 		return "check the passphrase given on the terminal, in C4GH_PASSPHRASE or with --passphrase-file"
+	case notCrypt4GH(err) && (strings.Contains(err.Error(), `magic "-----BEG"`) || strings.Contains(err.Error(), `magic "ssh-`)):
+		return "the input looks like a key file: keys go with --sk or --recipient_pk"
 	case notCrypt4GH(err):
 		return "the input does not start with a crypt4gh header; was it encrypted with crypt4gh?"
 	case errors.Is(err, body.ErrTruncated):
