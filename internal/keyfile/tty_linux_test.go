@@ -27,22 +27,8 @@ func TestReadPassphrasePTY(t *testing.T) {
 		{"s3cret\nother\n", true, "", "do not match"},
 	}
 	for _, tc := range tests {
-		master, tty := ptytest.Open(t)
-		// Collect what the terminal shows, so that the pty never fills up.
-		shown := make(chan string)
-		go func() {
-			b, _ := io.ReadAll(bufio.NewReader(master))
-			shown <- string(b)
-		}()
-		type result struct {
-			pass []byte
-			err  error
-		}
-		done := make(chan result)
-		go func() {
-			p, err := readPassphrase(tty, "Passphrase: ", tc.confirm)
-			done <- result{p, err}
-		}()
+		master, tty, shown, ask := ptyPrompt(t)
+		done := ask(tc.confirm)
 		// Type line by line once echo is off, as a user would.
 		lines := strings.SplitAfter(tc.typed, "\n")
 		for _, l := range lines {
@@ -73,6 +59,34 @@ func TestReadPassphrasePTY(t *testing.T) {
 			t.Errorf("terminal echoed the passphrase: %q", out)
 		}
 	}
+}
+
+// promptResult is what readPassphrase returned.
+type promptResult struct {
+	pass []byte
+	err  error
+}
+
+// ptyPrompt opens a pseudo-terminal and returns its two ends; shown, which
+// gives what the terminal showed once tty is closed (collected as it goes,
+// so that the pty never fills up); and ask, which starts readPassphrase
+// on tty and returns where its result comes.
+func ptyPrompt(t *testing.T) (master, tty *os.File, shown <-chan string, ask func(confirm bool) <-chan promptResult) {
+	master, tty = ptytest.Open(t)
+	out := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(bufio.NewReader(master))
+		out <- string(b)
+	}()
+	ask = func(confirm bool) <-chan promptResult {
+		done := make(chan promptResult)
+		go func() {
+			p, err := readPassphrase(tty, "Passphrase: ", confirm)
+			done <- promptResult{p, err}
+		}()
+		return done
+	}
+	return master, tty, out, ask
 }
 
 // waitNoEcho waits until the reader has turned echo off on tty.
@@ -108,21 +122,8 @@ func TestReadPassphraseNoTerminal(t *testing.T) {
 // End of input on an empty line ends the prompt with an error, where it
 // used to wait for more.
 func TestReadPassphraseStopped(t *testing.T) {
-	master, tty := ptytest.Open(t)
-	shown := make(chan string)
-	go func() {
-		b, _ := io.ReadAll(bufio.NewReader(master))
-		shown <- string(b)
-	}()
-	type result struct {
-		pass []byte
-		err  error
-	}
-	done := make(chan result)
-	go func() {
-		p, err := readPassphrase(tty, "Passphrase: ", false)
-		done <- result{p, err}
-	}()
+	master, tty, shown, ask := ptyPrompt(t)
+	done := ask(false)
 	waitNoEcho(t, tty)
 	// The shell, taking the terminal back, turns echo on; fg continues
 	// the process.
@@ -146,10 +147,7 @@ func TestReadPassphraseStopped(t *testing.T) {
 		t.Errorf("got %q, %v", r.pass, r.err)
 	}
 
-	go func() {
-		p, err := readPassphrase(tty, "Passphrase: ", false)
-		done <- result{p, err}
-	}()
+	done = ask(false)
 	waitNoEcho(t, tty)
 	if _, err := master.Write([]byte{4}); err != nil { // Ctrl-D
 		t.Fatal(err)
