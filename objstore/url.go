@@ -63,7 +63,7 @@ func parseS3(s, rest string) (Location, error) {
 	bucket, key, _ := strings.Cut(rest, "/")
 	// user:password@ before the bucket; a / in the password ends the
 	// bucket inside it (no bucket name holds a colon).
-	if strings.Contains(bucket, "@") || strings.Contains(bucket, ":") && strings.Contains(key, "@") {
+	if s3Credentials(rest) {
 		return Location{}, invalidURL(displayS3(s), "credentials in a URL are refused: use the environment, the AWS files or an s3cmd configuration file")
 	}
 	if bucket == "" {
@@ -84,6 +84,15 @@ func parseS3(s, rest string) (Location, error) {
 		}
 	}
 	return Location{Bucket: bucket, Key: key}, nil
+}
+
+// s3Credentials reports whether rest, an s3:// URL after its scheme, may
+// start with user:password@: its bucket holds an @, or a colon (no bucket
+// name holds either) with an @ after it (a / in the password ends the
+// bucket inside it).
+func s3Credentials(rest string) bool {
+	bucket, key, _ := strings.Cut(rest, "/")
+	return strings.Contains(bucket, "@") || (strings.Contains(bucket, ":") && strings.Contains(key, "@"))
 }
 
 // checkBucket accepts the names S3 and the common S3-compatible stores
@@ -119,7 +128,7 @@ func parseHTTP(s string) (Location, error) {
 		}
 		return Location{}, invalidURL(displayRaw(s), "malformed URL")
 	}
-	if u.User != nil {
+	if u.User != nil || portPassword(s, u) {
 		return Location{}, invalidURL(shown(u, s), "credentials in a URL are refused")
 	}
 	if u.Host == "" || u.Hostname() == "" {
@@ -130,6 +139,28 @@ func parseHTTP(s string) (Location, error) {
 	}
 	u.Fragment = ""
 	return Location{URL: u.String()}, nil
+}
+
+// portPassword reports whether u, parsed from s, may be user:password@host
+// whose password starts with digits and then a / ? or #: url.Parse takes
+// user:1234 for a host and its port, and the rest, password and real host,
+// for the path (or the query, or the fragment). It is taken to be one when
+// an @ comes before the next / after the port: a bucket name, the first
+// part of the path of an S3 URL, holds no @.
+func portPassword(s string, u *url.URL) bool {
+	if u.Port() == "" {
+		return false
+	}
+	_, rest, _ := strings.Cut(s, "://")
+	i := strings.IndexAny(rest, "/?#")
+	if i < 0 {
+		return false
+	}
+	after := strings.TrimLeft(rest[i:], "/?#")
+	if j := strings.Index(after, "/"); j >= 0 {
+		after = after[:j]
+	}
+	return strings.Contains(after, "@")
 }
 
 // loopback reports whether host is localhost or a loopback IP address.
@@ -201,12 +232,15 @@ func displayRaw(s string) string {
 		return "URL"
 	}
 	// Whatever comes before the last @ may be a password, with a /, ? or
-	// # in it written as it is.
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		rest = rest[i+1:]
+	// # in it written as it is, when a colon comes before that @.
+	if c := strings.Index(rest, ":"); c >= 0 && strings.Contains(rest[c:], "@") {
+		rest = rest[strings.LastIndex(rest, "@")+1:]
 	}
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:] // a user name without a password
 	}
 	return scheme + "://" + rest + "/..."
 }
@@ -221,15 +255,19 @@ func shown(u *url.URL, s string) string {
 }
 
 // shownRaw is s as an error shows it: whole, unless an @ in it may follow
-// a password (as displayRaw shows it then).
+// a password (a colon before it), as displayRaw or displayS3 show it then.
 func shownRaw(s string) string {
+	scheme, rest, _ := strings.Cut(s, "://")
+	c := strings.Index(rest, ":")
 	switch {
 	case !strings.Contains(s, "@"):
 		return s
-	case strings.HasPrefix(strings.ToLower(s), "s3://"):
+	case !strings.EqualFold(scheme, "s3"):
+		return displayRaw(s)
+	case s3Credentials(rest) || (c >= 0 && strings.Contains(rest[c:], "@")):
 		return displayS3(s)
 	}
-	return displayRaw(s)
+	return s // an @ in a key, and no colon before it
 }
 
 // displayS3 shows an s3:// URL with all before its last @ replaced: a

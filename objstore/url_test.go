@@ -1,6 +1,7 @@
 package objstore_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -26,6 +27,9 @@ func TestParse(t *testing.T) {
 		{"http://127.0.0.1:9000/x", objstore.Location{URL: "http://127.0.0.1:9000/x"}, false, "http://127.0.0.1:9000/x"},
 		{"http://localhost/x", objstore.Location{URL: "http://localhost/x"}, false, "http://localhost/x"},
 		{"http://[::1]:80/x", objstore.Location{URL: "http://[::1]:80/x"}, false, "http://[::1]:80/x"},
+		// An @ in a later part of the path, after a port: an S3 key
+		// in a user's folder, not a password.
+		{"https://s3.example.org:9000/inbox/me@example.org/f.c4gh", objstore.Location{URL: "https://s3.example.org:9000/inbox/me@example.org/f.c4gh"}, false, "https://s3.example.org:9000/inbox/me@example.org/f.c4gh"},
 	} {
 		got, err := objstore.Parse(tc.in)
 		if err != nil {
@@ -48,6 +52,8 @@ func TestParse(t *testing.T) {
 		{"s3://AKIAEXAMPLE:hunter2/x@my-bucket/k", "hunter2"},
 		{"s3://me@example.org:hunter2/x@my-bucket/k", "hunter2"},
 		{"ftp://user:hunter2@host.example/f", "hunter2"},
+		{"https://user:1234/hunter2@host.example/f", "hunter2"},
+		{"https://user:1234?hunter2@host.example/f", "hunter2"},
 		{"http://host.example/f", ""},
 		{"http://10.0.0.1/f", ""},
 		{"ftp://host/f", ""},
@@ -69,6 +75,18 @@ func TestParse(t *testing.T) {
 		isKind(t, err, objstore.ErrInvalidURL, errkind.Usage)
 		if tc.secret != "" && strings.Contains(err.Error(), tc.secret) {
 			t.Errorf("error repeats the password: %v", err)
+		}
+	}
+	// A refused URL with an @ but no password before it is shown with its
+	// host or its key, not cut at the @.
+	for in, shown := range map[string]string{
+		"http://host.example/a@b/f":  "http://host.example/...",
+		"s3://ab/me@example.org/f":   "s3://ab/me@example.org/f",
+		"https://host.example/f%zz@": "https://host.example/...",
+	} {
+		var e *objstore.Error
+		if _, err := objstore.Parse(in); !errors.As(err, &e) || e.Location != shown {
+			t.Errorf("Parse(%q): %v; want it shown as %q", in, err, shown)
 		}
 	}
 	for _, s := range []string{"file.c4gh", "dir/s3://x", "c:\\x", "-", ""} {

@@ -153,7 +153,9 @@ func reencryptTo(e *env, o *reencryptOptions, f *reencrypt.File, in *input, src 
 		}
 		size := in.size()
 		if size < 0 {
-			return errors.New("failed to read input: it shrank while it was read")
+			// Shorter than where the header ended, or no longer a
+			// regular file that fstat answers for.
+			return errors.New("failed to read input: it changed while it was read")
 		}
 		if err := f.CheckLastSegment(in.file, start, size); err != nil {
 			return bodyError(err, start, start+size)
