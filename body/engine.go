@@ -14,7 +14,8 @@ const (
 	// batchSegments is the number of segments read or written at once by
 	// the parallel engine (512 KiB of plaintext). Larger batches save no
 	// measurable time (a read or write of 512 KiB costs the same per byte
-	// as one of 1 MiB) but each batch costs its size in memory.
+	// as one of 1 MiB) but each batch costs its size in memory (twice
+	// that to decrypt with several data keys).
 	batchSegments = 8
 	// maxJobs bounds the number of workers whatever the caller asks for.
 	maxJobs = 256
@@ -24,7 +25,9 @@ const (
 // output of one batch of batchSegments segments, in either direction.
 // Encryption and decryption with one data key use only its first part:
 // each segment is sealed or opened where it was read (see
-// engine.inPlace), and the rest of the slab is never touched, nor mapped.
+// engine.inPlace), and the rest of the slab is not touched: memory new to
+// the process is then not even mapped (a slab that the heap reuses was
+// zeroed whole).
 var slabs = sync.Pool{New: func() any {
 	return &slab{buf: make([]byte, batchSegments*(SegmentSize+EncryptedSegmentSize))}
 }}
@@ -67,14 +70,12 @@ type engine struct {
 	all     []*batch
 
 	// inPlace: decryption with one data key opens each segment where it
-	// was read, and writes the plaintexts from there. Encryption always
-	// reads each segment's plaintext to where its ciphertext goes, after
-	// room for its nonce (the batch's in has the stride of an encrypted
-	// segment), and seals it there, unless a Lender lends the output.
-	// The other half of the batch's slab is never touched: a new
-	// process's memory is mapped a page at a time as it is first
-	// written (10 to 14 µs a page on a virtual machine), and for a file
-	// of a few MiB those pages were most of the time.
+	// was read, and writes the plaintexts from there (encryption does
+	// the like always: see fill and place). The other half of the
+	// batch's slab is not touched: a new process's memory is mapped a
+	// page at a time as it is first written (10 to 14 µs a page on a
+	// virtual machine), and for a file of a few MiB those pages were
+	// most of the time.
 	inPlace bool
 
 	free  chan *batch
@@ -269,10 +270,14 @@ func (e *engine) runSerial(dst io.Writer, src io.Reader, b *batch) (int64, error
 func (e *engine) newBatch() *batch {
 	b := &batch{done: make(chan struct{}, 1), slab: slabs.Get().(*slab)}
 	b.in = b.slab.buf[:batchSegments*e.inSeg]
-	if e.encrypt {
-		b.in = b.slab.buf[:batchSegments*EncryptedSegmentSize]
-	}
 	b.out = b.slab.buf[batchSegments*e.inSeg:]
+	if e.encrypt {
+		// Each segment's plaintext is read to where its ciphertext goes
+		// (fill), and sealed there unless a Lender lends the output
+		// (place).
+		b.in = b.slab.buf[:batchSegments*EncryptedSegmentSize]
+		b.out = b.in
+	}
 	if e.encrypt {
 		b.nonces = make([]byte, batchSegments*NonceSize)
 	}

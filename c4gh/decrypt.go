@@ -482,7 +482,9 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // CopyRange writes bytes [start, end) of the plaintext to dst, one
 // segment at a time, and returns how many it wrote; end may be
 // [edit.Unbounded]. An end past the data is clipped; a start at or past
-// the end of the data, but for 0, fails with [edit.ErrBeyondEnd]. In
+// the end of the data, but for 0, fails with [edit.ErrBeyondEnd], once the
+// last byte of the data is read (a body cut inside its last segment
+// fails with that segment's error instead). In
 // strict mode a range that reaches past the data, where the edit list
 // needs bytes that the body lacks, fails with [ErrMissingData] before
 // anything is written. Without an edit list each read ends where a

@@ -2,6 +2,7 @@ package c4gh
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 
@@ -10,15 +11,16 @@ import (
 
 // CheckMagic fails unless src starts like a Crypt4GH file, without
 // consuming anything: a cheap check before a passphrase is asked. An empty
-// src is [header.ErrEmptyInput], other first bytes [header.ErrNotCrypt4GH]; a src that
-// ends inside the magic bytes passes (parsing the header says more).
+// src is [header.ErrEmptyInput], other first bytes a [*header.MagicError]
+// (wrapping [header.ErrNotCrypt4GH]); a src that ends inside the magic
+// bytes passes (parsing the header says more).
 func CheckMagic(src *bufio.Reader) error {
 	b, err := src.Peek(len(header.Magic))
 	switch {
 	case len(b) == 0 && err == io.EOF:
 		return fmt.Errorf("%w: expected a crypt4gh header", header.ErrEmptyInput)
 	case len(b) > 0 && string(b) != header.Magic[:len(b)]:
-		return fmt.Errorf("%w (bad magic %q)", header.ErrNotCrypt4GH, b)
+		return &header.MagicError{Start: bytes.Clone(b)}
 	case err != nil && err != io.EOF:
 		return fmt.Errorf("failed to read input: %w", err)
 	}

@@ -1,6 +1,11 @@
 package header
 
-import "github.com/c4gh-go/crypt4gh/internal/errkind"
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/c4gh-go/crypt4gh/internal/errkind"
+)
 
 var (
 	// ErrEmptyInput is returned by [Parse] when the input holds no bytes at all.
@@ -64,3 +69,24 @@ var (
 	// of one reader are for different data encryption methods.
 	ErrMixedDataMethods = errkind.New(errkind.Data, "data keys use different data encryption methods")
 )
+
+// MagicError is the error of [Parse] for an input that does not start
+// with the magic "crypt4gh": it wraps [ErrNotCrypt4GH] and holds the
+// bytes the input starts with, for a caller that says what the input
+// looks like instead.
+type MagicError struct {
+	Start []byte // the first bytes of the input, at most len(Magic)
+}
+
+func (e *MagicError) Error() string {
+	return fmt.Sprintf("%v (bad magic %q)", ErrNotCrypt4GH, e.Start)
+}
+
+func (e *MagicError) Unwrap() error { return ErrNotCrypt4GH }
+
+// KeyFile reports whether the input looks like a key file: PEM armor or
+// an OpenSSH public key line, after a byte-order mark or spaces.
+func (e *MagicError) KeyFile() bool {
+	b := bytes.TrimLeft(bytes.TrimPrefix(e.Start, []byte("\uFEFF")), " \t\r\n")
+	return bytes.HasPrefix(b, []byte("-----")) || bytes.HasPrefix(b, []byte("ssh-"))
+}

@@ -1,6 +1,7 @@
 package header
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -174,14 +175,14 @@ func Parse(r io.Reader) (*Header, error) {
 		return nil, fmt.Errorf("%w: expected a crypt4gh header", ErrEmptyInput)
 	case isEOF(err):
 		if string(pre[:n]) != Magic[:n] {
-			return nil, fmt.Errorf("%w (bad magic %q)", ErrNotCrypt4GH, pre[:n])
+			return nil, &MagicError{Start: bytes.Clone(pre[:n])}
 		}
 		return nil, fmt.Errorf("%w: input ends after %d of the %d magic bytes", ErrTruncated, n, len(Magic))
 	case err != nil:
 		return nil, fmt.Errorf("failed to read header: %w", err)
 	}
 	if string(pre[:len(Magic)]) != Magic {
-		return nil, fmt.Errorf("%w (bad magic %q)", ErrNotCrypt4GH, pre[:len(Magic)])
+		return nil, &MagicError{Start: bytes.Clone(pre[:len(Magic)])}
 	}
 
 	if _, err := io.ReadFull(r, pre[len(Magic):]); err != nil {

@@ -190,3 +190,21 @@ func TestParseMemory(t *testing.T) {
 		t.Errorf("%v allocations for an empty header claiming %d packets", allocs, MaxPackets)
 	}
 }
+
+// TestMagicError: an input that is not a crypt4gh file is a *MagicError
+// holding its first bytes, which tells a key file from other data.
+func TestMagicError(t *testing.T) {
+	for in, keyFile := range map[string]bool{
+		"-----BEGIN CRYPT4GH PRIVATE KEY-----\n": true,
+		"\uFEFF-----BEGIN PRIVATE KEY-----\n":    true,
+		"ssh-ed25519 AAAAC3Nza me@host\n":        true,
+		"\x1f\x8b\x08\x04BC gzip":                false,
+		"BAM\x01 and more":                       false,
+	} {
+		_, err := Parse(strings.NewReader(in))
+		var me *MagicError
+		if !errors.As(err, &me) || !errors.Is(err, ErrNotCrypt4GH) || me.KeyFile() != keyFile {
+			t.Errorf("Parse(%q): %v; want a MagicError, KeyFile %v", in, err, keyFile)
+		}
+	}
+}

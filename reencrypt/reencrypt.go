@@ -234,7 +234,9 @@ type SpliceOptions struct {
 //
 // Splice checks everything it can before it writes anything: the ranges
 // (errors wrapping [edit.ErrInvalidRange], or [edit.ErrBeyondEnd] for a
-// range that starts at or after the end of the data), the header
+// range that starts at or after the end of the data, once the body's
+// last segment authenticates: a body cut inside it fails as
+// [CheckLastSegment] says), the header
 // ([header.ErrNoDecryptablePacket] when the reader opens no packet), the
 // body length and, when it is copied, the body's last segment (as
 // [CheckLastSegment]). After that, only I/O errors remain.

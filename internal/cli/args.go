@@ -116,7 +116,7 @@ func prepare(e *env, app *cli.App, args []string) ([]string, error) {
 			// SECRET, and its error would show it.
 			env := passphraseEnv
 			if strings.HasPrefix(full, "--new-") {
-				env = "C4GH_NEW_PASSPHRASE"
+				env = newPassphraseEnv
 			}
 			return nil, withHint(usagef("unknown flag --%s", flagName),
 				"a passphrase is read from the terminal, from %s, or from the first line of the file that %s names", env, full)

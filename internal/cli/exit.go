@@ -72,12 +72,13 @@ func report(w io.Writer, err error) {
 // hintFor returns the hint to print after err, if any.
 func hintFor(err error) string {
 	var advice interface{ Hint() string } // withHint, and errors of objstore
+	var magic *header.MagicError
 	switch {
 	case errors.As(err, &advice) && advice.Hint() != "":
 		return advice.Hint()
 	case errors.Is(err, keys.ErrWrongPassphrase):
 		return "check the passphrase given on the terminal, in C4GH_PASSPHRASE or with --passphrase-file"
-	case notCrypt4GH(err) && (strings.Contains(err.Error(), `magic "-----BEG"`) || strings.Contains(err.Error(), `magic "ssh-`)):
+	case errors.As(err, &magic) && magic.KeyFile():
 		return "the input looks like a key file: keys go with --sk or --recipient_pk"
 	case notCrypt4GH(err):
 		return "the input does not start with a crypt4gh header; was it encrypted with crypt4gh?"

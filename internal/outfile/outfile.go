@@ -381,7 +381,8 @@ func spareSecretKey(path, shown, when string) error {
 // holdsSecretKey reports whether the file at path is a secret key file of
 // a format that this tool reads, or holds a PEM block of a private key of
 // any kind (an RSA or ECDSA key of SSH or OpenSSL, an OpenPGP key). The
-// error is that of a file that could not be opened.
+// error is that of a file that could not be opened or read; what is not a
+// regular file (a folder put there meanwhile) holds no key.
 func holdsSecretKey(path string) (bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -393,7 +394,7 @@ func holdsSecretKey(path string) (bool, error) {
 	// A file larger than a key file may be is not read at all: reading
 	// its first MiB cost a new process a quarter of a splice --region.
 	fi, err := f.Stat()
-	if err != nil || fi.Size() > MaxKeyFile {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxKeyFile {
 		return false, nil
 	}
 	data := make([]byte, max(fi.Size(), 0))
