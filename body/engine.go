@@ -277,8 +277,6 @@ func (e *engine) newBatch() *batch {
 		// (place).
 		b.in = b.slab.buf[:batchSegments*EncryptedSegmentSize]
 		b.out = b.in
-	}
-	if e.encrypt {
 		b.nonces = make([]byte, batchSegments*NonceSize)
 	}
 	e.all = append(e.all, b)
