@@ -145,6 +145,10 @@ func (h *Header) Decrypt(reader keys.Opener, sender *keys.PublicKey) (*Contents,
 					ErrMixedDataMethods, dataMethodAt+1, dataMethod, i+1, pl.dataMethod))
 			}
 			if !seen[pl.dataKey] {
+				if len(c.DataKeys) == MaxDataKeys {
+					clear(pl.dataKey[:])
+					return fail(fmt.Errorf("%w: more than %d data keys for this reader", ErrTooManyPackets, MaxDataKeys))
+				}
 				seen[pl.dataKey] = true
 				c.DataKeys = append(c.DataKeys, pl.dataKey)
 			}

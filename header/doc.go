@@ -11,8 +11,9 @@
 // bytes back unchanged, so Marshal(Parse(b)) == b for every b that parses;
 // packets of an unknown encryption method are kept as [Packet.Opaque].
 //
-// Parse trusts no length in the input. The limits [MaxPackets] and
-// [MaxPacketLength] bound what a header may claim, and memory is allocated as
+// Parse trusts no length in the input. The limits [MaxPackets],
+// [MaxPacketLength] and [MaxHeaderSize] bound what a header may claim, and
+// [MaxWriterKeys] and [MaxDataKeys] what Decrypt tries; memory is allocated as
 // the bytes arrive, so a header that claims gigabytes but ends early costs
 // only what was actually read.
 //

@@ -26,11 +26,13 @@ var (
 
 	// ErrTooManyPackets is returned by [Parse] when the packet count exceeds
 	// [MaxPackets], and by [Header.Decrypt] when the packets come from more
-	// than [MaxWriterKeys] different writer keys.
+	// than [MaxWriterKeys] different writer keys or give the reader more
+	// than [MaxDataKeys] data keys.
 	ErrTooManyPackets = errkind.New(errkind.Data, "too many header packets")
 
 	// ErrInvalidPacket is returned when a header packet is malformed: a
-	// length below the fixed part of the packet or above [MaxPacketLength],
+	// length below the fixed part of the packet or above [MaxPacketLength]
+	// (or, with the packets before it, above [MaxHeaderSize]),
 	// or (by [Header.Decrypt]) an authenticated payload that is too short for
 	// its packet type.
 	ErrInvalidPacket = errkind.New(errkind.Data, "invalid header packet")

@@ -43,6 +43,18 @@ const (
 	// MaxPacketLength is the largest packet length (the length field
 	// included) Parse accepts.
 	MaxPacketLength = 1 << 24
+	// MaxHeaderSize bounds the packets of a header together: Parse holds
+	// them in memory, and MaxPackets packets of MaxPacketLength would be a
+	// terabyte. A header of as many recipients as MaxPackets, each with
+	// an edit list of 8 kB, stays far below it.
+	MaxHeaderSize = 1 << 26
+	// MaxDataKeys is the most distinct data keys that [Header.Decrypt]
+	// takes for a reader. A segment is tried with each key until one
+	// opens it (the key of the segment before it first), and each try
+	// authenticates the whole segment: a file whose every segment is under
+	// another of 65,536 keys took minutes to verify. Real files have one
+	// data key, and one more for each splice that added segments.
+	MaxDataKeys = 1 << 6
 	// MaxWriterKeys is the largest number of different writer public keys
 	// among the packets that [Header.Decrypt] tries. Each one costs an
 	// X25519 exchange (about 0.1 to 0.5 ms), so MaxPackets packets from as
@@ -200,10 +212,14 @@ func Parse(r io.Reader) (*Header, error) {
 	}
 
 	h := &Header{Packets: make([]Packet, 0, min(count, packetsPrealloc))}
+	size := int64(preambleSize)
 	for i := range count {
 		p, err := readPacket(r, i+1, count)
 		if err != nil {
 			return nil, err
+		}
+		if size += p.Size(); size > MaxHeaderSize {
+			return nil, fmt.Errorf("%w: packets 1 to %d of %d hold %d bytes (header limit %d)", ErrInvalidPacket, i+1, count, size, MaxHeaderSize)
 		}
 		h.Packets = append(h.Packets, p)
 	}

@@ -491,3 +491,54 @@ func TestSealTooManyRecipients(t *testing.T) {
 		t.Fatalf("got %v (kind %v), want ErrTooManyPackets of kind usage", err, errkind.Of(err))
 	}
 }
+
+// TestHeaderLimits: a reader given more than MaxDataKeys data keys is
+// refused (each segment would be tried with each key), MaxDataKeys are
+// taken; packets that together pass MaxHeaderSize are refused as they
+// are read, before the rest is.
+func TestHeaderLimits(t *testing.T) {
+	ks := genKeys(t, 2, 1)
+	reader := &ks[0]
+	payloads := func(n int) [][]byte {
+		var ps [][]byte
+		for i := range n {
+			var k [32]byte
+			binary.LittleEndian.PutUint32(k[:], uint32(i+1))
+			ps = append(ps, DataKeyPayload(&k))
+		}
+		return ps
+	}
+	h, err := Seal(nil, []keys.PublicKey{ks[0].Public()}, payloads(MaxDataKeys), testRand(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := h.Decrypt(reader, nil); err != nil || len(c.DataKeys) != MaxDataKeys {
+		t.Fatalf("%d data keys: %v", MaxDataKeys, err)
+	}
+	h, err = Seal(nil, []keys.PublicKey{ks[0].Public()}, payloads(MaxDataKeys+1), testRand(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Decrypt(reader, nil); !errors.Is(err, ErrTooManyPackets) || !strings.Contains(err.Error(), "data keys") {
+		t.Fatalf("%d data keys: %v, want ErrTooManyPackets", MaxDataKeys+1, err)
+	}
+
+	// Packets of MaxPacketLength, more than MaxHeaderSize of them, as a
+	// reader streams them: refused at the first past the limit.
+	n := MaxHeaderSize/MaxPacketLength + 2
+	var b bytes.Buffer
+	b.WriteString(Magic)
+	binary.Write(&b, binary.LittleEndian, [2]uint32{Version, uint32(n)})
+	packet := make([]byte, MaxPacketLength)
+	binary.LittleEndian.PutUint32(packet, MaxPacketLength)
+	binary.LittleEndian.PutUint32(packet[4:], 7) // an unknown method: kept opaque
+	for range n {
+		b.Write(packet)
+	}
+	if _, err := Parse(&b); !errors.Is(err, ErrInvalidPacket) || !strings.Contains(err.Error(), "header limit") {
+		t.Fatalf("%d packets of %d bytes: %v, want ErrInvalidPacket", n, MaxPacketLength, err)
+	}
+	if b.Len() < MaxPacketLength {
+		t.Errorf("the rest of the header was read: %d bytes left", b.Len())
+	}
+}
