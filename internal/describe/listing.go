@@ -33,6 +33,7 @@ const (
 	KindCrypt4GH = "crypt4gh"
 	KindOther    = "other"
 	KindFolder   = "folder"
+	KindError    = "error" // could not be read, or damaged: see Error
 )
 
 // NamedKey is a secret key and the name it was given (its file).
@@ -89,7 +90,7 @@ func List(ent Entry, r io.Reader, size int64, ks []NamedKey) (Entry, error) {
 // Failed sets err as the error of ent and returns both.
 func Failed(ent Entry, err error) (Entry, error) {
 	msg := err.Error()
-	ent.Error = &msg
+	ent.Error, ent.Kind = &msg, KindError
 	return ent, err
 }
 
@@ -127,11 +128,7 @@ func (t *Table) Print(ent Entry) error {
 		}
 		fmt.Fprintln(t.tw, titles+"NAME")
 	}
-	kind := ent.Kind
-	if ent.Error != nil {
-		kind = "error"
-	}
-	line := sizeText(ent.Size) + "\t" + plainText(ent) + "\t" + kind + "\t"
+	line := sizeText(ent.Size) + "\t" + plainText(ent) + "\t" + ent.Kind + "\t"
 	if t.keys {
 		opened := "-"
 		switch {
