@@ -43,6 +43,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	args, err := prepare(e, app, args)
 	if err == nil {
 		err = app.Run(args)
+		e.made.removeEmpty()
 	}
 	var quiet quietExit
 	switch {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"sync"
 
 	"github.com/c4gh-go/crypt4gh/internal/outfile"
 	"github.com/c4gh-go/crypt4gh/internal/progress"
@@ -40,6 +42,7 @@ type env struct {
 	stores  *stores             // the object storage of the run
 	cleanup *outfile.Interrupts // what a signal undoes (one handler a process)
 	stale   map[string]bool
+	made    madeFolders // the output folders the run made
 }
 
 // newEnv is the environment of a run with the given standard streams.
@@ -52,6 +55,34 @@ func newEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
 		cleanup: outfile.Signals,
 		stale:   map[string]bool{},
 	}
+}
+
+// madeFolders are the folders that a run made for its outputs, each
+// record from the deepest folder up, so that those left empty by a failed
+// output are removed at the end.
+type madeFolders struct {
+	mu      sync.Mutex
+	records [][]string
+}
+
+// add notes folders, made in that order from the deepest up.
+func (m *madeFolders) add(folders []string) {
+	m.mu.Lock()
+	m.records = append(m.records, folders)
+	m.mu.Unlock()
+}
+
+// removeEmpty removes each folder noted that is empty: a failed command
+// leaves no output, and no folder made for one.
+func (m *madeFolders) removeEmpty() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.records) - 1; i >= 0; i-- {
+		for _, f := range m.records[i] {
+			os.Remove(f) // fails, as it should, on a folder that holds something
+		}
+	}
+	m.records = nil
 }
 
 // start readies e for the action of the command of c, whose flags are

@@ -314,7 +314,7 @@ func (e *env) openBatchInput(name string) (*input, error) {
 // local folder it goes in when it is missing (for the objects of a
 // prefix).
 func openBatchOutput(e *env, dir, name string, size int64, opts outfile.Options) (*outfile.Output, error) {
-	below, err := makeOutputFolder(dir, name, opts.Mode)
+	below, err := e.makeOutputFolder(dir, name, opts.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +328,7 @@ func openBatchOutput(e *env, dir, name string, size int64, opts outfile.Options)
 // when it is missing (for the objects of a prefix), with no link below
 // the output folder dir; below says that name is in dir, where the output
 // is then made in its folder opened without following links.
-func makeOutputFolder(dir, name string, mode os.FileMode) (below bool, err error) {
+func (e *env) makeOutputFolder(dir, name string, mode os.FileMode) (below bool, err error) {
 	below = isOutputFolder(dir) && !objstore.IsURL(dir) && !objstore.IsURL(name)
 	if below {
 		// Checked before the folders are made.
@@ -343,9 +343,17 @@ func makeOutputFolder(dir, name string, mode os.FileMode) (below bool, err error
 				if mode == outfile.ModeSecret {
 					perm = 0o700
 				}
+				var missing []string // deepest first
+				for f := folder; ; f = filepath.Dir(f) {
+					if _, err := os.Lstat(f); err == nil || f == filepath.Dir(f) {
+						break
+					}
+					missing = append(missing, f)
+				}
 				if err := mkdirAll(dir, folder, below, perm); err != nil {
 					return false, fmt.Errorf("failed to make folder %s: %w", quoteName(folder), pathErr(err))
 				}
+				e.made.add(missing)
 			}
 		}
 	}

@@ -64,7 +64,7 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 		if it.Out == it.In || local && outfile.SameFile(it.In, it.Out) {
 			return fail(usagef("it would be written to itself (%s)", quoteName(it.Out)))
 		}
-		below, err := makeOutputFolder(o.Output, it.Out, outfile.ModePublic)
+		below, err := e.makeOutputFolder(o.Output, it.Out, outfile.ModePublic)
 		if err != nil {
 			return fail(err)
 		}
