@@ -80,7 +80,15 @@ type MagicError struct {
 	Start []byte // the first bytes of the input, at most len(Magic)
 }
 
+// Error shows the first bytes when they are text (a key file, a VCF), and
+// only their count when they are not: they may be a quarter of a bare
+// secret key, or of data that was meant to be encrypted.
 func (e *MagicError) Error() string {
+	for _, c := range e.Start {
+		if c < 0x20 || c > 0x7e {
+			return fmt.Sprintf("%v (its first %d bytes are not text)", ErrNotCrypt4GH, len(e.Start))
+		}
+	}
 	return fmt.Sprintf("%v (bad magic %q)", ErrNotCrypt4GH, e.Start)
 }
 
