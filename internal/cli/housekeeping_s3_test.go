@@ -120,7 +120,7 @@ func TestS3Ls(t *testing.T) {
 	if s := got["sub/"]; s.Kind != "folder" {
 		t.Errorf("sub/: %+v", s)
 	}
-	if c := got["cut.c4gh"]; c.Error == nil || c.Kind != "crypt4gh" {
+	if c := got["cut.c4gh"]; c.Error == nil || c.Kind != "error" {
 		t.Errorf("cut.c4gh: %+v", c)
 	}
 
