@@ -151,12 +151,19 @@ func inspect(e *env, o *inspectOptions) error {
 	if err := o.scale.check(len(e.args) > 0 || o.scale.batch()); err != nil {
 		return err
 	}
+	one := func(path string) (bool, error) {
+		shown, err := inspectOne(e, o, path, key)
+		if err != nil && !shown {
+			err = inspectFailed(e, o, path, err, key)
+		}
+		return shown, err
+	}
 	if len(e.args) == 0 && !o.scale.batch() {
-		_, err := inspectOne(e, o, path, key)
+		_, err := one(path)
 		return err
 	}
 	if len(e.args) == 1 && !streamed(e.args, o.scale) && !o.scale.used() {
-		_, err := inspectOne(e, o, e.args[0], key)
+		_, err := one(e.args[0])
 		return err
 	}
 	shard, err := batch.ParseShard(cmp.Or(o.scale.Shard, "0/1"))
@@ -175,7 +182,10 @@ func inspect(e *env, o *inspectOptions) error {
 		}
 		total++
 		if s.Err != nil {
-			report(e.stderr, fmt.Errorf("%s: %w", s.In, s.Err))
+			if err := inspectFailed(e, o, s.In, s.Err, key); errors.Is(err, errWriteOutput) {
+				return err
+			}
+			report(e.stderr, fmt.Errorf("%s: %w", quoteName(shownName(s.In)), s.Err))
 			failed++
 			if worst == nil || exitCode(s.Err) > exitCode(worst) {
 				worst = s.Err
@@ -188,7 +198,7 @@ func inspect(e *env, o *inspectOptions) error {
 				return fmt.Errorf("%w: %w", errWriteOutput, err)
 			}
 		}
-		shown, err := inspectOne(e, o, s.In, key)
+		shown, err := one(s.In)
 		printed = printed || shown
 		if err == nil {
 			continue
@@ -211,6 +221,9 @@ func inspect(e *env, o *inspectOptions) error {
 	}
 	return nil
 }
+
+// errTerminalInput is inspect's answer to no input but a terminal.
+var errTerminalInput = usagef("no input: stdin is a terminal")
 
 // errWriteOutput marks a failure to write the description.
 var errWriteOutput = errors.New("failed to write output")
@@ -291,7 +304,7 @@ func inspectOne(e *env, o *inspectOptions, path string, key *lazyKey) (bool, err
 	}
 	defer in.Close()
 	if (path == "" || path == "-") && outfile.IsTerminal(in.file) {
-		return false, withHint(usagef("no input: stdin is a terminal"), "give the file: crypt4gh inspect FILE")
+		return false, withHint(errTerminalInput, "give the file: crypt4gh inspect FILE")
 	}
 	h, err := header.Parse(in)
 	if err != nil {
@@ -323,14 +336,33 @@ func inspectOne(e *env, o *inspectOptions, path string, key *lazyKey) (bool, err
 			}
 		}
 	}
+	failure := cmp.Or(keyErr, r.BodyErr)
+	if failure != nil {
+		msg := failure.Error()
+		r.Error, r.Exit = &msg, exitCode(failure)
+	}
 	if err := r.Print(e.stdout, o.JSON); err != nil {
 		return false, fmt.Errorf("%w: %w", errWriteOutput, err)
 	}
-	if keyErr != nil {
-		return true, keyErr
+	if keyErr == nil {
+		warnMissing(e, path, r.Missing()) // valid, as decrypt takes it, but worth a warning
 	}
-	warnMissing(e, path, r.Missing()) // valid, as decrypt takes it, but worth a warning
-	return true, r.BodyErr
+	return true, failure
+}
+
+// inspectFailed prints, with --json, the object of a file at path that
+// failed with err before it could be described, so that a script reading
+// the objects learns of every file; it returns err.
+func inspectFailed(e *env, o *inspectOptions, path string, err error, key *lazyKey) error {
+	if !o.JSON || errors.Is(err, errWriteOutput) || key.err != nil || errors.Is(err, errTerminalInput) {
+		return err
+	}
+	name := cmp.Or(shownName(path), "-")
+	f := &describe.Failure{File: name, Error: err.Error(), Exit: exitCode(err)}
+	if werr := f.Print(e.stdout); werr != nil {
+		return fmt.Errorf("%w: %w", errWriteOutput, werr)
+	}
+	return err
 }
 
 // bodyLength returns the number of bytes left in in: from the file size when

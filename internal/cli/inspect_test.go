@@ -47,6 +47,8 @@ type inspectJSON struct {
 	EditListFits      *bool    `json:"edit_list_fits"`
 	PlaintextSize     *int64   `json:"plaintext_size"`
 	OpenedBy          *string  `json:"opened_by"`
+	Error             *string  `json:"error"`
+	Exit              int      `json:"exit"`
 }
 
 // inspectCase is the part of a manifest case that inspect can check.
@@ -302,5 +304,87 @@ func TestInspectSeveralKeys(t *testing.T) {
 	// One key: as before, no "opened by".
 	if out := mustRun(t, dir, "inspect", "--sk", "b.sec", "f.c4gh"); strings.Contains(out, "opened by") {
 		t.Errorf("inspect with one key:\n%s", out)
+	}
+}
+
+// TestInspectJSONFailures checks that inspect --json gives every file an
+// object, also one that fails: a script reading the objects learns which
+// failed, why and with what exit code, as stderr says it.
+func TestInspectJSONFailures(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	mustRun(t, dir, "keygen", "--sk", "a.sec", "--pk", "a.pub", "--nocrypt")
+	mustRun(t, dir, "keygen", "--sk", "b.sec", "--pk", "b.pub", "--nocrypt")
+	if err := os.WriteFile(filepath.Join(dir, "plain"), []byte("some data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, "encrypt", "--recipient_pk", "a.pub", "-i", "plain", "-o", "good.c4gh")
+	whole, err := os.ReadFile(filepath.Join(dir, "good.c4gh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"cut.c4gh": whole[:len(whole)-10],
+		"bad.c4gh": []byte("not crypt4gh at all\n"),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decode := func(stdout string) []inspectJSON {
+		t.Helper()
+		dec := json.NewDecoder(strings.NewReader(stdout))
+		dec.DisallowUnknownFields()
+		var all []inspectJSON
+		for dec.More() {
+			var r inspectJSON
+			if err := dec.Decode(&r); err != nil {
+				t.Fatalf("bad JSON from inspect: %v\n%s", err, stdout)
+			}
+			all = append(all, r)
+		}
+		return all
+	}
+	code, stdout, stderr := runIn(t, dir, "inspect", "--json", "good.c4gh", "cut.c4gh", "bad.c4gh", "missing.c4gh")
+	if code != exitData {
+		t.Errorf("exit %d, want %d (the worst): %s", code, exitData, stderr)
+	}
+	want := []struct {
+		file, err string
+		exit      int
+	}{
+		{"good.c4gh", "", exitOK},
+		{"cut.c4gh", "truncated", exitData},
+		{"bad.c4gh", "not a crypt4gh file", exitData},
+		{"missing.c4gh", "does not exist", exitUsage},
+	}
+	got := decode(stdout)
+	if len(got) != len(want) {
+		t.Fatalf("%d objects, want %d:\n%s", len(got), len(want), stdout)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.File != w.file || g.Exit != w.exit || (g.Error == nil) != (w.err == "") ||
+			(g.Error != nil && !strings.Contains(*g.Error, w.err)) {
+			t.Errorf("object %d: file %q, exit %d, error %v; want %q, %d, %q", i, g.File, g.Exit, g.Error, w.file, w.exit, w.err)
+		}
+		if g.Error != nil && !strings.Contains(stderr, *g.Error) {
+			t.Errorf("%s: error %q not on stderr:\n%s", g.File, *g.Error, stderr)
+		}
+	}
+	// One file, and a key that does not open it.
+	code, stdout, _ = runIn(t, dir, "inspect", "--json", "--sk", "b.sec", "good.c4gh")
+	if got := decode(stdout); code != exitKey || len(got) != 1 || got[0].Exit != exitKey || got[0].Error == nil || got[0].Version != 1 {
+		t.Errorf("key that does not open: exit %d:\n%s", code, stdout)
+	}
+	code, stdout, _ = runIn(t, dir, "inspect", "--json", "bad.c4gh")
+	if got := decode(stdout); code != exitData || len(got) != 1 || got[0].Exit != exitData || got[0].File != "bad.c4gh" {
+		t.Errorf("one file that is not crypt4gh: exit %d:\n%s", code, stdout)
+	}
+	// A key file that cannot be read stops the command: no object.
+	code, stdout, _ = runIn(t, dir, "inspect", "--json", "--sk", "nokey.sec", "good.c4gh", "bad.c4gh")
+	if code == exitOK || stdout != "" {
+		t.Errorf("missing key file: exit %d, stdout %q", code, stdout)
 	}
 }

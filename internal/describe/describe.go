@@ -59,6 +59,10 @@ type Report struct {
 	EditListFits       *bool    `json:"edit_list_fits"`
 	PlaintextSize      *int64   `json:"plaintext_size"`
 	OpenedBy           *string  `json:"opened_by"`
+	// Error is why the file failed inspection, and Exit the exit code
+	// that failure gives: null and 0 for a file that passed.
+	Error *string `json:"error"`
+	Exit  int     `json:"exit"`
 
 	// BodyErr says why BodyPlaintextSize is unknown.
 	BodyErr error `json:"-"`
@@ -76,6 +80,17 @@ type Packet struct {
 	Type               *string `json:"type"`
 	TypeCode           *uint32 `json:"type_code"`
 }
+
+// Failure is what --json prints for a file that has no description: its
+// name, why and the exit code, the other fields absent.
+type Failure struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
+	Exit  int    `json:"exit"`
+}
+
+// Print prints f as one JSON object.
+func (f *Failure) Print(w io.Writer) error { return printJSON(w, f) }
 
 // Missing reports that the edit list describes more than the body holds.
 func (r *Report) Missing() bool { return r.EditListFits != nil && !*r.EditListFits }
