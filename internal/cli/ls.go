@@ -43,7 +43,8 @@ func lsCommand(e *env) command {
 			"--sk opens the file, after its edit list. With --sk (repeatable) it also\n" +
 			"prints which of the keys open each file, by the names given. Only headers\n" +
 			"are read: one small request for each object. A file that cannot be read\n" +
-			"is reported on stderr and does not stop the listing (exit 1 at the end).\n" +
+			"is reported on stderr and does not stop the listing; ls then exits with\n" +
+			"the highest exit code of the failures (4 for a damaged file).\n" +
 			"\n" +
 			"With --pending, lists instead the multipart uploads in progress under\n" +
 			"each s3:// prefix (at any depth; of the key alone for an object name), of\n" +
@@ -134,10 +135,11 @@ func list(e *env, o *lsOptions) error {
 }
 
 // fail reports err, the failure of one entry, on stderr: ls then exits
-// with 1.
+// with the highest code of its failures, as a batch does (4 for a damaged
+// file, 1 for one that cannot be read).
 func (l *lister) fail(err error) {
 	l.failed++
-	l.code = max(l.code, exitError)
+	l.code = max(l.code, exitCode(err), exitError)
 	report(l.e.stderr, err)
 }
 
