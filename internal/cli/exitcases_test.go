@@ -74,6 +74,8 @@ func TestExitCodeTable(t *testing.T) {
 		{"header without packets", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("nopackets", []byte("crypt4gh\x01\x00\x00\x00\x00\x00\x00\x00")), "-o", in("x")}, "the header has no packets"},
 		{"truncated header", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("cuth", enc[:50]), "-o", in("x")}, "header truncated"},
 		{"truncated body", exitData, "secret", []string{"decrypt", "--sk", in("me.sec"), "-i", write("cutb", enc[:len(enc)-len(plain)%65536-20]), "-o", in("x")}, "is truncated"},
+		{"header without packets, inspect", exitData, "", []string{"inspect", write("nopackets", []byte("crypt4gh\x01\x00\x00\x00\x00\x00\x00\x00"))}, "the header has no packets"},
+		{"header without packets, ls", exitData, "", []string{"ls", in("nopackets")}, "the header has no packets"},
 		{"truncated body, ls", exitData, "", []string{"ls", in("f.c4gh"), in("cutb")}, "is truncated"},
 		{"truncated body, inspect --json", exitData, "", []string{"inspect", "--json", in("f.c4gh"), in("cutb")}, "is truncated"},
 		{"edit list past the body, --strict", exitData, "secret", []string{"decrypt", "--strict", "--sk", in("me.sec"), "-i", write("short", edited), "-o", in("x")}, "the edit list reaches past"},

@@ -324,6 +324,9 @@ func inspectOne(e *env, o *inspectOptions, path string, key *lazyKey) (bool, err
 		r.File = "-"
 	}
 	var keyErr error
+	if len(h.Packets) == 0 {
+		keyErr = header.ErrNoPackets // no key opens it: damaged, with a key or without
+	}
 	if len(sks) > 0 {
 		sk, by := key.opener(h, sks)
 		keyErr = noPacketHint(r.Open(h, sk), sk, nil)

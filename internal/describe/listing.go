@@ -56,6 +56,9 @@ func List(ent Entry, r io.Reader, size int64, ks []NamedKey) (Entry, error) {
 	if err != nil {
 		return Failed(ent, err)
 	}
+	if len(h.Packets) == 0 {
+		return Failed(ent, header.ErrNoPackets) // no key opens it
+	}
 	plain, err := body.PlaintextSize(size - h.Size())
 	if err != nil {
 		return Failed(ent, fmt.Errorf("body %w", err))
