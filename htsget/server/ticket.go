@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -310,7 +311,16 @@ func (s *Server) ticket(r *http.Request, p *prepared) (*htsget.Ticket, error) {
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		base = scheme + "://" + r.Host
+		host := r.Host
+		if host == "" {
+			// An HTTP/1.0 request, or an empty Host header: the
+			// address the request came in on, rather than URLs
+			// without a host.
+			if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+				host = a.String()
+			}
+		}
+		base = scheme + "://" + host
 	}
 	expires := time.Now().Add(s.cfg.TicketLifetime).Unix()
 	t := &htsget.Ticket{Format: p.format}

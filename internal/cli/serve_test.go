@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -1411,5 +1412,47 @@ func TestServeRegionTickets(t *testing.T) {
 	}
 	if rss := serverRSS(t, s); rss > serveRSSLimit {
 		t.Errorf("200 requests of 17000 regions at once: the server's peak RSS is %d MiB, more than %d MiB", rss>>20, serveRSSLimit>>20)
+	}
+}
+
+// TestServeNoHost: a request without a host (HTTP/1.0, or an empty Host
+// header) gets data URLs of the address it came in on, not URLs without
+// a host ("http:///data/…").
+func TestServeNoHost(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	smallBAM(t, dir)
+	_, pub := themKey(t, dir)
+	s := startServe(t, dir, "--sk", "me.sec", ".")
+	addr := strings.TrimPrefix(s.base, "http://")
+	for _, head := range []string{
+		"GET /reads/reads?encryptionScheme=C4GH HTTP/1.1\r\nHost: \r\n",
+		"GET /reads/reads?encryptionScheme=C4GH HTTP/1.0\r\n",
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		fmt.Fprintf(c, "%s%s: %s\r\nConnection: close\r\n\r\n", head, htsget.PublicKeyHeader, pub)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Htsget htsget.Ticket `json:"htsget"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		c.Close()
+		tk := got.Htsget
+		if resp.StatusCode != http.StatusOK || err != nil || len(tk.URLs) == 0 {
+			t.Fatalf("%q: %d, %v", head, resp.StatusCode, err)
+		}
+		for _, u := range tk.URLs {
+			if !strings.HasPrefix(u.URL, "data:") && !strings.HasPrefix(u.URL, s.base+"/data/") {
+				t.Errorf("%q: data URL %.60s…, want one of %s", head, u.URL, s.base)
+			}
+		}
 	}
 }
