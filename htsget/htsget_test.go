@@ -159,6 +159,17 @@ func TestParseQuery(t *testing.T) {
 	if _, err := ParseQuery(Variants, "x", q); err == nil {
 		t.Error("* accepted for variants")
 	}
+	// A long value is not repeated whole in the answer.
+	long := strings.Repeat("9", 10000) + "x"
+	for _, query := range []string{"referenceName=1&start=" + long, "format=" + long, "class=" + long, "encryptionScheme=" + long} {
+		q, _ := url.ParseQuery(query)
+		_, err := ParseQuery(Reads, "x", q)
+		if err == nil {
+			t.Errorf("%.30s…: accepted", query)
+		} else if len(err.Error()) > 200 {
+			t.Errorf("%.30s…: an error of %d bytes: %.100s…", query, len(err.Error()), err)
+		}
+	}
 }
 
 func TestParsePOST(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"github.com/c4gh-go/crypt4gh/region"
 )
 
@@ -161,7 +162,7 @@ func (r *Request) check() *Error {
 			ok = ok || f == r.Format
 		}
 		if !ok {
-			return Errorf(UnsupportedFormat, "format %q is not one of %s for %s", r.Format, strings.Join(Formats(r.Endpoint), ", "), r.Endpoint)
+			return Errorf(UnsupportedFormat, "format %s is not one of %s for %s", textfmt.QuoteShort(r.Format), strings.Join(Formats(r.Endpoint), ", "), r.Endpoint)
 		}
 	}
 	switch r.Class {
@@ -172,10 +173,10 @@ func (r *Request) check() *Error {
 			return Errorf(InvalidInput, "class=header takes no region")
 		}
 	default:
-		return Errorf(InvalidInput, "class %q is not header", r.Class)
+		return Errorf(InvalidInput, "class %s is not header", textfmt.QuoteShort(r.Class))
 	}
 	if r.EncryptionScheme != "" && !IsCrypt4GH(r.EncryptionScheme) && !strings.EqualFold(r.EncryptionScheme, "none") {
-		return Errorf(InvalidInput, "encryptionScheme %q is not C4GH or none", r.EncryptionScheme)
+		return Errorf(InvalidInput, "encryptionScheme %s is not C4GH or none", textfmt.QuoteShort(r.EncryptionScheme))
 	}
 	for _, g := range r.Regions {
 		if g.ReferenceName == "" {
@@ -252,7 +253,7 @@ func uintParam(q url.Values, name string) (*uint64, *Error) {
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return nil, Errorf(InvalidRange, "%s %q is not a position", name, s)
+		return nil, Errorf(InvalidRange, "%s %s is not a position", name, textfmt.QuoteShort(s))
 	}
 	return &v, nil
 }

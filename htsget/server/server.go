@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/c4gh-go/crypt4gh/htsget"
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"github.com/c4gh-go/crypt4gh/keys"
 )
 
@@ -295,7 +296,7 @@ func checkEscapes(r *http.Request) *htsget.Error {
 // empty elements, backslashes, control characters.
 func checkName(name string) *htsget.Error {
 	if !validName(name) {
-		return htsget.Errorf(htsget.InvalidInput, "%q is not an id: a path under the served folder, without . or .. elements", name)
+		return htsget.Errorf(htsget.InvalidInput, "%s is not an id: a path under the served folder, without . or .. elements", textfmt.QuoteShort(name))
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/htsget"
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
+	"github.com/c4gh-go/crypt4gh/internal/textfmt"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/reencrypt"
 	"github.com/c4gh-go/crypt4gh/region"
@@ -216,7 +217,7 @@ func (s *Server) open(r *http.Request, req *htsget.Request) (string, string, Obj
 		}
 		return name, f, obj, nil
 	}
-	return "", "", nil, htsget.Errorf(htsget.NotFound, "no %s file %q", strings.Join(formats, " or "), req.ID)
+	return "", "", nil, htsget.Errorf(htsget.NotFound, "no %s file %s", strings.Join(formats, " or "), textfmt.QuoteShort(req.ID))
 }
 
 // StreamParam is the query parameter that asks for the bytes of a

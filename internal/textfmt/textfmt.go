@@ -5,6 +5,7 @@ package textfmt
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -281,4 +282,15 @@ func Plural(n int64, unit string) string {
 		return "1 " + unit
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// QuoteShort quotes s, a value someone else sent, for an error message:
+// its first 64 bytes, and an ellipsis when there are more, so that an
+// answer never repeats a long value whole.
+func QuoteShort(s string) string {
+	const most = 64
+	if len(s) > most {
+		return strconv.Quote(s[:most]) + "…"
+	}
+	return strconv.Quote(s)
 }
