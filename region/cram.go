@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -265,6 +266,11 @@ func parseCRAI(r io.Reader) ([]craiEntry, error) {
 			if v[i], err = strconv.ParseInt(f[i], 10, 64); err != nil || (i > 0 && v[i] < 0) {
 				return nil, fmt.Errorf("crai, line %d: bad number %q", n, f[i])
 			}
+		}
+		// Positions past any region's, and reference numbers past an
+		// int32 (as CRAM stores them), are no index's.
+		if v[0] < -1 || v[0] > math.MaxInt32 || v[1] > maxPosition || v[2] > maxPosition {
+			return nil, fmt.Errorf("crai, line %d: reference %d, start %d or span %d out of range", n, v[0], v[1], v[2])
 		}
 		out = append(out, craiEntry{ref: v[0], start: v[1], span: v[2], container: v[3]})
 	}

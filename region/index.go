@@ -422,7 +422,7 @@ func walkCSI(b []byte) (walked, int, int, []byte, error) {
 	w := &walker{b: b}
 	w.take(4)
 	shift, depth := int32(w.u32()), int32(w.u32())
-	if shift < 0 || depth < 0 || depth > 7 || shift+3*depth > 50 {
+	if shift < 0 || depth < 0 || depth > 7 || shift > 50 || shift+3*depth > 50 { // in that order: no overflow
 		return walked{}, 0, 0, nil, fmt.Errorf("unsupported CSI shape: min_shift %d, depth %d", shift, depth)
 	}
 	aux := w.take(w.count(1))

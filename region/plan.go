@@ -342,9 +342,13 @@ func (f *File) planCRAM(ts []target) (*Plan, error) {
 	byRef := craiByRef(f.idx.crai)
 	for _, t := range ts {
 		for _, e := range byRef.holding(t) {
-			if e.container >= f.hdr.end.file {
-				offs = append(offs, e.container)
+			if e.container < f.hdr.end.file {
+				// Inside the header: the index of another file (one
+				// written with other settings, whose header differs).
+				return nil, fmt.Errorf("%w: index %s does not fit %s: a container at offset %d, inside the header (%d bytes)",
+					ErrData, f.idx.name, f.name, e.container, f.hdr.end.file)
 			}
+			offs = append(offs, e.container)
 		}
 	}
 	slices.Sort(offs)

@@ -488,3 +488,29 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 	}
 	return buf.Bytes()
 }
+
+// TestCRAIInsideHeader: a CRAI whose container lies inside the CRAM's
+// header (the index of the same reads written with other settings) is
+// an index of another file, not a region without records.
+func TestCRAIInsideHeader(t *testing.T) {
+	dir := fixtures(t)
+	src, err := os.Open(filepath.Join(dir, "reads.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	st, _ := src.Stat()
+	ix := gzipped("0\t1\t1000000\t26\t10\t300\n")
+	idx, err := ReadIndex(bytes.NewReader(ix), int64(len(ix)), "other.crai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(src, st.Size(), "reads.cram", idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := Parse("chr1:1-1000")
+	if _, err := f.Plan([]Region{r}); !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "inside the header") {
+		t.Errorf("a container inside the header: %v", err)
+	}
+}

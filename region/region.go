@@ -198,8 +198,8 @@ const maxBEDLine = 1 << 20
 
 // ReadBED reads regions from a BED file: a reference name, a start and an
 // end per line, separated by tabs (or spaces), counted from 0 with the end
-// excluded; more columns are ignored. Empty lines and lines that start with
-// "#", "track" or "browser" are skipped. name is the file's name, for the
+// excluded; more columns are ignored. Empty lines, lines that start with
+// "#" and lines whose first word is "track" or "browser" are skipped. name is the file's name, for the
 // errors, which wrap [ErrInvalidRegion] and say which line is wrong.
 func ReadBED(r io.Reader, name string) ([]Region, error) {
 	sc := bufio.NewScanner(r)
@@ -226,11 +226,12 @@ func ReadBED(r io.Reader, name string) ([]Region, error) {
 // that holds no region.
 func parseBEDLine(line string) (r Region, skip bool, err error) {
 	line = strings.TrimRight(line, "\r")
-	if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") ||
-		strings.HasPrefix(line, "track") || strings.HasPrefix(line, "browser") {
+	f := strings.Fields(line)
+	// A track or browser line starts with the word itself: a reference
+	// named trackA is a reference, as samtools takes it.
+	if len(f) == 0 || strings.HasPrefix(line, "#") || f[0] == "track" || f[0] == "browser" {
 		return Region{}, true, nil
 	}
-	f := strings.Fields(line)
 	if len(f) < 3 {
 		return Region{}, false, fmt.Errorf("want NAME START END, got %d columns", len(f))
 	}

@@ -88,9 +88,10 @@ func TestDisambiguate(t *testing.T) {
 }
 
 func TestReadBED(t *testing.T) {
-	in := "track name=x\nbrowser position chr1\n# comment\n\nchr1\t0\t100\tgene\nchr2 5 6\r\nchr3\t7\t7\n"
+	in := "track name=x\nbrowser position chr1\n# comment\n\nchr1\t0\t100\tgene\nchr2 5 6\r\nchr3\t7\t7\ntrackA\t1\t2\nbrowsers 3 4\ntrack\n"
 	got, err := ReadBED(strings.NewReader(in), "genes.bed")
-	want := []Region{{Name: "chr1", End: 100}, {Name: "chr2", Start: 5, End: 6}, {Name: "chr3", Start: 7, End: 7}}
+	want := []Region{{Name: "chr1", End: 100}, {Name: "chr2", Start: 5, End: 6}, {Name: "chr3", Start: 7, End: 7},
+		{Name: "trackA", Start: 1, End: 2}, {Name: "browsers", Start: 3, End: 4}}
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("got %v, %v", got, err)
 	}
@@ -125,7 +126,8 @@ func TestCRAI(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0] != (craiEntry{0, 1, 100, 500}) || got[1].ref != -1 {
 		t.Fatalf("got %v, %v", got, err)
 	}
-	for _, bad := range []string{"0\t1\t100\n", "0\t1\t-100\t500\t10\t300\n", "x\t1\t1\t1\t1\t1\n"} {
+	for _, bad := range []string{"0\t1\t100\n", "0\t1\t-100\t500\t10\t300\n", "x\t1\t1\t1\t1\t1\n",
+		"9223372036854775807\t1\t1\t1\t1\t1\n", "0\t1\t9223372036854775807\t500\t10\t300\n", "0\t9223372036854775807\t1\t500\t10\t300\n"} {
 		if _, err := parseCRAI(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -134,11 +136,14 @@ func TestCRAI(t *testing.T) {
 
 func TestBadIndex(t *testing.T) {
 	for name, b := range map[string][]byte{
-		"empty":    nil,
-		"text":     []byte("hello, world"),
-		"bai":      []byte("BAI\x01\xff\xff\xff\x7f"),
-		"csi":      compressBlocks([]byte("CSI\x01\x0e\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\x7f")),
-		"csideep":  compressBlocks([]byte("CSI\x01\x0e\x00\x00\x00\x30\x00\x00\x00")),
+		"empty":   nil,
+		"text":    []byte("hello, world"),
+		"bai":     []byte("BAI\x01\xff\xff\xff\x7f"),
+		"csi":     compressBlocks([]byte("CSI\x01\x0e\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\x7f")),
+		"csideep": compressBlocks([]byte("CSI\x01\x0e\x00\x00\x00\x30\x00\x00\x00")),
+		// min_shift 2^31-1: min_shift + 3 × depth overflowed an int32
+		// and passed, and every region came out empty.
+		"cshift":   compressBlocks([]byte("CSI\x01\xff\xff\xff\x7f\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")),
 		"tbi":      compressBlocks([]byte("TBI\x01\xff\xff\xff\x7f")),
 		"crai":     gzipped("0\t1\n"),
 		"negative": []byte("BAI\x01\x01\x00\x00\x00\xff\xff\xff\xff"),

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/c4gh"
@@ -38,6 +40,7 @@ type regionOptions struct {
 	Index       string          // --index PATH
 
 	output string // the command's output file, which must not be the index read
+	bed    []byte // the bytes of RegionsFile, once read
 }
 
 func (r *regionOptions) flags() []cli.Flag {
@@ -64,6 +67,30 @@ func (r *regionOptions) check() error {
 	return nil
 }
 
+// bedFile returns the bytes of --regions-file, read once: a journal names
+// the file by their sha256, and the regions come from the same bytes. It
+// must be a regular file (read twice otherwise), and is opened without
+// waiting, so that a named pipe is refused rather than waited on.
+func (r *regionOptions) bedFile() ([]byte, error) {
+	if r.bed != nil {
+		return r.bed, nil
+	}
+	f, err := os.OpenFile(r.RegionsFile, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, usagef("failed to read --regions-file %s: %v", quoteName(r.RegionsFile), pathErr(err))
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, usagef("--regions-file %s is not a regular file", quoteName(r.RegionsFile))
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read --regions-file %s: %w", quoteName(r.RegionsFile), err)
+	}
+	r.bed = b
+	return b, nil
+}
+
 // parse returns the regions of --region and --regions-file.
 func (r *regionOptions) parse() ([]region.Region, error) {
 	regions, err := region.ParseAll(r.Regions.Value())
@@ -73,15 +100,11 @@ func (r *regionOptions) parse() ([]region.Region, error) {
 	if r.RegionsFile == "" {
 		return regions, nil
 	}
-	f, err := os.Open(r.RegionsFile)
+	b, err := r.bedFile()
 	if err != nil {
-		return nil, usagef("failed to read --regions-file %s: %v", quoteName(r.RegionsFile), pathErr(err))
+		return nil, err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, usagef("--regions-file %s is not a regular file", quoteName(r.RegionsFile))
-	}
-	bed, err := region.ReadBED(bufio.NewReader(f), r.RegionsFile)
+	bed, err := region.ReadBED(bytes.NewReader(b), r.RegionsFile)
 	if err != nil {
 		return nil, err
 	}

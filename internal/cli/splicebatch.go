@@ -136,9 +136,9 @@ func (o *spliceOptions) cut() ([]string, error) {
 		cut = append(cut, "region "+r)
 	}
 	if o.region.RegionsFile != "" {
-		b, err := os.ReadFile(o.region.RegionsFile)
+		b, err := o.region.bedFile()
 		if err != nil {
-			return nil, fmt.Errorf("failed to read --regions-file: %w", err)
+			return nil, err
 		}
 		sum := sha256.Sum256(b)
 		cut = append(cut, "regions-file sha256:"+hex.EncodeToString(sum[:]))
