@@ -158,16 +158,9 @@ func (x *baiIndex) chunks(ref int, beg, end int64) ([]bgzf.Chunk, error) {
 		if !baiOverlaps(bin, beg, end) {
 			continue
 		}
-		for ; len(chunks) >= 16; chunks = chunks[16:] {
-			cb, ce := binary.LittleEndian.Uint64(chunks), binary.LittleEndian.Uint64(chunks[8:])
-			if ce > min {
-				out = append(out, bgzf.Chunk{Begin: toOffset(cb), End: toOffset(ce)})
-			}
-		}
+		out = appendChunks(out, chunks, min)
 	}
-	slices.SortStableFunc(out, func(a, b bgzf.Chunk) int {
-		return compareVoffsets(a.Begin, b.Begin)
-	})
+	sortChunks(out)
 	return out, nil
 }
 

@@ -474,7 +474,9 @@ func checkWindowed(t *testing.T, name string, b []byte, qs []baiQuery) {
 	for _, q := range qs {
 		want, wantErr := fullAnswer(full, q)
 		got, ok, gotErr := x.bai.answer(q.ref, q.beg, q.end)
-		if !ok || gotErr != wantErr || !slices.Equal(got, want) {
+		// The same once merged: either may leave out a chunk that
+		// lies inside one before it in its bin.
+		if !ok || gotErr != wantErr || !slices.Equal(merged(got), merged(want)) {
 			t.Errorf("%s, reference %d [%d, %d): windowed %v (%v, %v), whole %v (%v)", name, q.ref, q.beg, q.end, got, ok, gotErr, want, wantErr)
 		}
 	}

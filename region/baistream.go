@@ -76,6 +76,14 @@ func (win *indexWindow) fill(n int) {
 	}
 }
 
+// maxStreamedTargets is the most targets for which ReadIndexFor keeps
+// chunks of a BAI as it reads it (regions of a BED file are merged into
+// targets first). Beyond it the index is read whole: the memory of the
+// answers grows with the targets times the chunks of the bins they share
+// (20,000 exons of an RNA-seq BAM, whose spliced reads fill the large
+// bins: a gigabyte), that of the index only with its size.
+const maxStreamedTargets = 256
+
 // readBAIFor reads a BAI index of size bytes from r, keeping only the
 // answers for ts: targets on references, start < end ≤ 2^29, sorted by
 // reference and start and not overlapping (as mergeTargets leaves them).
@@ -252,9 +260,7 @@ func keepChunks(as []baiAnswer, lasts []uint64, cuts []uint64, bin uint32, b []b
 	// its end.
 	lo, _ := slices.BinarySearch(lasts, uint64(k<<shift))
 	for j := lo; j < len(as) && as[j].start>>shift <= k; j++ {
-		for c := b; len(c) >= 16; c = c[16:] {
-			as[j].chunks = append(as[j].chunks, bgzf.Chunk{Begin: toOffset(binary.LittleEndian.Uint64(c)), End: toOffset(binary.LittleEndian.Uint64(c[8:]))})
-		}
+		as[j].chunks = appendChunks(as[j].chunks, b, 0) // the linear index's bound later (answerLinear)
 	}
 	if l == len(baiFirst)-1 && k < 1<<15 {
 		// A leaf bin: a bound for the targets whose last tile is before
@@ -313,6 +319,11 @@ func ReadIndexFor(r io.ReaderAt, size int64, name string, f *File, regions []Reg
 	// read and checked, as for an index read whole: a damaged index or
 	// one of another file is reported first.
 	all, _ := f.resolve(regions)
+	if len(all) > maxStreamedTargets {
+		// Each target keeps the chunks of the large bins over it, which
+		// many targets share: read whole, the index holds them once.
+		return ReadIndex(headed{w.b, r}, size, name)
+	}
 	var ts []target
 	for _, t := range all {
 		if t.ref >= 0 && t.start < min(t.end, baiLimit) {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/biogo/hts/bgzf"
-	"github.com/biogo/hts/bgzf/index"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
@@ -242,10 +241,10 @@ func mergeTargets(ts []target) []target {
 }
 
 // chunks returns the index's chunks for the target t, unmerged. An index
-// without references (biogo/hts reads an empty BAI as nil) has none.
+// without references has none.
 func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
 	defer func() {
-		if p := recover(); p != nil { // biogo/hts gave up on the index
+		if p := recover(); p != nil { // a bug, not a crash: the index is what is wrong
 			cs, err = nil, fmt.Errorf("%w: malformed index (%v)", ErrData, p)
 		}
 	}()
@@ -266,11 +265,11 @@ func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
 		return nil, nil
 	}
 	switch {
-	case x.kind == kindBAI && x.bai == nil, x.kind == kindCSI && x.csi == nil, x.kind == kindTBI && x.tbi == nil:
+	case x.kind == kindBAI && x.bai == nil, x.kind == kindCSI && x.csi == nil, x.kind == kindTBI && x.bai == nil:
 		return nil, nil
 	}
 	switch x.kind {
-	case kindBAI:
+	case kindBAI, kindTBI:
 		if x.bai.answers != nil {
 			var ok bool
 			if cs, ok, err = x.bai.answer(t.ref, start, end); !ok {
@@ -282,11 +281,9 @@ func (f *File) chunks(t target) (cs []bgzf.Chunk, err error) {
 		bound := x.bai.after(t.ref, end)
 		cs = slices.DeleteFunc(cs, func(c bgzf.Chunk) bool { return uint64(c.Begin.File)<<16|uint64(c.Begin.Block) >= bound })
 	case kindCSI:
-		cs = x.csi.Chunks(t.ref, int(start), int(end))
-	case kindTBI:
-		cs, err = x.tbi.Chunks(f.Names()[t.ref], int(start), int(end))
+		cs = x.csi.chunks(t.ref, start, end)
 	}
-	if errors.Is(err, index.ErrInvalid) || errors.Is(err, index.ErrNoReference) || errors.Is(err, errNoChunks) {
+	if errors.Is(err, errNoChunks) {
 		return nil, nil // no records there
 	}
 	return cs, err

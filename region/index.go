@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/biogo/hts/bgzf"
-	"github.com/biogo/hts/csi"
-	"github.com/biogo/hts/tabix"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
@@ -90,8 +88,7 @@ type Index struct {
 	name     string
 	kind     indexKind
 	bai      *baiIndex
-	csi      *csi.Index
-	tbi      *tabix.Index
+	csi      *csiIndex
 	crai     []craiEntry
 	names    []string // TBI, and CSI of VCF.gz: the reference names
 	minShift int      // CSI
@@ -194,6 +191,8 @@ func readBGZFIndex(r io.Reader) (*Index, error) {
 		return readCSI(b)
 	case bytes.HasPrefix(b, []byte("TBI\x01")):
 		return readTBI(b)
+	case len(b) < 4 && (bytes.HasPrefix([]byte("CSI\x01"), b) || bytes.HasPrefix([]byte("TBI\x01"), b)):
+		return nil, fmt.Errorf("too short: %w", io.ErrUnexpectedEOF)
 	}
 	crai, err := parseCRAI(bytes.NewReader(b))
 	if err != nil {
@@ -215,32 +214,32 @@ func readCSI(b []byte) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	// biogo/hts refuses a reference whose bins, with the pseudo-bin of
-	// its counts, number more than the bins of the depth: every one of
-	// depth 0 (samtools index -c of references under 16 kb, bcftools
-	// index of small contigs). It is read without the pseudo-bins, whose
-	// counts nothing here needs (walkCSI took what is needed of them).
-	idx, err := csi.ReadFrom(bytes.NewReader(withoutPseudoBins(b, depth)))
+	idx, err := parseCSI(b, shift, depth, 16+len(aux))
 	if err != nil {
 		return nil, err
 	}
-	x := &Index{kind: kindCSI, csi: idx, minShift: shift, depth: depth, stats: st, refs: idx.NumRefs()}
+	x := &Index{kind: kindCSI, csi: idx, minShift: shift, depth: depth, stats: st, refs: len(idx.refs)}
 	if len(aux) >= 28 {
 		x.names = splitNames(aux[28:])
 	}
 	return x, nil
 }
 
+// readTBI reads a TBI index, as the BAI that its references' part is.
 func readTBI(b []byte) (*Index, error) {
 	st, err := walkTBI(b)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := tabix.ReadFrom(bytes.NewReader(b))
+	b, names, err := tbiAsBAI(b)
 	if err != nil {
 		return nil, err
 	}
-	return &Index{kind: kindTBI, tbi: idx, names: idx.Names(), stats: st}, nil
+	bai, _, err := parseBAI(b)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{kind: kindTBI, bai: bai, names: names, stats: st, refs: len(bai.refs)}, nil
 }
 
 // splitNames splits the NUL-terminated names of a TBI-style name block.
@@ -380,40 +379,6 @@ func walkTBI(b []byte) (walked, error) {
 	w.take(w.count(1))
 	w.refs(nref, 37450, false, true)
 	return w.st, w.err
-}
-
-// withoutPseudoBins returns a copy of the CSI index b, which walkCSI
-// found sound, of depth depth, without the pseudo-bin of each reference.
-func withoutPseudoBins(b []byte, depth int) []byte {
-	pseudo := uint32((1<<((depth+1)*3))-1)/7 + 1
-	w := &walker{b: b}
-	out := make([]byte, 0, len(b))
-	keep := func(n int) []byte { p := w.take(n); out = append(out, p...); return p }
-	count := func() int { // a count kept, 0 once the walk failed
-		if p := keep(4); p != nil {
-			return int(binary.LittleEndian.Uint32(p))
-		}
-		return 0
-	}
-	keep(12) // magic, min_shift, depth
-	keep(count())
-	for range count() {
-		at := len(out)
-		for range count() {
-			start := len(out)
-			bin := uint32(count())
-			keep(8) // loffset
-			keep(16 * count())
-			if bin == pseudo && w.err == nil {
-				out = out[:start]
-				binary.LittleEndian.PutUint32(out[at:], binary.LittleEndian.Uint32(out[at:])-1)
-			}
-		}
-	}
-	if w.err != nil {
-		return b // not sound after all: biogo says what is wrong
-	}
-	return append(out, w.b...) // the count of unplaced reads
 }
 
 // walkCSI checks the structure of a CSI index and returns its minimum

@@ -104,6 +104,11 @@ type span struct{ begin, end voffset }
 // planBGZF plans a BAM, VCF.gz or BCF file.
 func (f *File) planBGZF(ts []target) (*Plan, error) {
 	spans := []span{{voffset{}, f.hdr.end}}
+	// The spans are merged as they come, whenever they have doubled:
+	// regions that share the chunks of large bins (thousands of BED
+	// lines, each with the chunks of the spliced reads over it) hold
+	// them once, not once a region.
+	merged := len(spans)
 	for _, t := range ts {
 		cs, err := f.chunks(t)
 		if err != nil {
@@ -114,9 +119,20 @@ func (f *File) planBGZF(ts []target) (*Plan, error) {
 			if s.begin.less(f.hdr.end) {
 				s.begin = f.hdr.end
 			}
-			if s.begin.less(s.end) {
-				spans = append(spans, s)
+			if !s.begin.less(s.end) {
+				continue
 			}
+			if n := len(spans); n > merged && !spans[n-1].end.less(s.begin) && !s.begin.less(spans[n-1].begin) {
+				// The chunks come sorted: one that overlaps or
+				// touches the last joins it.
+				spans[n-1].end = later(spans[n-1].end, s.end)
+				continue
+			}
+			spans = append(spans, s)
+		}
+		if len(spans) >= 2*merged+1024 {
+			spans = mergeSpans(spans)
+			merged = len(spans)
 		}
 	}
 	p := &Plan{spans: mergeSpans(spans)}
@@ -134,6 +150,14 @@ func (f *File) planBGZF(ts []target) (*Plan, error) {
 		p.add(Piece{Data: eofBlock})
 	}
 	return p, nil
+}
+
+// later returns the later of two offsets.
+func later(a, b voffset) voffset {
+	if a.less(b) {
+		return b
+	}
+	return a
 }
 
 // mergeSpans sorts spans and merges those that overlap or touch.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/c4gh-go/crypt4gh/internal/errkind"
 )
@@ -512,5 +513,77 @@ func TestCRAIInsideHeader(t *testing.T) {
 	r, _ := Parse("chr1:1-1000")
 	if _, err := f.Plan([]Region{r}); !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "inside the header") {
 		t.Errorf("a container inside the header: %v", err)
+	}
+}
+
+// TestManyChunks: a CSI or TBI of a few kilobytes that repeats one chunk
+// hundreds of thousands of times plans in a moment. biogo/hts merged the
+// chunks of a region by deleting from the middle of a slice, a time that
+// grew with their square (a CSI of 9 KB that repeated one chunk 200,000
+// times: 22 s for one region, 400,000: about 90 s). The bound below is
+// far from either; a plan of such an index takes milliseconds.
+func TestManyChunks(t *testing.T) {
+	dir := fixtures(t)
+	real := openFixture(t, dir, "csi.bam", "csi.bam.csi")
+	one := real.idx.csi.chunks(0, 0, 1<<20)
+	if len(one) == 0 {
+		t.Fatal("no chunk in the fixture's index")
+	}
+	const n = 400000
+	le := binary.LittleEndian
+	var b []byte
+	b = append(b, "CSI\x01"...)
+	b = le.AppendUint32(b, 14)
+	b = le.AppendUint32(b, 5)
+	b = le.AppendUint32(b, 0) // l_aux
+	b = le.AppendUint32(b, uint32(len(real.idx.csi.refs)))
+	for ref := range real.idx.csi.refs {
+		if ref > 0 {
+			b = le.AppendUint32(b, 0)
+			continue
+		}
+		b = le.AppendUint32(b, 1)    // n_bin
+		b = le.AppendUint32(b, 4681) // the first leaf bin
+		b = le.AppendUint64(b, 0)    // loffset
+		b = le.AppendUint32(b, n)
+		c := one[0]
+		for range n {
+			b = le.AppendUint64(b, uint64(c.Begin.File)<<16|uint64(c.Begin.Block))
+			b = le.AppendUint64(b, uint64(c.End.File)<<16|uint64(c.End.Block))
+		}
+	}
+	ix := compressBlocks(b)
+	idx, err := ReadIndex(bytes.NewReader(ix), int64(len(ix)), "many.csi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.Open(filepath.Join(dir, "csi.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	st, _ := src.Stat()
+	f, err := Open(src, st.Size(), "csi.bam", idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := make([]Region, 0, 100)
+	for i := range 100 {
+		rs = append(rs, Region{Name: f.Names()[0], Start: int64(i) * 100, End: int64(i)*100 + 50})
+	}
+	done := make(chan error, 1)
+	t0 := time.Now()
+	go func() {
+		_, err := f.Plan(rs)
+		t.Logf("plan %v", time.Since(t0))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("a plan over %d copies of one chunk took more than 30 s", n)
 	}
 }

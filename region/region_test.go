@@ -145,11 +145,12 @@ func TestBadIndex(t *testing.T) {
 		// and passed, and every region came out empty.
 		"cshift":   compressBlocks([]byte("CSI\x01\xff\xff\xff\x7f\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")),
 		"tbi":      compressBlocks([]byte("TBI\x01\xff\xff\xff\x7f")),
+		"tbicut":   compressBlocks([]byte("TBI")),
 		"crai":     gzipped("0\t1\n"),
 		"negative": []byte("BAI\x01\x01\x00\x00\x00\xff\xff\xff\xff"),
 	} {
 		_, err := ReadIndex(bytes.NewReader(b), int64(len(b)), name)
-		if !errors.Is(err, ErrData) || !strings.Contains(err.Error(), name) {
+		if !errors.Is(err, ErrData) || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), "crai") != (name == "crai") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
