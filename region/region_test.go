@@ -309,12 +309,32 @@ func FuzzIndex(f *testing.F) {
 	f.Add(compressBlocks([]byte("CSI\x01\x0e\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00" +
 		"\x00\x00\x00\x00" + strings.Repeat("\x00", 8) + "\x01\x00\x00\x00" + strings.Repeat("\x00", 8) + "\x00\x00\x01\x00\x00\x00\x00\x00" +
 		"\x02\x00\x00\x00" + strings.Repeat("\x00", 8) + "\x02\x00\x00\x00" + strings.Repeat("\x00", 32) + strings.Repeat("\x00", 8))))
+	// A TBI of one reference, named, with one bin of one chunk and a
+	// linear index of one entry.
+	f.Add(compressBlocks([]byte("TBI\x01\x01\x00\x00\x00" + strings.Repeat("\x00", 24) + "\x05\x00\x00\x00chr1\x00" +
+		"\x01\x00\x00\x00\x49\x12\x00\x00\x01\x00\x00\x00" + "\x00\x00\x10\x00\x00\x00\x00\x00" + "\x00\x00\x20\x00\x00\x00\x00\x00" +
+		"\x01\x00\x00\x00" + "\x00\x00\x10\x00\x00\x00\x00\x00")))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, err := ReadIndex(bytes.NewReader(b), int64(len(b)), "x")
 		if err != nil {
 			return
 		}
 		_ = x.Names()
+		// The chunks of every reference, all of it and a part: read
+		// without the recover that File.chunks keeps as a last guard.
+		switch {
+		case x.csi != nil:
+			for ref := range x.csi.refs {
+				x.csi.chunks(ref, 0, 1<<(x.minShift+3*x.depth))
+				x.csi.chunks(ref, 1000, 70000)
+			}
+		case x.bai != nil && x.bai.answers == nil:
+			for ref := range x.bai.refs {
+				x.bai.chunks(ref, 0, baiLimit)
+				x.bai.chunks(ref, 1000, 70000)
+				x.bai.after(ref, 70000)
+			}
+		}
 	})
 }
 
