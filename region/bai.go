@@ -94,8 +94,11 @@ func parseBAI(b []byte) (*baiIndex, walked, error) {
 func (w *walker) chunks(b []byte) {
 	var hi, end uint64
 	for ; len(b) >= 16; b = b[16:] {
-		e := binary.LittleEndian.Uint64(b[8:])
-		hi = max(hi, binary.LittleEndian.Uint64(b), e)
+		s, e := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		if e < s && w.err == nil {
+			w.err = errReversed
+		}
+		hi = max(hi, s, e)
 		end = max(end, e)
 	}
 	w.offset(hi)
@@ -103,6 +106,10 @@ func (w *walker) chunks(b []byte) {
 		w.st.maxEnd = e
 	}
 }
+
+// errReversed is the error of an index with a chunk that ends before it
+// begins: no index writer makes one, and it would hold no records.
+var errReversed = errors.New("a chunk ends before it begins")
 
 // linear notes the offsets of a linear index and reports whether they
 // are sorted.

@@ -154,8 +154,9 @@ func randomBAI(rng *rand.Rand, nref int, tidy bool) []byte {
 		if pseudo {
 			u32(baiPseudoBin)
 			u32(2)
-			u64(voff())
-			u64(voff())
+			beg, end := voff(), voff()
+			u64(min(beg, end))
+			u64(max(beg, end))
 			u64(rng.Uint64N(1000))
 			u64(rng.Uint64N(1000))
 		}

@@ -356,6 +356,9 @@ func (w *walker) refs(nref int, pseudo uint32, loffset, linear bool) {
 				if bin == pseudo && c == 1 {
 					continue // mapped and unmapped counts
 				}
+				if e < b && w.err == nil {
+					w.err = errReversed
+				}
 				w.offset(b)
 				if end := w.offset(e); w.st.maxEnd.less(end) {
 					w.st.maxEnd = end
