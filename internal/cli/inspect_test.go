@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/keys"
@@ -49,6 +50,7 @@ type inspectJSON struct {
 	OpenedBy          *string  `json:"opened_by"`
 	Error             *string  `json:"error"`
 	Exit              int      `json:"exit"`
+	FileBytes         []byte   `json:"file_bytes"`
 }
 
 // inspectCase is the part of a manifest case that inspect can check.
@@ -386,5 +388,60 @@ func TestInspectJSONFailures(t *testing.T) {
 	code, stdout, _ = runIn(t, dir, "inspect", "--json", "--sk", "nokey.sec", "good.c4gh", "bad.c4gh")
 	if code == exitOK || stdout != "" {
 		t.Errorf("missing key file: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// TestJSONNameBytes: a file name that is not UTF-8, which a JSON string
+// cannot hold, comes with its bytes beside it in inspect --json and ls
+// --json, as in the batch records.
+func TestJSONNameBytes(t *testing.T) {
+	t.Setenv(secretKeyEnv, "")
+	t.Setenv(passphraseEnv, "")
+	dir := t.TempDir()
+	mustRun(t, dir, "keygen", "--sk", "a.sec", "--pk", "a.pub", "--nocrypt")
+	if err := os.WriteFile(filepath.Join(dir, "plain"), []byte("some data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	name := "bad\xff.c4gh"
+	mustRun(t, dir, "encrypt", "--recipient_pk", "a.pub", "-i", "plain", "-o", name)
+	if err := os.WriteFile(filepath.Join(dir, "cut\xfe.c4gh"), []byte("crypt4gh"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runIn(t, dir, "inspect", "--json", name, "cut\xfe.c4gh", "good.c4gh")
+	if code == exitOK {
+		t.Fatalf("inspect of a cut file passed: %s", stderr)
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var got []string
+	for dec.More() {
+		var r inspectJSON
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("%v\n%s", err, stdout)
+		}
+		got = append(got, string(r.FileBytes))
+	}
+	if !slices.Equal(got, []string{name, "cut\xfe.c4gh", ""}) {
+		t.Errorf("inspect --json file_bytes: %q\n%s", got, stdout)
+	}
+	_, stdout, _ = runIn(t, dir, "ls", "--json", ".")
+	var names []string
+	for line := range strings.Lines(stdout) {
+		var e struct {
+			Name      string `json:"name"`
+			NameBytes []byte `json:"name_bytes"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if e.NameBytes != nil {
+			names = append(names, string(e.NameBytes))
+		} else if !strings.ContainsRune(e.Name, utf8.RuneError) {
+			continue
+		} else {
+			t.Errorf("ls --json: %q without its bytes", e.Name)
+		}
+	}
+	if !slices.Contains(names, name) || !slices.Contains(names, "cut\xfe.c4gh") {
+		t.Errorf("ls --json name_bytes: %q\n%s", names, stdout)
 	}
 }

@@ -53,7 +53,8 @@ func lsCommand(e *env) command {
 			"\n" +
 			"With --json, one JSON object a line. Files: name, kind (crypt4gh, other,\n" +
 			"folder), size, body_plaintext_size, plaintext_size (null unless a key\n" +
-			"opens the file), opened_by (null without --sk), error. Uploads: key,\n" +
+			"opens the file), opened_by (null without --sk), error, and name_bytes\n" +
+			"(base64) for a name that is not UTF-8. Uploads: key,\n" +
 			"upload_id, started (RFC 3339), parts, bytes.",
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "sk", Usage: "try the secret key at `PATH` on each file (repeatable)", Destination: &o.Keys},

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/edit"
@@ -63,6 +64,8 @@ type Report struct {
 	// that failure gives: null and 0 for a file that passed.
 	Error *string `json:"error"`
 	Exit  int     `json:"exit"`
+	// FileBytes holds the bytes of a name that is not UTF-8.
+	FileBytes []byte `json:"file_bytes,omitempty"`
 
 	// BodyErr says why BodyPlaintextSize is unknown.
 	BodyErr error `json:"-"`
@@ -84,13 +87,28 @@ type Packet struct {
 // Failure is what --json prints for a file that has no description: its
 // name, why and the exit code, the other fields absent.
 type Failure struct {
-	File  string `json:"file"`
-	Error string `json:"error"`
-	Exit  int    `json:"exit"`
+	File      string `json:"file"`
+	Error     string `json:"error"`
+	Exit      int    `json:"exit"`
+	FileBytes []byte `json:"file_bytes,omitempty"`
 }
 
 // Print prints f as one JSON object.
-func (f *Failure) Print(w io.Writer) error { return printJSON(w, f) }
+func (f *Failure) Print(w io.Writer) error {
+	f.FileBytes = BytesOf(f.File)
+	return printJSON(w, f)
+}
+
+// BytesOf returns the bytes of name for a "_bytes" field beside it, in
+// base64, as the batch records give them: nil when the name is UTF-8,
+// which a JSON string holds as it is (encoding/json puts U+FFFD for each
+// byte that is not).
+func BytesOf(name string) []byte {
+	if utf8.ValidString(name) {
+		return nil
+	}
+	return []byte(name)
+}
 
 // Missing reports that the edit list describes more than the body holds.
 func (r *Report) Missing() bool { return r.EditListFits != nil && !*r.EditListFits }
@@ -180,6 +198,7 @@ func (r *Report) Open(h *header.Header, sk keys.Opener) error {
 // Print writes r for people, or as JSON.
 func (r *Report) Print(w io.Writer, asJSON bool) error {
 	if asJSON {
+		r.FileBytes = BytesOf(r.File)
 		return printJSON(w, r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

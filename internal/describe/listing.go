@@ -26,6 +26,9 @@ type Entry struct {
 	PlaintextSize     *int64   `json:"plaintext_size"`
 	OpenedBy          []string `json:"opened_by"`
 	Error             *string  `json:"error"`
+	// NameBytes holds the bytes of a name that is not UTF-8, which a
+	// JSON string cannot (see [BytesOf]).
+	NameBytes []byte `json:"name_bytes,omitempty"`
 }
 
 // Kinds of entries.
@@ -121,6 +124,7 @@ func NewTable(w io.Writer, jsonLines, keyColumn bool) *Table {
 // Print prints one entry; the errors are those of writing.
 func (t *Table) Print(ent Entry) error {
 	if t.json != nil {
+		ent.NameBytes = BytesOf(ent.Name)
 		return t.json.Encode(ent)
 	}
 	if !t.titled {
