@@ -156,8 +156,16 @@ func verify(e *env, o *verifyOptions) error {
 // verifyText is what verify prints of a file that passed.
 func verifyText(e *env, o *verifyOptions, path string, sums *fileSums) string {
 	if o.Checksum {
-		plain := strings.TrimSuffix(singleSumName(path), c4ghSuffix)
-		return sums.lines(singleSumName(path), plain, false)
+		// The plaintext is named as decrypt names its output; a file
+		// without .c4gh has no such name, and its plaintext is "-", the
+		// stream that decrypt writes to stdout (crypt4gh decrypt -i F |
+		// sha256sum -c checks it), not the file's own name again.
+		name := singleSumName(path)
+		plain, ok := strings.CutSuffix(name, c4ghSuffix)
+		if !ok || plain == "" || strings.HasSuffix(plain, "/") {
+			plain = "-"
+		}
+		return sums.lines(name, plain, false)
 	}
 	if e.quiet {
 		return ""
