@@ -179,7 +179,7 @@ func reencryptTo(e *env, o *reencryptOptions, f *reencrypt.File, in *input, src 
 // writes them. Objects into a prefix of their store are composed by the
 // server, as rekeyObject does.
 func reencryptFolder(e *env, r *reencryptOptions) error {
-	items, err := batchItems(e, e.args, r.scale, isC4gh, intoFolder(r.Output))
+	items, err := batchItems(e, r.Output, e.args, r.scale, isC4gh, intoFolder(r.Output))
 	if err != nil {
 		return err
 	}

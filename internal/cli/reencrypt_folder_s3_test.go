@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/c4gh-go/crypt4gh/internal/s3test"
 )
 
 // TestS3ReencryptIntoFolder rekeys in batch into -o DIR/ with objects on
@@ -49,4 +52,39 @@ func TestS3ReencryptIntoFolder(t *testing.T) {
 	e.must(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "-o", "down/", url("src/f0.c4gh"))
 	sameBytes(t, "down/f0.c4gh for bob", decryptBytes(t, e.read(t, "down/f0.c4gh"), bob), plains["src/f0.c4gh"])
 	e.noUploads(t)
+}
+
+// TestS3OutputInsideInputPrefix: a batch whose output prefix lies inside
+// its input prefix leaves the objects listed there out of its inputs.
+// Before, the listing's later pages (a page holds 1,000 keys) gave the
+// batch its own outputs as inputs: a run that wrote loop/out/out/… level
+// after level and never ended.
+func TestS3OutputInsideInputPrefix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,100 objects, more than a page of a listing: not with -short")
+	}
+	e := newS3EnvParallel(t, s3test.OnDisk())
+	e.keygen(t, "bob")
+	const n = 1100
+	putMany(t, e, "loop/", n)
+	code, stdout, stderr := e.run(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--json", "-o", url("loop/out/"), url("loop/"))
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf(`"inputs":%d,`, n)) || !strings.Contains(stderr, "left out of the inputs") {
+		t.Fatalf("exit %d\n%s\n%s", code, lastLine(stdout), stderr)
+	}
+	// Again: the outputs there now are left out from the first page on,
+	// and each input's output exists, so nothing is written.
+	code, stdout, stderr = e.run(t, "reencrypt", "--sk", "me.sec", "--recipient_pk", "bob.pub", "--json", "-o", url("loop/out/"), url("loop/"))
+	if code != exitUsage || !strings.Contains(stdout, fmt.Sprintf(`"inputs":%d,`, n)) {
+		t.Errorf("again, without --force: exit %d\n%s\n%.500s", code, lastLine(stdout), stderr)
+	}
+	_, list, _ := e.run(t, "ls", "-R", "--json", url("loop/out/"))
+	if got := strings.Count(list, `"kind":"crypt4gh"`); got != n || strings.Contains(list, "loop/out/out/") {
+		t.Errorf("%d objects under loop/out/ (want %d), of which under loop/out/out/: %v", got, n, strings.Contains(list, "loop/out/out/"))
+	}
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }

@@ -139,6 +139,17 @@ func decryptItem(dir string, s source) batchItem {
 	return it
 }
 
+// inOutputPrefix reports whether src was listed under a prefix, and lies
+// under the output prefix under (a location's string), which is longer
+// than the prefix listed: inside it. An input named as itself is kept.
+func inOutputPrefix(src source, under string) bool {
+	if under == "" || src.Err != nil || src.Listed == nil || !strings.HasPrefix(src.In, under) {
+		return false
+	}
+	listed := src.In[:len(src.In)-len(src.Rel)] // the prefix listed
+	return len(under) > len(listed)
+}
+
 // isC4gh and notC4gh choose the objects of a prefix that a command takes.
 func isC4gh(key string) bool  { return strings.HasSuffix(key, c4ghSuffix) }
 func notC4gh(key string) bool { return !isC4gh(key) }
@@ -147,7 +158,7 @@ func notC4gh(key string) bool { return !isC4gh(key) }
 // output folder dir ("" for none); inputs that end in .c4gh already are
 // skipped, with a warning.
 func encryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batchList, error) {
-	return batchItems(e, files, s, notC4gh, func(src source, warn bool) (batchItem, bool) {
+	return batchItems(e, dir, files, s, notC4gh, func(src source, warn bool) (batchItem, bool) {
 		it, ok := encryptItem(dir, src)
 		if !ok && warn {
 			e.warnf("%s already ends in %s: skipped (use -i and -o to encrypt it again)", quoteName(src.In), c4ghSuffix)
@@ -159,7 +170,7 @@ func encryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batc
 // decryptBatchItems maps each FILE.c4gh to FILE, beside it or in the
 // output folder.
 func decryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batchList, error) {
-	return batchItems(e, files, s, isC4gh, func(src source, _ bool) (batchItem, bool) { return decryptItem(dir, src), true })
+	return batchItems(e, dir, files, s, isC4gh, func(src source, _ bool) (batchItem, bool) { return decryptItem(dir, src), true })
 }
 
 // batchItems maps the sources of a batch to items with item (warn: say
@@ -172,10 +183,27 @@ func decryptBatchItems(e *env, dir string, files []string, s scaleOptions) (batc
 // prefixes not listed), the others as they come, the second failing.
 // The objects of a prefix that is the only input need no check: their
 // keys, hence their outputs, differ.
-func batchItems(e *env, files []string, s scaleOptions, keep func(string) bool, item func(src source, warn bool) (batchItem, bool)) (batchList, error) {
+//
+// An output prefix dir inside a prefix listed as input would have the
+// batch's own outputs listed as inputs on later pages of the listing (a
+// run that never ends, each level of outputs taken again): the objects
+// listed under it are left out, with a warning.
+func batchItems(e *env, dir string, files []string, s scaleOptions, keep func(string) bool, item func(src source, warn bool) (batchItem, bool)) (batchList, error) {
+	under := ""
+	if loc, err := objstore.Parse(dir); objstore.IsURL(dir) && err == nil && loc.URL == "" && loc.IsPrefix() {
+		under = loc.String()
+	}
+	warned := false
 	items := func(in batch.Inputs, warn bool) iter.Seq[batchItem] {
 		return func(yield func(batchItem) bool) {
 			for src := range in.All() {
+				if inOutputPrefix(src, under) {
+					if warn && !warned {
+						warned = true
+						e.warnf("the objects under %s, the output prefix, are left out of the inputs", quoteName(shownName(under)))
+					}
+					continue
+				}
 				if it, ok := item(src, warn); ok && !yield(it) {
 					return
 				}

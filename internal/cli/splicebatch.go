@@ -29,7 +29,7 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 		return withHint(usagef("a batch of %s writes its outputs into a folder", e.command),
 			"use -o DIR/: each output takes the name of its input")
 	}
-	list, err := batchItems(e, files, o.scale, isC4gh, intoFolder(o.Output))
+	list, err := batchItems(e, o.Output, files, o.scale, isC4gh, intoFolder(o.Output))
 	if err != nil {
 		return err
 	}
