@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -91,6 +92,11 @@ func inFolder(dir, rel string) (string, error) {
 	local := filepath.FromSlash(rel)
 	if !filepath.IsLocal(local) {
 		return "", usagef("the name %q cannot be a file in %s", rel, quoteName(dir))
+	}
+	if path.Clean(rel) != rel {
+		// p/./x, p//x and p/x are three keys of a store and one file:
+		// only a clean name has a file of its own.
+		return "", usagef("the name %q is not a clean path (it has ., .. or empty elements): it cannot be a file of its own in %s", rel, quoteName(dir))
 	}
 	return filepath.Join(dir, local), nil
 }

@@ -115,6 +115,16 @@ func TestInFolder(t *testing.T) {
 		{"out", "a/../../escape", ""},
 		{"out", "/abs", ""},
 		{"out", "", ""},
+		// Keys that a store keeps apart but that name one file (p/./x,
+		// p//x and p/x; a/..c4gh decrypted to a/.): with --force one
+		// replaced the other's plaintext, exit 0. (versitygw keeps
+		// files, so it cannot hold such keys; AWS S3 can.)
+		{"out", "p/./x", ""},
+		{"out", "p//x", ""},
+		{"out", "a/.", ""},
+		{"out", "./x", ""},
+		{"out", "..x", filepath.Join("out", "..x")},
+		{"s3://bkt/p/", "x//y", "s3://bkt/p/x//y"},
 	} {
 		got, err := inFolder(tc.dir, tc.rel)
 		if tc.want == "" {
