@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -231,6 +232,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		return nil, &Error{Op: "use", Location: where, Err: errkind.New(errkind.Usage, "not a URL")}
 	}
+	if err := checkEndpoint(c.endpoint); err != nil {
+		return nil, &Error{Op: "use", Location: "the S3 endpoint (AWS_ENDPOINT_URL_S3, or endpoint_url of the profile)", Err: err}
+	}
 	if u, err := url.Parse(c.endpoint); c.endpoint != "" && err == nil && strings.EqualFold(u.Scheme, "http") &&
 		!loopback(u.Hostname()) && !cfg.AllowInsecureHTTP {
 		return nil, &Error{Op: "use", Location: "the S3 endpoint " + display(u),
@@ -245,6 +249,34 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c.source = describeSource(creds, cfg)
 	return c, nil
+}
+
+// checkEndpoint refuses a custom endpoint that is not an http:// or
+// https:// URL of a host, with a port that is one, and no query or
+// fragment (a query may hold a signature: it is not shown). The SDK would
+// take some of these, retry the rest as network failures, and print them
+// whole.
+func checkEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	switch {
+	case err != nil:
+		return errkind.New(errkind.Usage, "not a URL")
+	case !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https"):
+		return errkind.Errorf(errkind.Usage, "not an http:// or https:// URL")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return errkind.New(errkind.Usage, "an endpoint URL with a query or a fragment is refused (it is not shown: a query may hold a signature)")
+	case u.Hostname() == "":
+		return errkind.New(errkind.Usage, "no host in the endpoint URL")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return errkind.Errorf(errkind.Usage, "port %q of the endpoint URL is not a port (1 to 65535)", p)
+		}
+	}
+	return nil
 }
 
 // Endpoint returns the URL of the S3 endpoint the client uses, "" for
