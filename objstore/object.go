@@ -422,7 +422,14 @@ func (s *s3Source) GetRange(ctx context.Context, off, n int64) (io.ReadCloser, e
 	out, err := s.c.s3.GetObject(ctx, in)
 	if err != nil {
 		if precondition(err) {
-			return nil, &detailed{sentinel: ErrChanged, detail: "ETag is no longer " + s.etag, cause: err}
+			detail := "ETag is no longer " + s.etag
+			if s.etag == "" {
+				detail = "the store has no ETag for it, and says it was modified since it was opened"
+				if s.lastModified != nil {
+					detail += " (" + s.lastModified.UTC().Format(time.RFC3339) + ")"
+				}
+			}
+			return nil, &detailed{sentinel: ErrChanged, detail: detail, cause: err}
 		}
 		return nil, err
 	}
