@@ -211,7 +211,9 @@ type batchError struct {
 }
 
 func (e batchError) Error() string {
-	s := fmt.Sprintf("%d of %d files", e.failed, e.total)
+	// A target that could not be listed (a missing bucket) fails before
+	// any file is counted: it counts as one.
+	s := fmt.Sprintf("%d of %d files", e.failed, max(e.total, e.failed))
 	if e.shard != "" {
 		s += " of shard " + e.shard
 	}

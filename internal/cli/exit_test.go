@@ -205,3 +205,21 @@ func TestDocsExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchErrorCounts: a target that fails before any file is counted
+// (ls --pending or cleanup of a missing bucket) is one of the files, not
+// "1 of 0 files failed".
+func TestBatchErrorCounts(t *testing.T) {
+	for _, tc := range []struct {
+		e    batchError
+		want string
+	}{
+		{batchError{failed: 1, total: 0}, "1 of 1 files failed"},
+		{batchError{failed: 2, total: 5}, "2 of 5 files failed"},
+		{batchError{failed: 1, total: 3, shard: "0/2"}, "1 of 3 files of shard 0/2 failed"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}
