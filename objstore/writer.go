@@ -221,9 +221,11 @@ func (u *s3Upload) complete(ctx context.Context, parts []donePart) error {
 	u.conditions(&in.IfMatch, &in.IfNoneMatch)
 	cctx, cancel := commitContext(ctx)
 	defer cancel()
-	_, err := u.c.s3.CompleteMultipartUpload(cctx, in, u.c.slowOp)
+	out, err := u.c.s3.CompleteMultipartUpload(cctx, in, u.c.slowOp)
 	if err != nil && (precondition(err) || codeOf(err) == "NoSuchUpload") && u.ours(ctx, multipartETag(parts)) {
 		err = nil
+	} else if err == nil && aws.ToString(out.ETag) == "" {
+		err = errNotConfirmed
 	}
 	if err != nil {
 		return u.conditionFailed(err)
@@ -315,7 +317,10 @@ func (u *s3Upload) put(ctx context.Context, body io.ReadSeeker, size int64) erro
 	u.conditions(&in.IfMatch, &in.IfNoneMatch)
 	cctx, cancel := commitContext(ctx)
 	defer cancel()
-	_, err := u.c.s3.PutObject(cctx, in, u.checksumOption)
+	out, err := u.c.s3.PutObject(cctx, in, u.checksumOption)
+	if err == nil && aws.ToString(out.ETag) == "" {
+		err = errNotConfirmed
+	}
 	if err != nil && precondition(err) {
 		h := md5.New()
 		_, rerr := body.Seek(0, io.SeekStart)
@@ -331,6 +336,12 @@ func (u *s3Upload) put(ctx context.Context, body io.ReadSeeker, size int64) erro
 	}
 	return nil
 }
+
+// errNotConfirmed is the error of a write that the store answered
+// without the ETag of the object written, as every S3 store gives it: a
+// server that answers 200 to anything (a web server, a captive portal)
+// is not taken to have stored the object.
+var errNotConfirmed = errors.New("the store did not confirm the write: its answer has no ETag (is the endpoint an S3 store?)")
 
 // conditions sets the preconditions of the commit.
 func (u *s3Upload) conditions(ifMatch, ifNoneMatch **string) {

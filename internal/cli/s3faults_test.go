@@ -8,6 +8,8 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +25,7 @@ import (
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/header"
 	"github.com/c4gh-go/crypt4gh/internal/objio"
+	"github.com/c4gh-go/crypt4gh/internal/s3test"
 	"github.com/c4gh-go/crypt4gh/keys"
 	"github.com/c4gh-go/crypt4gh/objstore"
 )
@@ -396,5 +399,31 @@ func TestS3RekeyDiedBeforeDone(t *testing.T) {
 	os.WriteFile(jpath, []byte(strings.Join(kept, "")), 0o600)
 	if code, _, stderr := e.run(t, rekey...); code != exitKey || !strings.Contains(stderr, "o1.c4gh") {
 		t.Errorf("another header: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestNotAnS3Store: an endpoint that answers 200 with nothing to every
+// request (a web server, a captive portal) has not stored an object: a
+// write it "accepts" fails, exit 1, instead of exit 0 with nothing stored.
+func TestNotAnS3Store(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	s3test.IsolateEnv(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "notasecret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	dir := t.TempDir()
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	if err := os.WriteFile(filepath.Join(dir, "plain"), []byte("some data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runAt(t, dir, "encrypt", "--force", "--recipient_pk", "me.pub", "-i", "plain", "-o", "s3://bkt/x.c4gh")
+	if code != exitError || !strings.Contains(stderr, "did not confirm the write") {
+		t.Errorf("exit %d:\n%s", code, stderr)
 	}
 }
