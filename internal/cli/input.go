@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -224,7 +225,7 @@ func (e *env) sameObject(in, out string) bool {
 	}
 	b, err := objstore.Parse(out)
 	if err != nil || (a.URL != "") == (b.URL != "") {
-		return err == nil && a.URL == "" && a == b
+		return err == nil && a.URL == "" && sameObjectKey(a, b)
 	}
 	web, obj := a, b
 	if b.URL != "" {
@@ -239,7 +240,16 @@ func (e *env) sameObject(in, out string) bool {
 		return false
 	}
 	loc, ok := objstore.ObjectOfURL(web.URL, ep.Endpoint())
-	return ok && loc == obj
+	return ok && sameObjectKey(loc, obj)
+}
+
+// sameObjectKey reports whether a and b are one object, also on a store that
+// keeps objects as files (versitygw's posix backend, a gateway to a file
+// system), where x/./p, x//p and x/p are one file: their keys are compared
+// as cleaned paths. On AWS S3 they are three objects, and a command of
+// one into another is refused, which costs nothing real.
+func sameObjectKey(a, b objstore.Location) bool {
+	return a.Bucket == b.Bucket && path.Clean("/"+a.Key) == path.Clean("/"+b.Key)
 }
 
 // keepTime makes a file output take the modification time of the regular
