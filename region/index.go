@@ -315,7 +315,11 @@ func (w *walker) count(size int) int {
 func (w *walker) checkCount(u uint32, size int) int {
 	n := int32(u)
 	if n < 0 || int64(n)*int64(size) > int64(len(w.b)+w.more) {
-		if w.err == nil {
+		switch {
+		case w.err != nil:
+		case n < 0:
+			w.err = fmt.Errorf("negative count %d", n)
+		default:
 			w.err = fmt.Errorf("count %d larger than the index", n)
 		}
 		return 0

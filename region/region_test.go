@@ -148,6 +148,7 @@ func TestBadIndex(t *testing.T) {
 		"tbicut":   compressBlocks([]byte("TBI")),
 		"crai":     gzipped("0\t1\n"),
 		"negative": []byte("BAI\x01\x01\x00\x00\x00\xff\xff\xff\xff"),
+		"negbins":  []byte("BAI\x01\x01\x00\x00\x00\xff\xff\xff\xff\x00\x00\x00\x00"),
 		// A chunk that ends before it begins, dropped quietly before.
 		"reversed": []byte("BAI\x01\x01\x00\x00\x00\x01\x00\x00\x00\x49\x12\x00\x00\x01\x00\x00\x00" +
 			"\x00\x00\x20\x00\x00\x00\x00\x00" + "\x00\x00\x10\x00\x00\x00\x00\x00" + "\x00\x00\x00\x00"),
@@ -155,7 +156,8 @@ func TestBadIndex(t *testing.T) {
 			"\x49\x12\x00\x00" + strings.Repeat("\x00", 8) + "\x01\x00\x00\x00" + "\x00\x00\x20\x00\x00\x00\x00\x00" + "\x00\x00\x10\x00\x00\x00\x00\x00")),
 	} {
 		_, err := ReadIndex(bytes.NewReader(b), int64(len(b)), name)
-		if !errors.Is(err, ErrData) || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), "crai") != (name == "crai") {
+		if !errors.Is(err, ErrData) || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), "crai") != (name == "crai") ||
+			name == "negbins" && !strings.Contains(err.Error(), "negative count -1") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
