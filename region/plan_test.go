@@ -19,27 +19,11 @@ import (
 // openFixture opens a fixture and its index.
 func openFixture(t testing.TB, dir, data, index string) *File {
 	t.Helper()
-	src, err := os.Open(filepath.Join(dir, data))
+	ix, err := os.ReadFile(filepath.Join(dir, index))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { src.Close() })
-	st, _ := src.Stat()
-	ix, err := os.Open(filepath.Join(dir, index))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
-	ist, _ := ix.Stat()
-	idx, err := ReadIndex(ix, ist.Size(), index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := Open(src, st.Size(), data, idx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return openWithIndex(t, dir, data, ix, index)
 }
 
 // openWithIndex opens the fixture data in dir with the index ix, of the
