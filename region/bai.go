@@ -133,8 +133,21 @@ var (
 )
 
 // errNoChunks is returned by baiIndex.chunks where the index has no
-// records: a reference it lacks, or a start past its linear index.
+// records: a reference it lacks.
 var errNoChunks = errors.New("no records there")
+
+// linearTile returns the entry of a linear index of n > 0 entries that
+// bounds the chunks of a region starting at beg: that of beg's 16 kbp
+// tile, or the last entry for a start past the index. An index that
+// htslib writes has an entry for every tile a record overlaps, so no
+// record lies past it; one that stops short (or has no linear index at
+// all) must not lose the records its bins hold. htslib then takes no
+// bound (a bin's bound is 0 when its first tile is past the linear index,
+// update_loff) and @gmod/bam the last entry, which every record past the
+// index starts after, since the file is sorted by position.
+func linearTile(beg int64, n int) int64 {
+	return min(beg>>14, int64(n)-1)
+}
 
 // chunks returns the chunks that may hold records of reference ref that
 // overlap [beg, end), 0 ≤ beg < end ≤ 2^29, sorted by their start (in
@@ -144,21 +157,23 @@ func (x *baiIndex) chunks(ref int, beg, end int64) ([]bgzf.Chunk, error) {
 		return nil, errNoChunks
 	}
 	r := &x.refs[ref]
-	tile := beg >> 14
-	if tile >= int64(r.nintv) {
-		return nil, errNoChunks
-	}
-	linear := x.b[r.linear : r.linear+8*r.nintv]
-	min := binary.LittleEndian.Uint64(linear[8*tile:])
-	if !r.sorted {
-		// biogo/hts sorts the linear index: the tile's offset is the
-		// tile-th smallest.
-		offs := make([]uint64, r.nintv)
-		for i := range offs {
-			offs[i] = binary.LittleEndian.Uint64(linear[8*i:])
+	var min uint64 // without a linear index, no bound: every chunk of the bins
+	if r.nintv > 0 {
+		// A start past the linear index takes its last entry (see
+		// linearTile).
+		tile := linearTile(beg, int(r.nintv))
+		linear := x.b[r.linear : r.linear+8*r.nintv]
+		min = binary.LittleEndian.Uint64(linear[8*tile:])
+		if !r.sorted {
+			// biogo/hts sorts the linear index: the tile's offset is the
+			// tile-th smallest.
+			offs := make([]uint64, r.nintv)
+			for i := range offs {
+				offs[i] = binary.LittleEndian.Uint64(linear[8*i:])
+			}
+			slices.Sort(offs)
+			min = offs[tile]
 		}
-		slices.Sort(offs)
-		min = offs[tile]
 	}
 	var out []bgzf.Chunk
 	for bin, chunks := range x.bins(r) {

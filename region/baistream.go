@@ -219,18 +219,23 @@ func walkBAIFor(w *walker, ts []target, all bool) (*Index, error) {
 		}
 		if len(mine) > 0 {
 			switch {
+			case nintv == 0:
+				clear(at) // no bound, as baiIndex.chunks
 			case sorted:
+				// Those that start past the linear index: its last
+				// entry (linearTile).
+				for j := next; j < len(mine); j++ {
+					at[j] = prev
+				}
 			case !all:
 				return nil, errUnsorted
 			default:
 				slices.Sort(offs) // as biogo/hts does: see baiIndex.chunks
 				for j, a := range mine {
-					if tile := a.start >> 14; tile < int64(nintv) {
-						at[j] = offs[tile]
-					}
+					at[j] = offs[linearTile(a.start, nintv)]
 				}
 			}
-			answerLinear(mine, myCuts, at, nintv)
+			answerLinear(mine, myCuts, at)
 		}
 	}
 	if w.err != nil {
@@ -273,17 +278,13 @@ func keepChunks(as []baiAnswer, lasts []uint64, cuts []uint64, bin uint32, b []b
 }
 
 // answerLinear finishes the answers as of one reference with the entries
-// at of its linear index (sorted) at the tiles where they start, of n
-// entries, and the cuts that keepChunk noted.
-func answerLinear(as []baiAnswer, cuts []uint64, at []uint64, n int) {
+// at of its linear index (sorted) at the tiles where they start (see
+// linearTile), and the cuts that keepChunk noted.
+func answerLinear(as []baiAnswer, cuts []uint64, at []uint64) {
 	bound := uint64(math.MaxUint64)
 	for i := len(as) - 1; i >= 0; i-- {
 		bound = min(bound, cuts[i+1])
 		a := &as[i]
-		if a.start>>14 >= int64(n) {
-			a.chunks, a.noChunks = nil, true
-			continue
-		}
 		lo := at[i]
 		a.chunks = slices.DeleteFunc(a.chunks, func(c bgzf.Chunk) bool {
 			u, v := uint64(c.Begin.File)<<16|uint64(c.Begin.Block), uint64(c.End.File)<<16|uint64(c.End.Block)

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/biogo/hts/bgzf"
 
 	"github.com/c4gh-go/crypt4gh/body"
 	"github.com/c4gh-go/crypt4gh/internal/clitest"
@@ -370,6 +375,98 @@ func TestRegionUnplaced(t *testing.T) {
 	if got := strings.Count(tool(t, dir, "samtools", "view", "-f", "4", "u.bam"), "\n"); got != 50 {
 		t.Errorf("%d unmapped reads, want 50", got)
 	}
+}
+
+// TestRegionShortLinearIndex: an index whose linear index stops short of
+// the records (or is missing) loses none of the records its bins hold, as
+// htslib reads it: where the linear index has no entry for a region's
+// start, the bins' chunks are bounded by its last entry, or by nothing.
+// Before, such a region got no records at all, with exit 0.
+func TestRegionShortLinearIndex(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cases := regionFixtures(t, dir)
+	regions := []string{"chr1:150000-150200", "chr2:20000-90000", "chr1:250000-300000", "chr2"}
+	for _, c := range cases {
+		if c.name != "reads.bam" && c.name != "calls.vcf.gz" {
+			continue
+		}
+		plainIndex(t, dir, c)
+		want := map[string]int{}
+		for _, r := range regions {
+			want[r] = c.wantCount(t, dir, r)
+		}
+		orig := mustRead(t, filepath.Join(dir, c.index))
+		for _, keep := range []struct {
+			name string
+			n    func(nintv int) int
+		}{
+			{"no linear index", func(int) int { return 0 }},
+			{"a linear index of half the tiles", func(n int) int { return n / 2 }},
+		} {
+			short := "short-" + c.index
+			if err := os.WriteFile(filepath.Join(dir, short), shortLinear(t, orig, strings.HasSuffix(c.index, ".tbi"), keep.n), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range regions {
+				out := fmt.Sprintf("short%d-%d-%s", i, len(keep.name), c.name)
+				mustRun(t, dir, "decrypt", "--sk", "me.sec", "--region", r, "--index", short, "-i", c.name+".c4gh", "-o", out)
+				c.index2(t, dir, out)
+				if n := c.count(t, dir, out, r); n != want[r] {
+					t.Errorf("%s, %s: %d records in %s, want %d", c.name, keep.name, n, r, want[r])
+				}
+			}
+		}
+	}
+}
+
+// shortLinear returns the BAI (or, with tbi, the TBI) ix with the linear
+// index of each reference cut to keep(n) of its n entries.
+func shortLinear(t *testing.T, ix []byte, tbi bool, keep func(n int) int) []byte {
+	t.Helper()
+	b := ix
+	if tbi {
+		zr, err := gzip.NewReader(bytes.NewReader(ix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = io.ReadAll(zr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u32 := func(at int) int { return int(binary.LittleEndian.Uint32(b[at:])) }
+	at := 8 // magic, n_ref
+	if tbi {
+		at += 24
+		at += 4 + u32(at) // l_nm, names
+	}
+	out := slices.Clone(b[:at])
+	for range u32(4) {
+		start := at
+		at += 4
+		for range u32(start) { // bins
+			at += 8 + 16*u32(at+4)
+		}
+		n := u32(at)
+		k := keep(n)
+		out = append(out, b[start:at]...)
+		out = binary.LittleEndian.AppendUint32(out, uint32(k))
+		out = append(out, b[at+4:at+4+8*k]...)
+		at += 4 + 8*n
+	}
+	out = append(out, b[at:]...)
+	if !tbi {
+		return out
+	}
+	var z bytes.Buffer
+	w := bgzf.NewWriter(&z, 1)
+	if _, err := w.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return z.Bytes()
 }
 
 // TestRegionSpliceSize: the body that inspect --region says splice
