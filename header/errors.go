@@ -80,12 +80,13 @@ type MagicError struct {
 	Start []byte // the first bytes of the input, at most len(Magic)
 }
 
-// Error shows the first bytes when they are text (a key file, a VCF), and
-// only their count when they are not: they may be a quarter of a bare
-// secret key, or of data that was meant to be encrypted.
+// Error shows the first bytes when they are text (a key file, a VCF, a
+// line that ends within them), and only their count when they are not:
+// they may be a quarter of a bare secret key, or of data that was meant
+// to be encrypted.
 func (e *MagicError) Error() string {
 	for _, c := range e.Start {
-		if c < 0x20 || c > 0x7e {
+		if (c < 0x20 || c > 0x7e) && c != '\t' && c != '\n' && c != '\r' {
 			return fmt.Sprintf("%v (its first %d bytes are not text)", ErrNotCrypt4GH, len(e.Start))
 		}
 	}

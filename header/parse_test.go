@@ -142,6 +142,8 @@ func TestParseErrorMessages(t *testing.T) {
 		{cat([]byte("crypt4gx"), u32(1), u32(0)), `not a crypt4gh file (bad magic "crypt4gx")`},
 		// Bytes that are not text, such as a bare secret key's, are not shown.
 		{[]byte("\x9f\x01secretkeybytes"), `not a crypt4gh file (its first 8 bytes are not text)`},
+		// A short line of text is text.
+		{[]byte("hello\r\n\tx"), `not a crypt4gh file (bad magic "hello\r\n\t")`},
 		{cat([]byte(Magic), u32(2), u32(0)), "unsupported crypt4gh version 2 (only version 1 is supported)"},
 		{preamble(0xFFFFFFFF), "too many header packets: 4294967295 (limit 65536)"},
 		{cat(preamble(1), u32(3)), "invalid header packet: packet 1 of 1 has length 3 (minimum 8)"},
