@@ -107,13 +107,13 @@ func TestJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Start("a.c4gh", "a"); err != nil {
+	if err := j.Start("a.c4gh", "a", "m1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Finish(Entry{Input: "a.c4gh", Output: "a", Size: 3, SHA256: "ab"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Start("b.c4gh", "b"); err != nil {
+	if err := j.Start("b.c4gh", "b", "m2"); err != nil {
 		t.Fatal(err)
 	}
 	j.Close()
@@ -135,8 +135,12 @@ func TestJournal(t *testing.T) {
 	if _, ok := j.Done("b.c4gh"); ok {
 		t.Errorf("b is done by a torn line")
 	}
-	if !j.Started("b.c4gh", "b") || j.Started("b.c4gh", "other") || j.Started("a.c4gh", "a") {
-		t.Errorf("Started is wrong")
+	started := func(in, out string) string {
+		ok, mark := j.Started(in, out)
+		return fmt.Sprint(ok, " ", mark)
+	}
+	if started("b.c4gh", "b") != "true m2" || started("b.c4gh", "other") != "false " || started("a.c4gh", "a") != "false " {
+		t.Errorf("Started is wrong: %q, %q, %q", started("b.c4gh", "b"), started("b.c4gh", "other"), started("a.c4gh", "a"))
 	}
 	if err := j.Finish(Entry{Input: "b.c4gh", Output: "b", Size: 5}); err != nil {
 		t.Fatal(err)
@@ -329,7 +333,7 @@ func TestJournalInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Start("a", "a.out"); err != nil {
+	if err := j.Start("a", "a.out", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := OpenJournal(path, Binding{Command: "x"}); err == nil || !strings.Contains(err.Error(), "in use by another run") {
@@ -341,7 +345,7 @@ func TestJournalInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j2.Close()
-	if !j2.Started("a", "a.out") {
+	if ok, _ := j2.Started("a", "a.out"); !ok {
 		t.Error("the second run lost the first's start line")
 	}
 }
@@ -356,7 +360,7 @@ func TestJournalNamesNotUTF8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Start(other, "o"); err != nil {
+	if err := j.Start(other, "o", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Finish(Entry{Input: in, Output: out, Size: 3}); err != nil {
@@ -371,7 +375,7 @@ func TestJournalNamesNotUTF8(t *testing.T) {
 	if e, ok := j.Done(in); !ok || e.Output != out {
 		t.Errorf("Done(%q) = %+v, %v", in, e, ok)
 	}
-	if _, ok := j.Done(other); ok || !j.Started(other, "o") || j.Started(in, out) {
+	if _, ok := j.Done(other); ok || !startedOK(j, other, "o") || startedOK(j, in, out) {
 		t.Error("two names of one readable form were taken for one")
 	}
 	var b bytes.Buffer
@@ -380,4 +384,10 @@ func TestJournalNamesNotUTF8(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &r); err != nil || r.Name != in || r.Output != out || !strings.Contains(b.String(), `"name":"bad\ufffdutf"`) {
 		t.Errorf("record %s read back as %+v, %v", b.String(), r, err)
 	}
+}
+
+// startedOK is the first answer of j.Started.
+func startedOK(j *Journal, in, out string) bool {
+	ok, _ := j.Started(in, out)
+	return ok
 }

@@ -61,6 +61,9 @@ type line struct {
 	Keys    []string `json:"keys,omitempty"`
 	Cut     []string `json:"cut,omitempty"`
 	Start   string   `json:"start,omitempty"`
+	// Mark, on a start line, is what the output is marked with (see
+	// Item.Mark); older journals have none.
+	Mark string `json:"mark,omitempty"`
 	Entry
 	Written
 }
@@ -88,6 +91,7 @@ type Journal struct {
 	end     int64              // the length of the complete lines
 	done    map[string]span    // input → its last done line
 	started map[string]string  // input → output, for starts without their done
+	marks   map[string]string  // input → the mark of its start without done
 	written map[string]Written // input → what its start line said it writes
 	made    int64              // the length of a journal this run made, 0 for one it found
 }
@@ -116,7 +120,7 @@ func OpenJournal(path string, b Binding) (*Journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("failed to lock journal: %w", err)
 	}
-	j := &Journal{path: path, f: f, done: map[string]span{}, started: map[string]string{}, written: map[string]Written{}}
+	j := &Journal{path: path, f: f, done: map[string]span{}, started: map[string]string{}, marks: map[string]string{}, written: map[string]Written{}}
 	if err := j.load(b); err != nil {
 		f.Close()
 		return nil, err
@@ -168,6 +172,7 @@ func (j *Journal) load(b Binding) error {
 			switch {
 			case l.Start != "":
 				j.started[l.Start] = l.Output
+				j.marks[l.Start] = l.Mark
 				if l.Written != (Written{}) {
 					j.written[l.Start] = l.Written
 				} else {
@@ -176,6 +181,7 @@ func (j *Journal) load(b Binding) error {
 			case l.Input != "":
 				j.done[l.Input] = span{good, int32(len(raw))}
 				delete(j.started, l.Input)
+				delete(j.marks, l.Input)
 				delete(j.written, l.Input)
 			default:
 				return j.refuse("line %d is not a journal line", n)
@@ -269,19 +275,25 @@ func (j *Journal) Done(input string) (Entry, bool) {
 	return l.Entry, true
 }
 
-// Started reports whether input was started for output and not done:
-// an output found there is what that run wrote.
-func (j *Journal) Started(input, output string) bool {
+// Started reports whether input was started for output and not done,
+// and the mark its start line recorded for the output, if any: a file
+// found there is what that run wrote only if it holds the mark.
+func (j *Journal) Started(input, output string) (bool, string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	out, ok := j.started[input]
-	return ok && out == output
+	if !ok || out != output {
+		return false, ""
+	}
+	return true, j.marks[input]
 }
 
-// Start records that the output of input is opened.
-func (j *Journal) Start(input, output string) error {
-	return j.add(line{Start: input, Entry: Entry{Output: output}}, func(span) {
+// Start records that the output of input is opened, to be marked with
+// mark ("" for none: an object).
+func (j *Journal) Start(input, output, mark string) error {
+	return j.add(line{Start: input, Mark: mark, Entry: Entry{Output: output}}, func(span) {
 		j.started[input] = output
+		j.marks[input] = mark
 		delete(j.written, input)
 	})
 }
@@ -291,6 +303,7 @@ func (j *Journal) Start(input, output string) error {
 func (j *Journal) StartWriting(input string, w Written) error {
 	return j.add(line{Start: input, Entry: Entry{Output: input}, Written: w}, func(span) {
 		j.started[input] = input
+		j.marks[input] = ""
 		j.written[input] = w
 	})
 }
@@ -312,6 +325,7 @@ func (j *Journal) Finish(e Entry) error {
 	return j.add(line{Entry: e}, func(at span) {
 		j.done[e.Input] = at
 		delete(j.started, e.Input)
+		delete(j.marks, e.Input)
 		delete(j.written, e.Input)
 	})
 }

@@ -2,6 +2,8 @@ package batch
 
 import (
 	"cmp"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,12 @@ type Item struct {
 	In, Out string
 	Err     error
 	Listed  *Identity // the input as its listing gave it, if it was listed
+	// Mark, with a journal, is what the local file Out is to be marked
+	// with (outfile.Options.Mark), recorded by its start line; Killed is
+	// the mark that the start line of a run that died there recorded:
+	// a file at Out that holds it is that run's (outfile.Marked), and
+	// any other is not, and is not replaced without --force.
+	Mark, Killed string
 }
 
 // Outcome is what processing one input gave.
@@ -298,12 +306,22 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 	if done && !changed && r.Holds(e, r.VerifyJournal) {
 		return Outcome{Status: doneBefore}
 	}
-	resume := j.Started(it.In, it.Out)
-	o := r.Do(it, resume, func() error {
-		if it.Out == "" || resume {
-			return nil
+	resume, killed := j.Started(it.In, it.Out)
+	it.Killed = killed
+	if it.Out != "" && !objstore.IsURL(it.Out) {
+		// A run that takes over from a killed one keeps its mark: the
+		// file that run committed, if it did, is known by it, and so is
+		// the one this run commits, should it be killed too.
+		it.Mark = killed
+		if it.Mark == "" {
+			it.Mark = newMark()
 		}
-		return j.Start(it.In, it.Out)
+	}
+	o := r.Do(it, resume, func() error {
+		if it.Out == "" || resume && it.Mark == killed {
+			return nil // started already, with this mark (or none: an object)
+		}
+		return j.Start(it.In, it.Out, it.Mark)
 	})
 	switch {
 	case !done || !errors.Is(o.Err, outfile.ErrExists) && !errors.Is(o.Err, objstore.ErrExists):
@@ -328,6 +346,17 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 	if err != nil {
 		journalFailed(err)
 		o.Err = err
+		return o
+	}
+	if it.Mark != "" && outfile.Marked(it.Out, it.Mark) {
+		outfile.Unmark(it.Out) // done: the journal knows it by its size and sum now
 	}
 	return o
+}
+
+// newMark returns a mark for an output (Item.Mark): 64 random bits.
+func newMark() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

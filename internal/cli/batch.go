@@ -38,6 +38,8 @@ type batchItem struct {
 	in, out string
 	err     error
 	listed  *batch.Identity // the input as its listing gave it, if listed
+	// mark and killed are batch.Item's Mark and Killed.
+	mark, killed string
 }
 
 // given is a flag of a command and whether the user gave it.
@@ -324,7 +326,7 @@ func runBatch(e *env, b batchOptions, list batchList, verb string, mode os.FileM
 		written int
 	)
 	r.Do = func(it batch.Item, resume bool, begin func() error) batch.Outcome {
-		bi := batchItem{in: it.In, out: it.Out}
+		bi := batchItem{in: it.In, out: it.Out, mark: it.Mark, killed: it.Killed}
 		if list.stream != nil {
 			if err := distinct(bi); err != nil {
 				return batch.Outcome{Err: err}
@@ -418,6 +420,15 @@ func (c *outCounter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// killedRunsOutput reports whether the file out is the one that a run
+// killed after its commit, before its done line, wrote: it holds the mark
+// that run's start line recorded. Any other file there is not replaced
+// without --force: one the user put there after a failed run, or
+// another process's, or one whose file system keeps no marks.
+func killedRunsOutput(out, killed string) bool {
+	return killed != "" && outfile.Marked(out, killed)
+}
+
 // batchFile runs op on one file and returns its checksum lines, if asked,
 // and what the journal and the records say of it. resume says that the
 // journal has the file started by a run that died: its output, if there,
@@ -451,23 +462,27 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 		outSize += headerRoom
 	}
 	local := !objstore.IsURL(it.out)
+	force := b.force
 	if resume && local {
 		if err := outfile.RemovePartials(it.out); err != nil {
 			return fail(fmt.Errorf("failed to remove what a killed run left: %w", pathErr(err)))
 		}
+		force = force || killedRunsOutput(it.out, it.killed)
+	} else if resume {
+		force = true // an object: see rekeyOne and the uploads' own records
 	}
 	// A file is started in the journal before its temporary file is
 	// made, so that a run killed in between leaves nothing that the next
 	// does not remove; unless it exists already (opening it fails then,
 	// without --force): it is not this run's.
 	if local && b.scale.Journal != "" {
-		if _, err := os.Lstat(it.out); b.force || err != nil {
+		if _, err := os.Lstat(it.out); force || err != nil {
 			if err := begin(); err != nil {
 				return fail(err)
 			}
 		}
 	}
-	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: b.force || resume, Mode: mode, Input: in.file, Folders: b.folders})
+	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: force, Mode: mode, Input: in.file, Folders: b.folders, Mark: it.mark})
 	if err != nil {
 		return fail(err)
 	}

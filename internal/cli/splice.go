@@ -33,14 +33,19 @@ type spliceOptions struct {
 	// and folders holds the folders of its outputs (outfile.Folders).
 	below   string
 	folders *outfile.Folders
+	// mark, in a batch with a journal, is the output's mark
+	// (outfile.Options.Mark).
+	mark string
 }
 
 // outputOptions is opts for the output of o: in a batch into a local
-// folder, made in its folder held open, as the other batches' outputs.
+// folder, made in its folder held open, as the other batches' outputs,
+// and marked for its journal.
 func (o *spliceOptions) outputOptions(opts outfile.Options) outfile.Options {
 	if o.below != "" {
 		opts.Beneath, opts.Folders = o.below, o.folders
 	}
+	opts.Mark = o.mark
 	return opts
 }
 

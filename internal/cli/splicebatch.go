@@ -72,21 +72,25 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 		if err != nil {
 			return fail(err)
 		}
+		force := o.Force
 		if resume && local {
 			if err := outfile.RemovePartials(it.Out); err != nil {
 				return fail(fmt.Errorf("failed to remove what a killed run left: %w", pathErr(err)))
 			}
+			force = force || killedRunsOutput(it.Out, it.Killed)
+		} else if resume {
+			force = true // an object: the uploads keep their own records
 		}
 		// Started in the journal before anything is made, unless the
 		// output exists already: it is not this run's then (and is
 		// refused without --force).
-		if _, err := os.Lstat(it.Out); !local || o.Force || err != nil {
+		if _, err := os.Lstat(it.Out); !local || force || err != nil {
 			if err := begin(); err != nil {
 				return fail(err)
 			}
 		}
 		one := *o
-		one.Input, one.Output, one.Force = it.In, it.Out, o.Force || resume
+		one.Input, one.Output, one.Force, one.mark = it.In, it.Out, force, it.Mark
 		if below {
 			one.below, one.folders = o.Output, folders
 		}

@@ -61,6 +61,9 @@ type Output struct {
 	// committed in, held by folders.
 	folder  *folder
 	folders *Folders
+	// mark, when set, is given to the file before its commit (see
+	// Options.Mark).
+	mark string
 }
 
 // SetModTime gives a file output the modification time t at its commit
@@ -127,6 +130,12 @@ type Options struct {
 	// Folders, when set, holds the folders of the outputs of a batch open
 	// from one output to the next (see Folders).
 	Folders *Folders
+	// Mark, when set, is written on the file (an extended attribute,
+	// where the file system keeps them) before it is committed, so that
+	// a journal that recorded it can tell, after a run killed between
+	// the commit and its done line, that the file at the output's name
+	// is the one that run wrote (Marked) and not one put there since.
+	Mark string
 }
 
 // IsStdout reports whether path names standard output.
@@ -301,7 +310,7 @@ func open(path, at string, opts Options, warn, absent bool) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create output %s: %w", path, PathErr(err))
 	}
-	return &Output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.Force, spareKeys: opts.Force && !opts.SecretKey}, nil
+	return &Output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.Force, spareKeys: opts.Force && !opts.SecretKey, mark: opts.Mark}, nil
 }
 
 // KeyToStdout refuses a key output that is stdout.
@@ -554,6 +563,10 @@ func createTemp(final string, perm os.FileMode) (*os.File, error) {
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
+		if err == nil {
+			// Held while it is written: RemovePartials leaves it alone.
+			Lock(f)
+		}
 		return f, err
 	}
 	return nil, errors.New("failed to find a free temporary name")
@@ -612,6 +625,9 @@ func (o *Output) Commit() error {
 	err := o.release()
 	if err == nil && !o.mtime.IsZero() {
 		err = os.Chtimes(name, o.mtime, o.mtime)
+	}
+	if err == nil && o.mark != "" {
+		setMark(o.tmp, o.mark) // where it cannot, the journal cannot tell
 	}
 	if err == nil {
 		err = o.tmp.Sync()
@@ -880,9 +896,10 @@ func (o *Output) Preallocate(n int64) {
 }
 
 // RemovePartials removes the temporary files of final (.NAME.partial-…)
-// that a run killed while writing it left behind. The caller knows that
-// no other run writes final now (a journal says the run that wrote it
-// died).
+// that a run killed while writing it left behind, when a journal says
+// that the run that wrote final died. A temporary file that a live
+// process holds (each is locked while it is written, where the file
+// system locks) is another run's, of the same name: it is left alone.
 func RemovePartials(final string) error {
 	dir, base := filepath.Split(final)
 	if dir == "" {
@@ -897,7 +914,20 @@ func RemovePartials(final string) error {
 		return err
 	}
 	for _, n := range names {
-		if err := os.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if fi, err := os.Lstat(n); err != nil || !fi.Mode().IsRegular() {
+			continue // gone, or not a file of this tool's
+		}
+		f, err := os.Open(n)
+		if err != nil {
+			continue
+		}
+		if Lock(f) == ErrLocked {
+			f.Close() // another process writes it now
+			continue
+		}
+		err = os.Remove(n)
+		f.Close()
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
