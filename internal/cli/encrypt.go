@@ -116,6 +116,9 @@ func encrypt(e *env, o *encryptOptions) error {
 			out.Abort()
 			return err
 		}
+		// The old header opens the old body only: should the new body
+		// not be committed, the old header comes back.
+		hdr.Undoable()
 		opts.Header = hdr
 	}
 	if rng == nil {
@@ -127,13 +130,17 @@ func encrypt(e *env, o *encryptOptions) error {
 		if herr := hdr.Finish(err); err == nil {
 			err = herr
 		}
+		// Interrupted before the body is committed: the same.
+		defer outfile.Signals.OnInterrupt(hdr.Undo)()
 	}
 	if err := out.Finish(err); err != nil {
 		// The header is of no use without its body, nor the body
-		// without it: a header committed already goes again.
+		// without it: a header committed already goes again, and the
+		// one it replaced comes back.
 		hdr.Undo()
 		return err
 	}
+	hdr.Keep()
 	return nil
 }
 

@@ -156,3 +156,77 @@ func TestForceKeepsSecretKeys(t *testing.T) {
 		}
 	}
 }
+
+// swapAtEOF is a reader of data that, when it is read to the end, first
+// calls swap: a file changed while the command runs, after it read its
+// input and before it commits.
+type swapAtEOF struct {
+	r    *bytes.Reader
+	swap func()
+}
+
+func (s *swapAtEOF) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n == 0 && s.swap != nil {
+		s.swap()
+		s.swap = nil
+	}
+	return n, err
+}
+
+// TestHeaderBackOnFailedBody: encrypt -o BODY --header HDR --force commits
+// the header first; when the body then fails to commit (here a secret key
+// put at BODY during the run, which nothing replaces), the old header
+// comes back: it is what opens the old body. Before, the new header was
+// removed and the old one was gone with it, so the old body no longer
+// opened. When both commit, nothing of the old ones is left beside them.
+func TestHeaderBackOnFailedBody(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	os.WriteFile(filepath.Join(dir, "old"), []byte("the old data\n"), 0o644)
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "old", "-o", "body", "--header", "hdr")
+	oldHdr := mustRead(t, filepath.Join(dir, "hdr"))
+	key := mustRead(t, filepath.Join(dir, "me.sec"))
+
+	in := &swapAtEOF{r: bytes.NewReader([]byte("the new data\n")), swap: func() {
+		os.WriteFile(filepath.Join(dir, "body"), key, 0o600)
+	}}
+	code, _, stderr := runAtWith(t, dir, in, "encrypt", "--recipient_pk", "me.pub", "-o", "body", "--header", "hdr", "--force")
+	if code != exitUsage {
+		t.Fatalf("the body refused at its commit: exit %d\n%s", code, stderr)
+	}
+	if got := mustRead(t, filepath.Join(dir, "hdr")); !bytes.Equal(got, oldHdr) {
+		t.Errorf("the header is not the old one (%d bytes, the old %d)", len(got), len(oldHdr))
+	}
+	if got := mustRead(t, filepath.Join(dir, "body")); !bytes.Equal(got, key) {
+		t.Errorf("the secret key at the body's name was replaced")
+	}
+	names := func() []string {
+		ents, _ := os.ReadDir(dir)
+		var ns []string
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") {
+				ns = append(ns, e.Name())
+			}
+		}
+		return ns
+	}
+	if left := names(); len(left) > 0 {
+		t.Errorf("left in the folder: %v", left)
+	}
+
+	// Both committed: the new pair opens, and nothing is left.
+	os.Remove(filepath.Join(dir, "body"))
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "old", "-o", "body", "--header", "hdr", "--force")
+	os.WriteFile(filepath.Join(dir, "new"), []byte("the new data\n"), 0o644)
+	mustRun(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "new", "-o", "body", "--header", "hdr", "--force")
+	both := append(mustRead(t, filepath.Join(dir, "hdr")), mustRead(t, filepath.Join(dir, "body"))...)
+	os.WriteFile(filepath.Join(dir, "both.c4gh"), both, 0o644)
+	if out := mustRun(t, dir, "decrypt", "--sk", "me.sec", "-i", "both.c4gh"); out != "the new data\n" {
+		t.Errorf("the new pair decrypts to %q", out)
+	}
+	if left := names(); len(left) > 0 {
+		t.Errorf("left in the folder after a pair replaced: %v", left)
+	}
+}

@@ -64,6 +64,10 @@ type Output struct {
 	// mark, when set, is given to the file before its commit (see
 	// Options.Mark).
 	mark string
+	// undoable: commit keeps the file it replaces, in previous, for Undo
+	// (see Undoable).
+	undoable bool
+	previous string
 }
 
 // SetModTime gives a file output the modification time t at its commit
@@ -643,10 +647,14 @@ func (o *Output) Commit() error {
 			return err
 		}
 	}
+	if err == nil && o.undoable && o.force {
+		o.previous, err = keepPrevious(o.final)
+	}
 	if err == nil {
 		err = Place(name, o.final, o.force)
 	}
 	if err != nil {
+		o.dropPrevious()
 		o.removeTemp(name)
 		if errors.Is(err, os.ErrExist) && !o.force {
 			return withHint(usagef("output file %q already exists (it appeared while this command ran)", o.path),
@@ -740,12 +748,96 @@ func SyncDir(dir string) error {
 }
 
 // Undo removes a file that commit created, when a command with several
-// outputs fails after it; nil and uncommitted outputs are left alone.
+// outputs fails after it, and puts back the file it replaced, if it was
+// Undoable; nil and uncommitted outputs are left alone.
 func (o *Output) Undo() {
-	if o != nil && o.committed {
-		os.Remove(o.final)
+	if o == nil || !o.committed {
+		return
+	}
+	o.committed = false
+	if o.previous != "" {
+		if err := os.Rename(o.previous, o.final); err != nil {
+			fmt.Fprintf(os.Stderr, "crypt4gh: warning: could not put back the previous %s: it is %s (%v)\n",
+				QuoteName(o.path), QuoteName(filepath.Join(filepath.Dir(o.path), filepath.Base(o.previous))), PathErr(err))
+		}
+		o.previous = ""
+		SyncDir(filepath.Dir(o.final))
+		return
+	}
+	os.Remove(o.final)
+}
+
+// Undoable makes a file output that replaces a file (Force) keep the one
+// it replaces until Keep, so that Undo puts it back: for the first of
+// outputs that go together (a header and its body, written apart), whose
+// old one is of no use without the other's old one either. Undo may run
+// from a hook of Signals.OnInterrupt (it takes no lock of Signals'): a run
+// interrupted between the two commits puts the old one back too.
+func (o *Output) Undoable() { o.undoable = true }
+
+// Keep ends what Undoable began: the command's outputs are all committed,
+// the file replaced goes, and Undo does nothing from now on.
+func (o *Output) Keep() {
+	if o != nil {
+		o.dropPrevious()
 		o.committed = false
 	}
+}
+
+func (o *Output) dropPrevious() {
+	if o.previous != "" {
+		os.Remove(o.previous)
+		o.previous = ""
+	}
+}
+
+// keepPrevious gives the file at final, if there is one, a second name
+// beside it (a temporary file's), and returns it; "" when there is none.
+// Where the file system has no hard links, the file is copied.
+func keepPrevious(final string) (string, error) {
+	fi, err := os.Lstat(final)
+	if errors.Is(err, os.ErrNotExist) || err == nil && !fi.Mode().IsRegular() {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	// A free name of a temporary file's, not removed on a signal: the
+	// old file is put back then, or kept under that name.
+	tmp, err := createTemp(final, fi.Mode().Perm())
+	if err != nil {
+		return "", err
+	}
+	name := tmp.Name()
+	tmp.Close()
+	Signals.Forget(name)
+	os.Remove(name) // free for the link
+	err = os.Link(final, name)
+	switch {
+	case err == nil:
+		return name, nil
+	case errors.Is(err, os.ErrNotExist):
+		return "", nil
+	}
+	// No hard links here: a copy.
+	src, err := os.Open(final)
+	if err != nil {
+		os.Remove(name)
+		return "", err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
+	if err == nil {
+		_, err = io.Copy(dst, src)
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		os.Remove(name)
+		return "", err
+	}
+	return name, nil
 }
 
 // Abort removes a file output that was not committed (a device or named
