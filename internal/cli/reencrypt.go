@@ -262,12 +262,15 @@ func rekeyFile(o *reencryptOptions, f *reencrypt.File, sk keys.Holder, recipient
 	if f.Warning() != nil {
 		warnf("%s; --trim drops those packets", twoEditLists)
 	}
-	return rekeyError(o, sk, err)
+	return rekeyError(o, sk, err, inPlace)
 }
 
 // rekeyError says err of reencrypt.File.Rekey in the words of the command.
-func rekeyError(o *reencryptOptions, sk keys.Holder, err error) error {
+func rekeyError(o *reencryptOptions, sk keys.Holder, err error, inPlace bool) error {
 	switch {
+	case errors.Is(err, reencrypt.ErrTwoEditLists) && !inPlace:
+		// Refused for --add, which keeps every packet and adds more.
+		return withHint(usagef("%s", twoEditLists), "leave out --add (the packets that --sk opens are then replaced, with a warning), or leave it out and use --trim (only the recipients can then read the result)")
 	case errors.Is(err, reencrypt.ErrTwoEditLists):
 		return withHint(usagef("%s", twoEditLists), "use --trim (only the recipients can then read the result), or re-encrypt to a new output")
 	case errors.Is(err, reencrypt.ErrNothingToAdd):
