@@ -110,7 +110,10 @@ func spliceCommand(e *env) command {
 			"With --region (BAM, CRAM, VCF.gz, BCF; see decrypt), the output holds the\n" +
 			"file's header, the regions' records and its end marker: the segments that\n" +
 			"hold them copied as they are, the blocks cut at a region's edge compressed\n" +
-			"again in new segments, so that the recipient decrypts a valid file." + spliceObjectsHelp + spliceBatchHelp,
+			"again in new segments, so that the recipient decrypts a valid file.\n\n" +
+			"The recipient gets the file's data key: every byte of the copied segments\n" +
+			"(more than the ranges or regions), and all of the file if they ever get its\n" +
+			"ciphertext. To give out only a part for good, decrypt it and encrypt that." + spliceObjectsHelp + spliceBatchHelp,
 		Flags: o.flags(slices.Concat([]cli.Flag{
 			&cli.StringSliceFlag{Name: "range", Usage: "a range to keep: `START-END` (END excluded) or START (repeatable; or --region)", Destination: &o.Ranges},
 		}, o.region.flags(), []cli.Flag{
