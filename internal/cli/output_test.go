@@ -230,3 +230,30 @@ func TestHeaderBackOnFailedBody(t *testing.T) {
 		t.Errorf("left in the folder after a pair replaced: %v", left)
 	}
 }
+
+// TestForceKeepsForeignKeys: a secret key of a format that this tool does
+// not read, in binary form (GnuPG's export of an OpenPGP secret key), is
+// not replaced by an output with --force either; an armoured one was
+// refused already (testdata/script/nothing_lost.txtar).
+func TestForceKeepsForeignKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustRun(t, dir, "keygen", "--sk", "me.sec", "--pk", "me.pub", "--nocrypt")
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("plaintext"), 0o600)
+	for _, name := range []string{"gpg_ed25519_plain.gpg", "gpg_rsa2048_locked.gpg"} {
+		key, err := os.ReadFile(filepath.Join("..", "..", "testdata", "keys", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, name), key, 0o600)
+		code, _, stderr := runAt(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "in.txt", "-o", name, "--force")
+		if got := mustRead(t, filepath.Join(dir, name)); code != exitUsage || !strings.Contains(stderr, "holds a secret key") || !bytes.Equal(got, key) {
+			t.Errorf("%s: exit %d, kept %v\n%s", name, code, bytes.Equal(got, key), stderr)
+		}
+	}
+	// What only looks like one at its first byte is no key: replaced.
+	os.WriteFile(filepath.Join(dir, "notakey"), []byte("\x94\x58 not an OpenPGP packet"), 0o644)
+	if code, _, stderr := runAt(t, dir, "encrypt", "--recipient_pk", "me.pub", "-i", "in.txt", "-o", "notakey", "--force"); code != 0 {
+		t.Errorf("a file that is no key: exit %d\n%s", code, stderr)
+	}
+}

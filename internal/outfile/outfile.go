@@ -393,7 +393,8 @@ func spareSecretKey(path, shown, when string) error {
 
 // holdsSecretKey reports whether the file at path is a secret key file of
 // a format that this tool reads, or holds a PEM block of a private key of
-// any kind (an RSA or ECDSA key of SSH or OpenSSL, an OpenPGP key). The
+// any kind (an RSA or ECDSA key of SSH or OpenSSL, an OpenPGP key), or is
+// an OpenPGP secret key in its binary form (gpg --export-secret-keys). The
 // error is that of a file that could not be opened or read; what is not a
 // regular file (a folder put there meanwhile) holds no key.
 func holdsSecretKey(path string) (bool, error) {
@@ -420,7 +421,61 @@ func holdsSecretKey(path string) (bool, error) {
 	if _, err = keys.InspectSecretKey(data); err == nil {
 		return true, nil
 	}
-	return pemPrivateKey(data), nil
+	return pemPrivateKey(data) || openPGPSecretKey(data), nil
+}
+
+// openPGPSecretKey reports whether data starts as a binary OpenPGP secret
+// key does (RFC 9580): a Secret-Key packet (tag 5) in the old or the new
+// packet format, whose length fits in data, of key version 3 to 6 and a
+// public-key algorithm that OpenPGP defines.
+func openPGPSecretKey(data []byte) bool {
+	if len(data) < 8 {
+		return false
+	}
+	var n, at int // the packet's length, where its body starts
+	switch b := data[0]; {
+	case b&0xc0 == 0x80 && (b>>2)&0x0f == 5: // old format
+		switch b & 3 {
+		case 0:
+			n, at = int(data[1]), 2
+		case 1:
+			n, at = int(data[1])<<8|int(data[2]), 3
+		case 2:
+			n, at = int(data[1])<<24|int(data[2])<<16|int(data[3])<<8|int(data[4]), 5
+		default:
+			return false
+		}
+	case b == 0xc5: // new format
+		switch l := int(data[1]); {
+		case l < 192:
+			n, at = l, 2
+		case l < 224:
+			n, at = (l-192)<<8+int(data[2])+192, 3
+		case l == 255:
+			n, at = int(data[2])<<24|int(data[3])<<16|int(data[4])<<8|int(data[5]), 6
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	if n < 8 || n > len(data)-at {
+		return false
+	}
+	body := data[at:]
+	algo := body[5] // version, creation time, algorithm
+	switch body[0] {
+	case 3:
+		algo = body[7] // and two bytes of validity before it
+	case 4, 5, 6:
+	default:
+		return false
+	}
+	switch algo {
+	case 1, 2, 3, 16, 17, 18, 19, 20, 22, 25, 26, 27, 28:
+		return true
+	}
+	return false
 }
 
 // pemPrivateKey reports whether data has the first line of a PEM private

@@ -107,3 +107,15 @@ func TestQuoteName(t *testing.T) {
 		}
 	}
 }
+
+// FuzzOpenPGPSecretKey: any bytes, no panic; a key packet cut short is no
+// key.
+func FuzzOpenPGPSecretKey(f *testing.F) {
+	f.Add([]byte("\x94\x58\x04\x6b\x14\x1d\x7e\x16\x09"))
+	f.Add([]byte("\xc5\xff\x00\x00\x00\x10\x04\x00\x00\x00\x00\x16"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if openPGPSecretKey(b) && len(b) < 10 {
+			t.Errorf("%x: a key in %d bytes", b, len(b))
+		}
+	})
+}
