@@ -449,6 +449,9 @@ func safetyHostileHeaders(t *testing.T, e *safetyEnv) {
 // writers it is refused before any key exchange (exit 4); from
 // MaxWriterKeys writers every packet is tried and none opens (exit 3).
 func safetyMaxPackets(t *testing.T, e *safetyEnv) {
+	if testing.Short() {
+		t.Skip("the most work a header may ask for: 2.4 s, in the full run")
+	}
 	for _, tc := range []struct {
 		writers int
 		code    int
