@@ -30,6 +30,17 @@ const scaleHelp = "\n\n" +
 	"JSON object a line per input, and a summary, on stdout. Two inputs that\n" +
 	"would be written to one output are refused (exit 2)."
 
+// verifyScaleHelp is scaleHelp for verify, which writes no output: its
+// journal skips the inputs unchanged since they were verified.
+const verifyScaleHelp = "\n\n" +
+	"--files-from LIST reads more FILE arguments from LIST (- for stdin), one a\n" +
+	"line (NUL-separated with -0); prefixes and lists are processed as they are\n" +
+	"listed. --shard I/N takes only the inputs whose FNV-1a 64 hash of the name\n" +
+	"(as given or listed) is I modulo N. --journal FILE records each input that\n" +
+	"passed (JSON lines, fsynced) and skips, when run again, those whose size and\n" +
+	"time (an object's ETag) are as they were then. --json prints one JSON object\n" +
+	"a line per input, and a summary, on stdout."
+
 // scaleOptions are the flags of a batch that runs at archive scale.
 type scaleOptions struct {
 	FilesFrom     string // --files-from

@@ -41,7 +41,7 @@ func verifyCommand(e *env) command {
 			"damaged, truncated or tampered data, 3 for key problems). Whole segments\n" +
 			"cut off the end of a body cannot be detected, unless an edit list reaches\n" +
 			"into them: then the file passes with a warning (such files are valid: the\n" +
-			"edit list keeps what is there), and with --strict it fails with exit 4." + verifyObjectsHelp + scaleHelp,
+			"edit list keeps what is there), and with --strict it fails with exit 4." + verifyObjectsHelp + verifyScaleHelp,
 		Flags: slices.Concat([]cli.Flag{
 			skFlag(&o.SK),
 			senderFlag(&o.Sender),
