@@ -348,8 +348,10 @@ func (r *Runner) one(it Item, journalFailed func(error)) Outcome {
 		o.Err = err
 		return o
 	}
-	if it.Mark != "" && outfile.Marked(it.Out, it.Mark) {
-		outfile.Unmark(it.Out) // done: the journal knows it by its size and sum now
+	if it.Mark != "" {
+		// Done: the journal knows the output by its size and sum now.
+		// (Only this tool writes the attribute: no need to read it first.)
+		outfile.Unmark(it.Out)
 	}
 	return o
 }
