@@ -73,7 +73,7 @@ func newApp(e *env, args []string) *cli.App {
 		EnableBashCompletion:      true,
 		ExitErrHandler:            func(*cli.Context, error) {},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return usage(flagError(e, c, err))
+			return withHint(usage(flagError(e, c, err)), "run 'crypt4gh --help' for the commands and their flags")
 		},
 	}
 	for _, c := range commandsFor(e, args) {
