@@ -28,6 +28,7 @@ type lsOptions struct {
 	Recursive      bool
 	Pending        bool
 	JSON           bool
+	Quiet          bool
 }
 
 func lsCommand(e *env) command {
@@ -62,8 +63,9 @@ func lsCommand(e *env) command {
 			&cli.BoolFlag{Name: "recursive", Aliases: []string{"R"}, Usage: "list folders and prefixes at all depths", Destination: &o.Recursive},
 			&cli.BoolFlag{Name: "pending", Usage: "list the multipart uploads in progress under s3:// prefixes", Destination: &o.Pending},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object a line (fields above)", Destination: &o.JSON},
+			quietFlag(&o.Quiet, false),
 		}, o.store.flags()...),
-		Action: func(c *cli.Context) error { return list(e.start(c, false, &o.store), o) },
+		Action: func(c *cli.Context) error { return list(e.start(c, o.Quiet, &o.store), o) },
 	}, page: page{
 		env: withAWS(passphraseEnv),
 		examples: []string{
