@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/c4gh-go/crypt4gh/agent"
 	"github.com/c4gh-go/crypt4gh/internal/keyfile"
@@ -40,9 +41,22 @@ func loadSecretKey(e *env, k keyOptions) (*keys.SecretKey, keys.SecretKeyInfo, e
 			"use --sk PATH or set %s", secretKeyEnv)
 	}
 	if path == "" {
-		return nil, keys.SecretKeyInfo{}, usagef("no secret key: use --sk PATH or set %s", secretKeyEnv)
+		return nil, keys.SecretKeyInfo{}, noSecretKey()
 	}
 	return e.keyLoader().SecretKey(path, k.PassphraseFile)
+}
+
+// noSecretKey is the error of a command that needs a secret key and was
+// given none. As the reference tool, no command reads keygen's default
+// key unless it is named; when it is there, the hint names it.
+func noSecretKey() error {
+	err := usagef("no secret key: use --sk PATH or set %s", secretKeyEnv)
+	if home, herr := os.UserHomeDir(); herr == nil {
+		if _, serr := os.Stat(filepath.Join(home, defaultKeyDir, "key")); serr == nil {
+			return withHint(err, "keygen's key pair is in ~/%s: --sk ~/%s/key", defaultKeyDir, defaultKeyDir)
+		}
+	}
+	return err
 }
 
 // readerKey opens the headers of a command: the secret key of --sk, or the
