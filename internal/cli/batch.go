@@ -424,7 +424,8 @@ func (c *outCounter) Write(p []byte) (int, error) {
 // killed after its commit, before its done line, wrote: it holds the mark
 // that run's start line recorded. Any other file there is not replaced
 // without --force: one the user put there after a failed run, or
-// another process's, or one whose file system keeps no marks.
+// another process's, or one whose file system keeps no marks. The output
+// checks it again as it is committed (outfile.Options.ReplaceMarked).
 func killedRunsOutput(out, killed string) bool {
 	return killed != "" && outfile.Marked(out, killed)
 }
@@ -462,12 +463,12 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 		outSize += headerRoom
 	}
 	local := !objstore.IsURL(it.out)
-	force := b.force
+	force, replace := b.force, ""
 	if resume && local {
 		if err := outfile.RemovePartials(it.out); err != nil {
 			return fail(fmt.Errorf("failed to remove what a killed run left: %w", pathErr(err)))
 		}
-		force = force || killedRunsOutput(it.out, it.killed)
+		replace = it.killed // the killed run's output, and no other file
 	} else if resume {
 		force = true // an object: see rekeyOne and the uploads' own records
 	}
@@ -476,13 +477,13 @@ func batchFile(e *env, b batchOptions, it batchItem, mode os.FileMode, srcIsPlai
 	// does not remove; unless it exists already (opening it fails then,
 	// without --force): it is not this run's.
 	if local && b.scale.Journal != "" {
-		if _, err := os.Lstat(it.out); force || err != nil {
+		if _, err := os.Lstat(it.out); force || err != nil || killedRunsOutput(it.out, replace) {
 			if err := begin(); err != nil {
 				return fail(err)
 			}
 		}
 	}
-	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: force, Mode: mode, Input: in.file, Folders: b.folders, Mark: it.mark})
+	out, err := openBatchOutput(e, b.output, it.out, outSize, outfile.Options{Force: force, Mode: mode, Input: in.file, Folders: b.folders, Mark: it.mark, ReplaceMarked: replace})
 	if err != nil {
 		return fail(err)
 	}

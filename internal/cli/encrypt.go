@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/c4gh-go/crypt4gh/c4gh"
 	"github.com/c4gh-go/crypt4gh/edit"
@@ -116,10 +117,26 @@ func encrypt(e *env, o *encryptOptions) error {
 			out.Abort()
 			return err
 		}
-		// The old header opens the old body only: should the new body
-		// not be committed, the old header comes back.
-		hdr.Undoable()
 		opts.Header = hdr
+	}
+	// The old header opens the old body only: should the new body not be
+	// committed, the old header comes back, also on an interrupt. Both
+	// commits give their file its name holding pair, and the hook takes
+	// it until the process exits: it sees the body named or not, and no
+	// commit follows it.
+	var pair sync.Mutex
+	if hdr != nil {
+		hdr.Undoable()
+		hdr.Guard(&pair)
+		out.Guard(&pair)
+		defer outfile.Signals.OnInterrupt(func() {
+			pair.Lock()
+			if out.Committed() {
+				hdr.Keep()
+			} else {
+				hdr.Undo()
+			}
+		})()
 	}
 	if rng == nil {
 		keepTime(out, in)
@@ -130,10 +147,11 @@ func encrypt(e *env, o *encryptOptions) error {
 		if herr := hdr.Finish(err); err == nil {
 			err = herr
 		}
-		// Interrupted before the body is committed: the same.
-		defer outfile.Signals.OnInterrupt(hdr.Undo)()
 	}
-	if err := out.Finish(err); err != nil {
+	err = out.Finish(err)
+	pair.Lock()
+	defer pair.Unlock()
+	if err != nil {
 		// The header is of no use without its body, nor the body
 		// without it: a header committed already goes again, and the
 		// one it replaced comes back.

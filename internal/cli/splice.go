@@ -33,9 +33,10 @@ type spliceOptions struct {
 	// and folders holds the folders of its outputs (outfile.Folders).
 	below   string
 	folders *outfile.Folders
-	// mark, in a batch with a journal, is the output's mark
-	// (outfile.Options.Mark).
-	mark string
+	// mark, in a batch with a journal, is the output's mark, and
+	// replaceMarked that of a killed run's output that it may replace
+	// (outfile.Options.Mark, ReplaceMarked).
+	mark, replaceMarked string
 }
 
 // outputOptions is opts for the output of o: in a batch into a local
@@ -45,7 +46,7 @@ func (o *spliceOptions) outputOptions(opts outfile.Options) outfile.Options {
 	if o.below != "" {
 		opts.Beneath, opts.Folders = o.below, o.folders
 	}
-	opts.Mark = o.mark
+	opts.Mark, opts.ReplaceMarked = o.mark, o.replaceMarked
 	return opts
 }
 

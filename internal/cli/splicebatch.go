@@ -72,25 +72,25 @@ func spliceBatch(e *env, o *spliceOptions, files []string, run func(*env, *splic
 		if err != nil {
 			return fail(err)
 		}
-		force := o.Force
+		force, replace := o.Force, ""
 		if resume && local {
 			if err := outfile.RemovePartials(it.Out); err != nil {
 				return fail(fmt.Errorf("failed to remove what a killed run left: %w", pathErr(err)))
 			}
-			force = force || killedRunsOutput(it.Out, it.Killed)
+			replace = it.Killed // the killed run's output, and no other file
 		} else if resume {
 			force = true // an object: the uploads keep their own records
 		}
 		// Started in the journal before anything is made, unless the
 		// output exists already: it is not this run's then (and is
 		// refused without --force).
-		if _, err := os.Lstat(it.Out); !local || force || err != nil {
+		if _, err := os.Lstat(it.Out); !local || force || err != nil || killedRunsOutput(it.Out, replace) {
 			if err := begin(); err != nil {
 				return fail(err)
 			}
 		}
 		one := *o
-		one.Input, one.Output, one.Force, one.mark = it.In, it.Out, force, it.Mark
+		one.Input, one.Output, one.Force, one.mark, one.replaceMarked = it.In, it.Out, force, it.Mark, replace
 		if below {
 			one.below, one.folders = o.Output, folders
 		}

@@ -16,15 +16,15 @@ func setMark(f *os.File, mark string) {
 	}
 }
 
-// Marked reports whether the file at path (not followed, if a link) holds
-// mark (Options.Mark).
+// Marked reports whether the file at path holds mark (Options.Mark).
+// A symbolic link is followed, as the output was committed through it.
 func Marked(path, mark string) bool {
 	b := make([]byte, 64)
-	n, err := unix.Lgetxattr(path, markAttr, b)
+	n, err := unix.Getxattr(path, markAttr, b)
 	return err == nil && string(b[:n]) == mark
 }
 
-// Unmark removes the mark from the file at path, once a journal has it
-// done: the file is the user's from then on, and carries nothing of the
-// run.
-func Unmark(path string) { unix.Lremovexattr(path, markAttr) }
+// Unmark removes the mark from the file at path (through a link, as
+// Marked), once a journal has it done: the file is the user's from then
+// on, and carries nothing of the run.
+func Unmark(path string) { unix.Removexattr(path, markAttr) }

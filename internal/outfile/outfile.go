@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -68,6 +69,12 @@ type Output struct {
 	// (see Undoable).
 	undoable bool
 	previous string
+	// guard, when set, is held while commit gives the file its name
+	// (see Guard).
+	guard sync.Locker
+	// replaceMarked: without force, a file at final that holds this mark
+	// is replaced (Options.ReplaceMarked).
+	replaceMarked string
 }
 
 // SetModTime gives a file output the modification time t at its commit
@@ -140,6 +147,11 @@ type Options struct {
 	// the commit and its done line, that the file at the output's name
 	// is the one that run wrote (Marked) and not one put there since.
 	Mark string
+	// ReplaceMarked, when set and Force is not, lets the output replace a
+	// file at its name that holds this mark, and no other: checked when
+	// the output is opened and again when it is committed, so that a
+	// file put there in between is not replaced.
+	ReplaceMarked string
 }
 
 // IsStdout reports whether path names standard output.
@@ -314,7 +326,7 @@ func open(path, at string, opts Options, warn, absent bool) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create output %s: %w", path, PathErr(err))
 	}
-	return &Output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.Force, spareKeys: opts.Force && !opts.SecretKey, mark: opts.Mark}, nil
+	return &Output{Writer: &writeNamer{f: tmp, path: path, writeback: startWriteback}, path: path, final: final, tmp: tmp, force: opts.Force, spareKeys: opts.Force && !opts.SecretKey, mark: opts.Mark, replaceMarked: opts.ReplaceMarked}, nil
 }
 
 // KeyToStdout refuses a key output that is stdout.
@@ -351,7 +363,7 @@ func check(path, shown string, opts Options) (string, error) {
 		return "", usagef("output %s is a directory", shown)
 	case !fi.Mode().IsRegular():
 		return "", nil
-	case !opts.Force:
+	case !opts.Force && (opts.ReplaceMarked == "" || !Marked(path, opts.ReplaceMarked)):
 		return "", withHint(usagef("output file %q %w", shown, ErrExists), "use --force to replace it")
 	case !opts.SecretKey:
 		if err := spareSecretKey(path, shown, ""); err != nil {
@@ -665,7 +677,15 @@ func (o *Output) Commit() error {
 	if o.sink != nil {
 		sink := o.sink
 		o.sink = nil
-		return sink.Commit()
+		err := sink.Commit()
+		if err == nil && o.guard != nil {
+			// An object: its commit is a request, not made holding the
+			// guard; it is named once the store answered.
+			o.guard.Lock()
+			o.committed = true
+			o.guard.Unlock()
+		}
+		return err
 	}
 	if o.dev != nil {
 		err := o.dev.Close()
@@ -702,14 +722,10 @@ func (o *Output) Commit() error {
 			return err
 		}
 	}
-	if err == nil && o.undoable && o.force {
-		o.previous, err = keepPrevious(o.final)
-	}
 	if err == nil {
-		err = Place(name, o.final, o.force)
+		err = o.place(name)
 	}
 	if err != nil {
-		o.dropPrevious()
 		o.removeTemp(name)
 		if errors.Is(err, os.ErrExist) && !o.force {
 			return withHint(usagef("output file %q already exists (it appeared while this command ran)", o.path),
@@ -717,7 +733,6 @@ func (o *Output) Commit() error {
 		}
 		return fmt.Errorf("failed to write %s: %w", o.path, PathErr(err))
 	}
-	o.committed = true
 	if o.folder != nil {
 		err = o.folder.sync()
 	} else {
@@ -730,6 +745,46 @@ func (o *Output) Commit() error {
 	}
 	return err
 }
+
+// place gives the complete temporary file name the output's name, with
+// the guard held (Guard): the file it replaces kept first when the output
+// is Undoable, and a marked one replaced only while it holds its mark.
+func (o *Output) place(name string) error {
+	if o.guard != nil {
+		o.guard.Lock()
+		defer o.guard.Unlock()
+	}
+	if o.undoable && o.force {
+		var err error
+		if o.previous, err = keepPrevious(o.final); err != nil {
+			return err
+		}
+	}
+	err := Place(name, o.final, o.force)
+	if errors.Is(err, os.ErrExist) && !o.force && o.replaceMarked != "" && Marked(o.final, o.replaceMarked) {
+		err = os.Rename(name, o.final)
+	}
+	if err != nil {
+		o.dropPrevious()
+		return err
+	}
+	o.committed = true
+	return nil
+}
+
+// Guard makes commit hold mu while it gives the file its name, and so
+// lets a hook of Signals.OnInterrupt that takes mu, and keeps it until
+// the process exits, see the outputs of a command either named or not,
+// and none named after it: a header and its body, written apart.
+func (o *Output) Guard(mu sync.Locker) {
+	if o != nil {
+		o.guard = mu
+	}
+}
+
+// Committed reports whether commit gave the file its name, and Undo has
+// not taken it back; with a Guard, ask it holding the guard.
+func (o *Output) Committed() bool { return o != nil && o.committed }
 
 // unhold closes the folder held for the output: from now on its path is
 // the one the user gave.
@@ -813,7 +868,7 @@ func (o *Output) Undo() {
 	if o.previous != "" {
 		if err := os.Rename(o.previous, o.final); err != nil {
 			fmt.Fprintf(os.Stderr, "crypt4gh: warning: could not put back the previous %s: it is %s (%v)\n",
-				QuoteName(o.path), QuoteName(filepath.Join(filepath.Dir(o.path), filepath.Base(o.previous))), PathErr(err))
+				QuoteName(o.path), QuoteName(o.previous), PathErr(err))
 		}
 		o.previous = ""
 		SyncDir(filepath.Dir(o.final))
@@ -884,6 +939,9 @@ func keepPrevious(final string) (string, error) {
 	dst, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
 	if err == nil {
 		_, err = io.Copy(dst, src)
+		if err == nil {
+			err = dst.Sync()
+		}
 		if cerr := dst.Close(); err == nil {
 			err = cerr
 		}
