@@ -127,6 +127,9 @@ func encrypt(e *env, o *encryptOptions) error {
 	var pair sync.Mutex
 	if hdr != nil {
 		hdr.Undoable()
+	}
+	if hdr != nil && (out.Final() != "" || out.IsSink()) {
+		// (A body on stdout is streamed, and has no commit to wait for.)
 		hdr.Guard(&pair)
 		out.Guard(&pair)
 		defer outfile.Signals.OnInterrupt(func() {

@@ -400,7 +400,7 @@ func spliceObject(e *env, so *spliceOptions, s *objio.Stream, opts reencrypt.Spl
 		if !so.Force && o.Location() == loc {
 			return withHint(usagef("output %s is the input", loc), "use --force to replace it")
 		}
-	} else if out, err = e.openDest(dest, o.Size()+headerRoom, outfile.Options{Force: so.Force, Binary: true, Mode: outfile.ModePublic}); err != nil {
+	} else if out, err = e.openDest(dest, o.Size()+headerRoom, so.outputOptions(outfile.Options{Force: so.Force, Binary: true, Mode: outfile.ModePublic})); err != nil {
 		return err
 	}
 	var done func()

@@ -619,18 +619,8 @@ func CreateTemp(final string, perm os.FileMode) (*os.File, error) {
 
 // createTemp is CreateTemp without looking for old temporary files.
 func createTemp(final string, perm os.FileMode) (*os.File, error) {
-	dir, base := filepath.Split(final)
-	if dir == "" {
-		dir = "."
-	}
-	prefix := "." + base
-	if len(prefix)+len(TempSuffix)+16 > MaxName {
-		prefix = ".crypt4gh"
-	}
 	for range 10 {
-		var r [8]byte
-		rand.Read(r[:])
-		f, err := Signals.Create(filepath.Join(dir, prefix+TempSuffix+hex.EncodeToString(r[:])), perm)
+		f, err := Signals.Create(tempName(final), perm)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -641,6 +631,23 @@ func createTemp(final string, perm os.FileMode) (*os.File, error) {
 		return f, err
 	}
 	return nil, errors.New("failed to find a free temporary name")
+}
+
+// tempName returns a new name for a temporary file of final, in its
+// folder: .NAME.partial-RANDOM, or .crypt4gh.partial-RANDOM when that
+// would be too long.
+func tempName(final string) string {
+	dir, base := filepath.Split(final)
+	if dir == "" {
+		dir = "."
+	}
+	prefix := "." + base
+	if len(prefix)+len(TempSuffix)+16 > MaxName {
+		prefix = ".crypt4gh"
+	}
+	var r [8]byte
+	rand.Read(r[:])
+	return filepath.Join(dir, prefix+TempSuffix+hex.EncodeToString(r[:]))
 }
 
 // StaleAge is the age after which a temporary file of this tool is
@@ -881,8 +888,9 @@ func (o *Output) Undo() {
 // it replaces until Keep, so that Undo puts it back: for the first of
 // outputs that go together (a header and its body, written apart), whose
 // old one is of no use without the other's old one either. Undo may run
-// from a hook of Signals.OnInterrupt (it takes no lock of Signals'): a run
-// interrupted between the two commits puts the old one back too.
+// from a hook of Signals.OnInterrupt (it takes no lock of Signals', nor
+// does commit while it holds a Guard): a run interrupted between the two
+// commits puts the old one back too.
 func (o *Output) Undoable() { o.undoable = true }
 
 // Keep ends what Undoable began: the command's outputs are all committed,
@@ -912,39 +920,40 @@ func keepPrevious(final string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// A free name of a temporary file's, not removed on a signal: the
-	// old file is put back then, or kept under that name.
-	tmp, err := createTemp(final, fi.Mode().Perm())
-	if err != nil {
-		return "", err
+	// A temporary file's name, not recorded with Signals, whose lock a
+	// guard holder must not take (Guard): the hook of an interrupt puts
+	// the old file back, or it stays under that name.
+	var name string
+	for range 10 {
+		name = tempName(final)
+		if err = os.Link(final, name); !errors.Is(err, os.ErrExist) {
+			break
+		}
 	}
-	name := tmp.Name()
-	tmp.Close()
-	Signals.Forget(name)
-	os.Remove(name) // free for the link
-	err = os.Link(final, name)
 	switch {
 	case err == nil:
 		return name, nil
 	case errors.Is(err, os.ErrNotExist):
 		return "", nil
+	case errors.Is(err, os.ErrExist):
+		return "", errors.New("failed to find a free temporary name")
 	}
 	// No hard links here: a copy.
 	src, err := os.Open(final)
 	if err != nil {
-		os.Remove(name)
 		return "", err
 	}
 	defer src.Close()
-	dst, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
+	dst, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(dst, src)
 	if err == nil {
-		_, err = io.Copy(dst, src)
-		if err == nil {
-			err = dst.Sync()
-		}
-		if cerr := dst.Close(); err == nil {
-			err = cerr
-		}
+		err = dst.Sync()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		os.Remove(name)
